@@ -1,0 +1,24 @@
+"""Device selection: CUDA when present, CPU otherwise."""
+
+from __future__ import annotations
+
+import torch
+
+
+def default_device() -> torch.device:
+    """``cuda`` when a GPU is visible, else ``cpu``."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def device_name(device: torch.device | None = None) -> str:
+    """Human-readable name of a device, e.g. ``'NVIDIA H100'`` or ``'cpu (2 threads)'``."""
+    device = device or default_device()
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return f"cpu ({torch.get_num_threads()} threads)"
+
+
+def synchronize(device: torch.device) -> None:
+    """Wait for queued GPU work so wall-clock timings are honest."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
