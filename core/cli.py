@@ -11,6 +11,7 @@ import importlib
 
 COMMAND_MODULES = [
     "core.data.command",
+    "core.model_commands",
 ]
 
 

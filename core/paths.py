@@ -22,7 +22,11 @@ def data_dir() -> Path:
 
 def data_search_path() -> list[Path]:
     """All folders searched for datasets: the data folder first, then ``BNN_DATA_PATH``."""
-    extra = [Path(p).expanduser().resolve() for p in os.environ.get("BNN_DATA_PATH", "").split(os.pathsep) if p]
+    extra = [
+        Path(p).expanduser().resolve()
+        for p in os.environ.get("BNN_DATA_PATH", "").split(os.pathsep)
+        if p
+    ]
     return [data_dir(), *extra]
 
 
