@@ -1,0 +1,25 @@
+"""Shared fixtures. Tests read the shared datasets through BNN_DATA_PATH, never a copy."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+SHARED_DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
+if SHARED_DATASETS.is_dir() and not os.environ.get("BNN_DATA_PATH"):
+    os.environ["BNN_DATA_PATH"] = str(SHARED_DATASETS)
+
+
+@pytest.fixture(scope="session")
+def mnist_small():
+    """(train (2000 images, labels), test (1000 images, labels)) of MNIST; skips if absent."""
+    from core.data import DatasetUnavailable, load_dataset
+
+    try:
+        xtr, ytr = load_dataset("mnist", "train")
+        xte, yte = load_dataset("mnist", "test")
+    except DatasetUnavailable as exc:
+        pytest.skip(f"MNIST unavailable: {exc}")
+    return (xtr[:2000], ytr[:2000]), (xte[:1000], yte[:1000])

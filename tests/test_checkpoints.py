@@ -1,0 +1,119 @@
+"""Checkpoint registry: round trip, atomic saves, clear errors, CLI schema."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from core import checkpoints
+from core.checkpoints import (
+    REGISTRY,
+    CheckpointError,
+    list_checkpoints,
+    load_checkpoint,
+    save_checkpoint,
+)
+from core.models import ModelConfig, build_model
+from core.paths import REPO_ROOT
+
+TINY = ModelConfig(kind="bbb", hidden=(8,), prior=checkpoints.MIXTURE_PRIOR)
+
+
+def _saved(tmp_path, config=TINY):
+    model = build_model(config)
+    return model, save_checkpoint("tiny", model, {"test_error": 0.5}, directory=tmp_path)
+
+
+def test_round_trip_restores_weights_config_and_metadata(tmp_path):
+    model, path = _saved(tmp_path)
+    loaded, meta = load_checkpoint(path)
+    assert loaded.config == model.config
+    for (k, v), (k2, v2) in zip(
+        model.state_dict().items(), loaded.state_dict().items(), strict=True
+    ):
+        assert k == k2 and torch.equal(v, v2)
+    assert meta["test_error"] == 0.5 and meta["model_config"]["hidden"] == [8]
+    assert not any(p.requires_grad for p in loaded.parameters())
+
+
+def test_interrupted_save_leaves_old_file_intact(tmp_path, monkeypatch):
+    _, path = _saved(tmp_path)
+    before = path.read_bytes()
+
+    def crash(obj, f):
+        f.write(b"half a checkpoint")
+        raise KeyboardInterrupt("power cut")
+
+    monkeypatch.setattr(checkpoints.torch, "save", crash)
+    with pytest.raises(KeyboardInterrupt):
+        save_checkpoint("tiny", build_model(TINY), {}, directory=tmp_path)
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir() if p.suffix == ".tmp"] == []
+    load_checkpoint(path)
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage"])
+def test_corrupt_file_gives_clear_error_naming_it(tmp_path, damage):
+    _, path = _saved(tmp_path)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2] if damage == "truncate" else os.urandom(len(data)))
+    with pytest.raises(CheckpointError, match="tiny.pt.*corrupt or truncated"):
+        load_checkpoint(path)
+
+
+def test_mismatched_file_and_missing_file_give_clear_errors(tmp_path):
+    _, path = _saved(tmp_path)
+    payload = torch.load(path, weights_only=True)
+    payload["model_config"]["hidden"] = [9]
+    torch.save(payload, path)
+    with pytest.raises(CheckpointError, match="tiny.pt does not match"):
+        load_checkpoint(path)
+    with pytest.raises(CheckpointError, match="nothere.pt not found"):
+        load_checkpoint(tmp_path / "nothere.pt")
+
+
+def test_registry_lists_every_named_config(tmp_path):
+    infos = list_checkpoints(tmp_path)
+    assert {i.spec.name for i in infos} == set(REGISTRY)
+    assert all(not i.available and "not found" in i.reason for i in infos)
+    assert {"bbb_gaussian", "bbb_mixture", "bbb_lrt", "mlp", "dropout_mlp"} <= set(REGISTRY)
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_shipped_checkpoint_is_small_and_loads(name):
+    info = next(i for i in list_checkpoints() if i.spec.name == name)
+    if not info.available:
+        pytest.skip(f"{name} not trained yet")
+    assert info.path.stat().st_size <= 5 * 2**20
+    model, meta = load_checkpoint(name)
+    assert model.config == info.spec.model and meta["epochs"] >= 1
+
+
+def test_cli_evaluate_json_schema():
+    if not (REPO_ROOT / "checkpoints" / "mlp.pt").is_file():
+        pytest.skip("mlp checkpoint not trained yet")
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "core",
+            "evaluate",
+            "--checkpoint",
+            "mlp",
+            "--samples",
+            "2",
+            "--json",
+        ],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    result = json.loads(out)
+    assert {"test_error", "nll", "samples"} <= set(result)
+    assert result["samples"] == 2 and 0 <= result["test_error"] < 0.05
