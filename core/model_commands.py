@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import json
 import platform
+import time
 
 import torch
 
@@ -43,7 +44,25 @@ def cmd_list(args) -> int:
     return 0
 
 
+def _metadata(spec, training, history, seconds, device, metrics, eval_samples) -> dict:
+    return {
+        "title": spec.title,
+        "training": training.to_dict(),
+        "epochs": len(history),
+        "test_error": metrics["test_error"],
+        "nll": metrics["nll"],
+        "eval_samples": eval_samples,
+        "train_seconds": seconds,
+        "history": [s.__dict__ for s in history],
+        "device": device_name(device),
+        "versions": library_versions(),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    }
+
+
 def cmd_train(args) -> int:
+    """Train a registered model; the checkpoint is saved atomically after every epoch, so an
+    interrupted run keeps its last finished epoch, then re-evaluated at the end."""
     spec = REGISTRY[args.name]
     training = spec.training
     if args.epochs:
@@ -52,34 +71,32 @@ def cmd_train(args) -> int:
         torch.set_num_threads(args.threads)
     device = default_device()
     model = build_model(spec.model)
-    bar = text_progress(f"train {spec.name}")
+    history, start = [], time.perf_counter()
+
+    def on_epoch(s) -> None:
+        history.append(s)
+        print(
+            f"\nepoch {s.epoch}: nll {s.nll:.4f} kl {s.kl:.0f} train err {s.train_error:.2%} "
+            f"test err {s.test_error:.2%} ({s.seconds:.1f}s)"
+        )
+        metrics = {"test_error": s.test_error, "nll": s.test_nll}
+        elapsed = time.perf_counter() - start
+        meta = _metadata(spec, training, history, elapsed, device, metrics, training.eval_samples)
+        save_checkpoint(spec.name, model, meta)
+
+    test = _mnist("test")
     result = train(
         model,
         training,
         _mnist("train"),
-        _mnist("test"),
+        test,
         device=device,
-        progress=bar,
-        on_epoch=lambda s: print(
-            f"\nepoch {s.epoch}: nll {s.nll:.4f} kl {s.kl:.0f} train err {s.train_error:.2%} "
-            f"test err {s.test_error:.2%} ({s.seconds:.1f}s)"
-        ),
+        progress=text_progress(f"train {spec.name}"),
+        on_epoch=on_epoch,
     )
-    metrics = evaluate_model(model, *_mnist("test"), samples=args.eval_samples)
-    metadata = {
-        "title": spec.title,
-        "training": training.to_dict(),
-        "epochs": len(result.history),
-        "test_error": metrics["test_error"],
-        "nll": metrics["nll"],
-        "eval_samples": args.eval_samples,
-        "train_seconds": result.seconds,
-        "history": [s.__dict__ for s in result.history],
-        "device": device_name(device),
-        "versions": library_versions(),
-        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-    }
-    path = save_checkpoint(spec.name, model, metadata)
+    metrics = evaluate_model(model, *test, samples=args.eval_samples)
+    meta = _metadata(spec, training, history, result.seconds, device, metrics, args.eval_samples)
+    path = save_checkpoint(spec.name, model, meta)
     print(f"saved {path}: test error {metrics['test_error']:.2%}, NLL {metrics['nll']:.4f}")
     return 0
 
