@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Set up (first run only) and run the whole test suite: lint, unit, app and browser tests.
+# Extra arguments go to pytest, e.g. bash scripts/run_tests.sh -k draw
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh --dev
+
+# Headless Chromium for the real-browser tests (Debian package; Playwright's own browser
+# download does not work offline).
+if [ ! -x /usr/bin/chromium ]; then
+  echo "== installing chromium"
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo=sudo
+  $sudo apt-get update -qq && $sudo apt-get install -y -qq chromium >/dev/null
+fi
+
+echo "== ruff"
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
+echo "== pytest"
+.venv/bin/python -m pytest "$@"
