@@ -1,0 +1,1 @@
+"""Streamlit front end: the entry point (:mod:`app.main`) and shared UI (:mod:`app.ui`)."""

@@ -1,0 +1,61 @@
+"""Entry point: ``streamlit run app/main.py`` from the repository root.
+
+Sets up the page, the shared sidebar (:func:`app.ui.render_sidebar`) and navigation over the
+pages in :data:`PAGES`. Importing this module (e.g. ``from app.main import PAGES``) draws nothing.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+if str(REPO_ROOT) not in sys.path:  # `streamlit run` puts only app/ on the path
+    sys.path.insert(0, str(REPO_ROOT))
+
+
+@dataclass(frozen=True)
+class PageInfo:
+    """A page of the lab: its file under ``pages/``, title, icon and a one-line description."""
+
+    file: str
+    title: str
+    icon: str
+    description: str
+
+    @property
+    def path(self) -> Path:
+        return REPO_ROOT / "pages" / self.file
+
+
+# The one list of pages, in navigation order; the first is the home page.
+# To add a page: append a PageInfo here (the home page lists and links it automatically).
+PAGES = [
+    PageInfo("home.py", "Home", ":material/home:", "What this lab is and what each page shows."),
+    PageInfo(
+        "draw.py",
+        "Draw a digit",
+        ":material/draw:",
+        "Draw, upload or pick a digit and watch each model's prediction, its spread across "
+        'sampled networks, and whether it says "I don\'t know".',
+    ),
+]
+
+
+def main() -> None:
+    import streamlit as st
+
+    from app.ui import render_sidebar
+
+    st.set_page_config(page_title="Bayesian neural network lab", page_icon="🧠", layout="wide")
+    pages = [
+        st.Page(p.path, title=p.title, icon=p.icon, default=i == 0) for i, p in enumerate(PAGES)
+    ]
+    page = st.navigation(pages)
+    render_sidebar()
+    page.run()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,226 @@
+"""Shared UI for every page: the sidebar and its choices, cached model loading, image upload
+decoding and plotly figure helpers.
+
+Pages read the sidebar's choices only through :func:`selected_models`, :func:`selected_names`,
+:func:`sample_count` and :func:`device`; they work with defaults when the sidebar was not drawn
+(e.g. a page run on its own in ``AppTest``).
+"""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import plotly.graph_objects as go
+import streamlit as st
+import torch
+from PIL import Image, ImageOps, UnidentifiedImageError
+
+from core.checkpoints import (
+    REGISTRY,
+    CheckpointError,
+    checkpoint_path,
+    list_checkpoints,
+    load_checkpoint,
+)
+from core.device import default_device, device_name
+from core.models import Model
+
+MODELS_KEY = "sidebar_models"
+SAMPLES_KEY = "sidebar_samples"
+DEFAULT_SAMPLES = 100
+MAX_SAMPLES = 1000
+MAX_UPLOAD_MB = 5
+MAX_IMAGE_SIDE = 4000
+
+
+# --- sidebar -------------------------------------------------------------------------------
+
+
+def model_title(name: str) -> str:
+    """Human title of a registered checkpoint (the name itself if unregistered)."""
+    spec = REGISTRY.get(name)
+    return spec.title if spec else name
+
+
+def default_models(available: list[str]) -> list[str]:
+    """A BBB network (scale-mixture prior, else Gaussian), the MLP and MC dropout, if present."""
+    bbb = next((n for n in ("bbb_mixture", "bbb_gaussian") if n in available), None)
+    return [n for n in (bbb, "mlp", "dropout_mlp") if n is not None and n in available]
+
+
+def device() -> torch.device:
+    """The device models run on."""
+    return default_device()
+
+
+def render_sidebar() -> None:
+    """Draw the sidebar: models to compare, Monte-Carlo samples and the device in use."""
+    infos = list_checkpoints()
+    available = [i.spec.name for i in infos if i.available]
+    chosen = st.session_state.get(MODELS_KEY)
+    if chosen is not None and not set(chosen) <= set(available):  # a checkpoint vanished
+        st.session_state[MODELS_KEY] = [n for n in chosen if n in available]
+    with st.sidebar:
+        st.multiselect(
+            "Models to compare",
+            available,
+            default=None if MODELS_KEY in st.session_state else default_models(available),
+            format_func=model_title,
+            key=MODELS_KEY,
+            placeholder="No trained checkpoint" if not available else "Choose models",
+        )
+        for info in infos:
+            if not info.available:
+                st.caption(f"{info.spec.title}: unavailable ({info.reason})")
+        st.number_input(
+            "Monte-Carlo samples",
+            min_value=1,
+            max_value=MAX_SAMPLES,
+            value=DEFAULT_SAMPLES,
+            step=10,
+            key=SAMPLES_KEY,
+            help="Stochastic forward passes per prediction (networks drawn from the posterior).",
+        )
+        st.caption(f"Device: {device_name(device())}")
+
+
+def selected_names() -> list[str]:
+    """Registry names of the models chosen in the sidebar (defaults if it was not drawn)."""
+    if MODELS_KEY in st.session_state:
+        return list(st.session_state[MODELS_KEY])
+    return default_models([i.spec.name for i in list_checkpoints() if i.available])
+
+
+def sample_count() -> int:
+    """Number of Monte-Carlo samples chosen in the sidebar, within 1..MAX_SAMPLES."""
+    n = st.session_state.get(SAMPLES_KEY, DEFAULT_SAMPLES)
+    return int(min(max(n or DEFAULT_SAMPLES, 1), MAX_SAMPLES))
+
+
+# --- models --------------------------------------------------------------------------------
+
+
+@st.cache_resource(show_spinner="Loading model…", max_entries=32)
+def _load(path: str, mtime_ns: int, device_str: str) -> Model:
+    return load_checkpoint(path, device_str)[0]
+
+
+def load_model(name: str) -> Model:
+    """The model of checkpoint ``name``, loaded once per process and file version.
+
+    The returned model is shared by all sessions and pages: never modify it. Raises
+    :class:`~core.checkpoints.CheckpointError` naming the file when it is missing or corrupt."""
+    path = checkpoint_path(name)
+    try:
+        mtime_ns = path.stat().st_mtime_ns
+    except OSError as exc:
+        raise CheckpointError(f"checkpoint file {path} not found") from exc
+    return _load(str(path), mtime_ns, str(device()))
+
+
+def selected_models() -> list[tuple[str, Model]]:
+    """``(name, model)`` for each model chosen in the sidebar that loads; an ``st.error``
+    naming the file for each one that does not."""
+    models = []
+    for name in selected_names():
+        try:
+            models.append((name, load_model(name)))
+        except CheckpointError as exc:
+            st.error(f"Cannot load {model_title(name)}: {exc}")
+    return models
+
+
+# --- uploaded images -----------------------------------------------------------------------
+
+
+class ImageError(ValueError):
+    """An upload that is not a usable image; the message is meant for the user."""
+
+
+def read_image(data: bytes) -> np.ndarray:
+    """Decode a PNG/JPEG upload into a 2-D float image in [0, 1], white ink on black.
+
+    Transparent images use opacity as ink; opaque dark-ink-on-light images (judged from the
+    border) are inverted; the background level is subtracted and the ink stretched to 1."""
+    if len(data) > MAX_UPLOAD_MB * 1024 * 1024:
+        raise ImageError(f"The file is larger than {MAX_UPLOAD_MB} MB.")
+    try:
+        img = Image.open(io.BytesIO(data))
+        if img.format not in ("PNG", "JPEG"):
+            raise ImageError(f"Expected a PNG or JPEG image, got {img.format or 'unknown'}.")
+        if max(img.size) > MAX_IMAGE_SIDE:
+            raise ImageError(
+                f"The image is {img.size[0]}x{img.size[1]} pixels; "
+                f"at most {MAX_IMAGE_SIDE} pixels per side are accepted."
+            )
+        img = ImageOps.exif_transpose(img)
+        rgba = np.asarray(img.convert("RGBA"), dtype=np.float32) / 255.0
+    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as exc:
+        if isinstance(exc, ImageError):
+            raise
+        raise ImageError("This file is not a readable PNG or JPEG image.") from exc
+    alpha = rgba[..., 3]
+    if alpha.min() < 1.0:
+        return alpha
+    grey = rgba[..., :3].mean(-1)
+    border = np.concatenate([grey[0], grey[-1], grey[:, 0], grey[:, -1]])
+    if np.median(border) > 0.5:
+        grey = 1.0 - grey
+    background = float(np.median(border if np.median(border) <= 0.5 else 1.0 - border))
+    span = float(grey.max()) - background
+    if span < 0.1:
+        return np.zeros_like(grey)
+    return np.clip((grey - background) / span, 0.0, 1.0)
+
+
+# --- figures -------------------------------------------------------------------------------
+
+CLASS_AXIS = {"tickmode": "linear", "dtick": 1, "title": "class"}
+
+
+def _layout(fig: go.Figure, title: str) -> go.Figure:
+    fig.update_layout(
+        title={"text": title, "font": {"size": 14}},
+        height=230,
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        showlegend=False,
+        bargap=0.15,
+    )
+    return fig
+
+
+def probability_figure(mean: np.ndarray, std: np.ndarray) -> go.Figure:
+    """Bars of mean class probabilities with ±1 std error bars across samples."""
+    classes = np.arange(len(mean))
+    fig = go.Figure(
+        go.Bar(x=classes, y=mean, error_y={"type": "data", "array": std, "visible": True})
+    )
+    fig.update_xaxes(**CLASS_AXIS)
+    fig.update_yaxes(range=[0, 1.05], title="probability")
+    return _layout(fig, "Mean class probability ± std")
+
+
+def class_histogram_figure(counts: np.ndarray) -> go.Figure:
+    """Bars of how many sampled networks predicted each class."""
+    fig = go.Figure(go.Bar(x=np.arange(len(counts)), y=counts, marker_color="#636efa"))
+    fig.update_xaxes(**CLASS_AXIS)
+    fig.update_yaxes(title="networks", rangemode="tozero")
+    return _layout(fig, "Class predicted by each sampled network")
+
+
+def score_histogram_figure(scores: np.ndarray, cls: int) -> go.Figure:
+    """Histogram over samples of the softmax score of class ``cls``."""
+    fig = go.Figure(
+        go.Histogram(
+            x=scores, xbins={"start": 0.0, "end": 1.0001, "size": 0.05}, marker_color="#ef553b"
+        )
+    )
+    fig.update_xaxes(range=[0, 1.0001], title=f"softmax score of class {cls}")
+    fig.update_yaxes(title="networks", rangemode="tozero")
+    return _layout(fig, f"Spread of the top class ({cls}) across samples")
+
+
+def show_figure(fig: go.Figure, key: str | None = None) -> None:
+    """Render a plotly figure at container width, without the mode bar."""
+    st.plotly_chart(fig, width="stretch", config={"displayModeBar": False}, key=key)
