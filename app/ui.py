@@ -70,9 +70,11 @@ def render_sidebar() -> None:
             key=MODELS_KEY,
             placeholder="No trained checkpoint" if not available else "Choose models",
         )
-        for info in infos:
-            if not info.available:
-                st.caption(f"{info.spec.title}: unavailable ({info.reason})")
+        missing = [i for i in infos if not i.available]
+        if missing:
+            with st.expander(f"Unavailable models ({len(missing)})"):
+                for info in missing:
+                    st.caption(f"**{info.spec.title}**: {info.reason}")
         st.number_input(
             "Monte-Carlo samples",
             min_value=1,
@@ -175,52 +177,51 @@ def read_image(data: bytes) -> np.ndarray:
 
 
 # --- figures -------------------------------------------------------------------------------
+# Each figure is built in one constructor call: plotly's update_* methods are slow, and the Draw
+# page draws nine figures per rerun.
 
-CLASS_AXIS = {"tickmode": "linear", "dtick": 1, "title": "class"}
+CLASS_AXIS = {"tickmode": "linear", "dtick": 1, "title": {"text": "class"}}
 
 
-def _layout(fig: go.Figure, title: str) -> go.Figure:
-    fig.update_layout(
-        title={"text": title, "font": {"size": 14}},
-        height=230,
-        margin={"l": 10, "r": 10, "t": 40, "b": 10},
-        showlegend=False,
-        bargap=0.15,
-    )
-    return fig
+def _layout(title: str, xaxis: dict, yaxis: dict) -> dict:
+    return {
+        "title": {"text": title, "font": {"size": 14}},
+        "height": 230,
+        "margin": {"l": 10, "r": 10, "t": 40, "b": 10},
+        "showlegend": False,
+        "bargap": 0.15,
+        "xaxis": xaxis,
+        "yaxis": yaxis,
+    }
 
 
 def probability_figure(mean: np.ndarray, std: np.ndarray) -> go.Figure:
     """Bars of mean class probabilities with ±1 std error bars across samples."""
-    classes = np.arange(len(mean))
-    fig = go.Figure(
-        go.Bar(x=classes, y=mean, error_y={"type": "data", "array": std, "visible": True})
+    bars = go.Bar(
+        x=np.arange(len(mean)), y=mean, error_y={"type": "data", "array": std, "visible": True}
     )
-    fig.update_xaxes(**CLASS_AXIS)
-    fig.update_yaxes(range=[0, 1.05], title="probability")
-    return _layout(fig, "Mean class probability ± std")
+    yaxis = {"range": [0, 1.05], "title": {"text": "probability"}}
+    return go.Figure(bars, _layout("Mean class probability ± std", CLASS_AXIS, yaxis))
 
 
 def class_histogram_figure(counts: np.ndarray) -> go.Figure:
     """Bars of how many sampled networks predicted each class."""
-    fig = go.Figure(go.Bar(x=np.arange(len(counts)), y=counts, marker_color="#636efa"))
-    fig.update_xaxes(**CLASS_AXIS)
-    fig.update_yaxes(title="networks", rangemode="tozero")
-    return _layout(fig, "Class predicted by each sampled network")
+    bars = go.Bar(x=np.arange(len(counts)), y=counts, marker_color="#636efa")
+    yaxis = {"title": {"text": "networks"}, "rangemode": "tozero"}
+    return go.Figure(bars, _layout("Class predicted by each sampled network", CLASS_AXIS, yaxis))
 
 
 def score_histogram_figure(scores: np.ndarray, cls: int) -> go.Figure:
     """Histogram over samples of the softmax score of class ``cls``."""
-    fig = go.Figure(
-        go.Histogram(
-            x=scores, xbins={"start": 0.0, "end": 1.0001, "size": 0.05}, marker_color="#ef553b"
-        )
+    hist = go.Histogram(
+        x=scores, xbins={"start": 0.0, "end": 1.0001, "size": 0.05}, marker_color="#ef553b"
     )
-    fig.update_xaxes(range=[0, 1.0001], title=f"softmax score of class {cls}")
-    fig.update_yaxes(title="networks", rangemode="tozero")
-    return _layout(fig, f"Spread of the top class ({cls}) across samples")
+    xaxis = {"range": [0, 1.0001], "title": {"text": f"softmax score of class {cls}"}}
+    yaxis = {"title": {"text": "networks"}, "rangemode": "tozero"}
+    return go.Figure(hist, _layout(f"Spread of the top class ({cls}) across samples", xaxis, yaxis))
 
 
-def show_figure(fig: go.Figure, key: str | None = None) -> None:
-    """Render a plotly figure at container width, without the mode bar."""
+def show_figure(fig: go.Figure, key: str) -> None:
+    """Render a plotly figure at container width, without the mode bar. ``key`` must be unique
+    on the page: two identical figures without keys are a Streamlit error."""
     st.plotly_chart(fig, width="stretch", config={"displayModeBar": False}, key=key)

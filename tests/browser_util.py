@@ -1,0 +1,131 @@
+"""Real-browser test helpers: serve the app on a free loopback port, launch Debian's Chromium.
+
+Usage in a test module::
+
+    pytestmark = [pytest.mark.browser, require_chromium()]
+
+    def test_page():
+        with serve_app() as url, chromium_page() as page:
+            page.goto(f"{url}/draw")
+            wait_for_script(page)
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def require_chromium() -> pytest.MarkDecorator:
+    """Skip marker for when Debian's Chromium is not installed."""
+    return pytest.mark.skipif(
+        not CHROMIUM.is_file(),
+        reason=f"{CHROMIUM} is missing: install it with `apt-get install -y chromium`",
+    )
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def serve_app(
+    script: str = "app/main.py", env: dict[str, str] | None = None, timeout: float = 60.0
+) -> Iterator[str]:
+    """Run ``streamlit run script`` on a free loopback port; yields its base URL.
+
+    Waits until ``/_stcore/health`` answers ``ok``; stops the server (by its own PID) on exit."""
+    port = free_port()
+    cmd = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        script,
+        "--server.headless=true",
+        "--server.address=127.0.0.1",
+        f"--server.port={port}",
+        "--browser.gatherUsageStats=false",
+        "--server.fileWatcherType=none",
+    ]
+    log = (REPO_ROOT / ".pytest_cache").joinpath(f"streamlit-{port}.log")
+    log.parent.mkdir(exist_ok=True)
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            cmd, cwd=REPO_ROOT, env={**os.environ, **(env or {})}, stdout=out, stderr=out
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(url, proc, timeout, log)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float, log: Path) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited with {proc.returncode}:\n{log.read_text()}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                if r.read().strip() == b"ok":
+                    return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise TimeoutError(f"streamlit did not become healthy in {timeout} s:\n{log.read_text()}")
+
+
+@contextmanager
+def chromium_page(width: int = 1600, height: int = 1200) -> Iterator:
+    """A fresh headless Chromium page (Playwright sync API)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
+        )
+        try:
+            page = browser.new_page(viewport={"width": width, "height": height})
+            yield page
+        finally:
+            browser.close()
+
+
+def wait_for_script(page, timeout_ms: float = 30_000) -> None:
+    """Wait until the app's script is not running. Call it once the page shows something that
+    only the awaited run produces: right after an interaction the run may not have started."""
+    page.wait_for_selector(
+        "[data-testid='stApp'][data-test-script-state='notRunning']", timeout=timeout_ms
+    )
