@@ -12,6 +12,7 @@ import importlib
 COMMAND_MODULES = [
     "core.data.command",
     "core.model_commands",
+    "core.bench_command",
 ]
 
 

@@ -1,0 +1,140 @@
+"""Training-speed benchmark: line fit, result shape on a tiny configuration, saving, CLI."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+
+import pytest
+
+from core import bench_command
+from core.bench import (
+    REFERENCE_FILE,
+    BenchConfig,
+    bench_dir,
+    fits,
+    goals,
+    load_results,
+    result_filename,
+    run_benchmark,
+    save_result,
+    slope_speedups,
+    speedups,
+)
+from core.cli import COMMAND_MODULES
+from core.linfit import fit_line
+
+TINY = BenchConfig(samples=(1, 3), steps=2, warmup=1, hidden=(8,), data="random")
+
+
+def test_fit_line_recovers_an_exact_line():
+    fit = fit_line([1, 2, 4, 8], [0.5 + 3 * s for s in (1, 2, 4, 8)])
+    assert fit.slope == pytest.approx(3.0) and fit.intercept == pytest.approx(0.5)
+    assert fit.r2 == pytest.approx(1.0)
+
+
+def test_fit_line_on_noisy_data_has_r2_below_one():
+    rng = random.Random(0)
+    xs = list(range(1, 11))
+    fit = fit_line(xs, [2.0 + 1.5 * x + rng.gauss(0, 1.0) for x in xs])
+    assert 0.5 < fit.r2 < 1.0
+    assert fit.slope == pytest.approx(1.5, abs=0.5)
+
+
+def test_fit_line_rejects_degenerate_input():
+    with pytest.raises(ValueError):
+        fit_line([2, 2], [1.0, 3.0])
+    with pytest.raises(ValueError):
+        fit_line([1, 2], [1.0])
+    assert fit_line([1, 2, 3], [4.0, 4.0, 4.0]).r2 == 1.0
+
+
+@pytest.fixture(scope="module")
+def tiny_result():
+    return run_benchmark(TINY)
+
+
+def test_tiny_benchmark_is_well_formed(tiny_result):
+    r = tiny_result
+    assert json.loads(json.dumps(r)) == r
+    assert r["reference"] is False and r["epoch_steps"] == 469 and r["data"] == "random"
+    assert {"device", "versions", "date", "config"} <= set(r) and "torch" in r["versions"]
+    assert {(t["impl"], t["samples"]) for t in r["timings"]} == {
+        (i, s) for i in ("sequential", "vmap", "vmap_lrt") for s in (1, 3)
+    }
+    for t in [*r["timings"], r["mlp"]]:
+        assert t["step_seconds"] > 0
+        assert t["epoch_seconds"] == pytest.approx(469 * t["step_seconds"])
+    assert set(r["fits"]) == {"sequential", "vmap", "vmap_lrt"}
+    assert all(f["r2"] == pytest.approx(1.0) for f in r["fits"].values())  # two points
+    assert len(r["speedups"]) == 6
+    assert set(r["goals"]) == {"lrt_S1_over_mlp"}  # S = 10 not measured
+
+
+def test_progress_is_reported_to_completion():
+    seen = []
+    config = BenchConfig(impls=("vmap_lrt",), samples=(2,), steps=1, warmup=0, hidden=(4,))
+    result = run_benchmark(config, progress=lambda f, m: seen.append(f))
+    assert seen[0] == 0.0 and seen[-1] == 1.0 and seen == sorted(seen)
+    assert result["fits"] == {"vmap_lrt": None}  # one sample count: no line
+
+
+def test_speedups_fits_and_goals_from_synthetic_timings():
+    def row(impl, s, seconds):
+        return {"impl": impl, "samples": s, "epoch_seconds": seconds}
+
+    timings = [row("sequential", s, 10.0 * s) for s in (1, 10)]
+    timings += [row("vmap_lrt", s, 5.0 + 1.0 * s) for s in (1, 10)]
+    f = fits(timings)
+    assert f["vmap_lrt"]["slope"] == pytest.approx(1.0)
+    assert f["vmap_lrt"]["intercept"] == pytest.approx(5.0)
+    assert slope_speedups(f) == pytest.approx({"sequential": 1.0, "vmap_lrt": 10.0})
+    by_key = {(r["impl"], r["samples"]): r["speedup"] for r in speedups(timings)}
+    assert by_key[("vmap_lrt", 10)] == pytest.approx(100 / 15)
+    g = goals({"timings": timings, "mlp": {"epoch_seconds": 1.0}})
+    assert g["vmap_lrt_S10_speedup"]["met"] and not g["lrt_S1_over_mlp"]["met"]
+
+
+def test_config_validation():
+    with pytest.raises(ValueError):
+        BenchConfig(impls=("loop",))
+    with pytest.raises(ValueError):
+        BenchConfig(samples=(0, 1))
+    assert BenchConfig(samples=(4, 1, 4)).samples == (1, 4)
+
+
+def test_save_and_load_round_trip(tiny_result, tmp_path):
+    path = save_result(tiny_result, tmp_path)
+    assert path.name == result_filename(tiny_result)
+    assert path.name.startswith("cpu-") and path.name.endswith(f"{tiny_result['date'][:10]}.json")
+    (tmp_path / "broken.json").write_text("{not json")
+    assert load_results(tmp_path) == {path.name: tiny_result}
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_committed_reference_is_labelled_and_has_no_invented_numbers():
+    ref = load_results(bench_dir())[REFERENCE_FILE]
+    assert ref["reference"] is True and ref["source"] == "report seed, Tables 1 and 2"
+    assert {k: f["slope"] for k, f in ref["fits"].items()} == {
+        "sequential": 8.8,
+        "vmap": 4.1,
+        "vmap_lrt": 0.8,
+    }
+    assert all(f["intercept"] is None and f["r2"] is None for f in ref["fits"].values())
+
+
+def test_cli_json(capsys, monkeypatch, tmp_path):
+    assert "core.bench_command" in COMMAND_MODULES
+    monkeypatch.setenv("BNN_BENCH_DIR", str(tmp_path))
+    parser = argparse.ArgumentParser()
+    bench_command.register(parser.add_subparsers())
+    args = parser.parse_args(
+        "bench --json --save --samples 1,2 --steps 1 --warmup 0 --hidden 4 --data random "
+        "--impl vmap,vmap_lrt --no-mlp".split()
+    )
+    assert args.func(args) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["mlp"] is None and set(result["fits"]) == {"vmap", "vmap_lrt"}
+    assert [p.name for p in tmp_path.iterdir()] == [result_filename(result)]
+    assert "vmap_lrt" in bench_command.format_result(result)
