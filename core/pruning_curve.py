@@ -1,0 +1,175 @@
+"""Test error against the pruned fraction, cached on disk, and Blundell et al.'s table.
+
+A curve is the MNIST test error (all 10,000 images, predictive mean of ``samples`` passes) of
+the model pruned to each fraction in ``fractions``. Each point is stored as soon as it is
+computed in ``cache_dir()/pruning/<key>.json``, where the key is the SHA-256 of the checkpoint
+file's contents plus the method, the number of samples and the seed — so an interrupted
+computation resumes where it stopped, and a retrained checkpoint gets a new curve.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import torch
+
+from core.checkpoints import checkpoint_path, load_checkpoint
+from core.device import default_device
+from core.evaluate import evaluate_model
+from core.paths import cache_dir
+from core.progress import ProgressFn, report
+from core.pruning import prune
+
+CURVE_FRACTIONS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 0.98, 0.99)
+CURVE_SAMPLES = 10
+CACHE_VERSION = 1
+
+# Blundell et al. (2015), Table 2: SNR pruning of their 2×1200-unit BBB network (scale-mixture
+# prior) on MNIST; test error in percent.
+PAPER_FRACTIONS = (0.0, 0.5, 0.75, 0.95, 0.98)
+PAPER_WEIGHTS = ("2.4m", "1.2m", "600k", "120k", "48k")
+PAPER_ERRORS = (1.24, 1.24, 1.24, 1.29, 1.39)
+
+
+@dataclass(frozen=True)
+class PruningCurve:
+    """Test errors (fractions in [0, 1]) of a model pruned by ``method`` to ``fractions``."""
+
+    method: str
+    fractions: tuple[float, ...]
+    errors: tuple[float, ...]
+    samples: int
+
+    def error_at(self, fraction: float) -> float:
+        return self.errors[self.fractions.index(fraction)]
+
+
+def seeded_error(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, samples: int) -> float:
+    """Test error of the ``samples``-pass predictive mean with fixed Monte-Carlo noise (seed 0,
+    the global RNG is left as it was), so repeated evaluations agree."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        return evaluate_model(model, x, y, samples)["test_error"]
+
+
+@lru_cache(maxsize=64)
+def _digest(path: str, size: int, mtime_ns: int) -> str:
+    sha = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            sha.update(block)
+    return sha.hexdigest()
+
+
+def content_hash(path: Path) -> str:
+    """SHA-256 of a file's bytes (memoised per path, size and modification time)."""
+    stat = path.stat()
+    return _digest(str(path), stat.st_size, stat.st_mtime_ns)
+
+
+def _resolve(checkpoint: str | Path) -> Path:
+    path = Path(checkpoint)
+    return path if path.suffix == ".pt" else checkpoint_path(str(checkpoint))
+
+
+def curve_cache_file(checkpoint: str | Path, method: str, samples: int, seed: int) -> Path:
+    """Where the points of one curve are cached."""
+    key = json.dumps(
+        {
+            "version": CACHE_VERSION,
+            "checkpoint": content_hash(_resolve(checkpoint)),
+            "method": method,
+            "samples": samples,
+            "seed": seed,
+            "data": "mnist/test",
+        },
+        sort_keys=True,
+    )
+    return cache_dir() / "pruning" / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.json"
+
+
+def _read_points(file: Path) -> dict[str, float]:
+    try:
+        return {k: float(v) for k, v in json.loads(file.read_text())["errors"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
+def _write_points(file: Path, points: dict[str, float]) -> None:
+    file.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=f".{file.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump({"errors": points}, f, sort_keys=True)
+        os.replace(tmp, file)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _point_key(fraction: float) -> str:
+    return f"{fraction:.6f}"
+
+
+def missing_fractions(
+    checkpoint: str | Path,
+    method: str,
+    fractions: tuple[float, ...] = CURVE_FRACTIONS,
+    samples: int = CURVE_SAMPLES,
+    seed: int = 0,
+) -> list[float]:
+    """The fractions of a curve not cached yet (all of them when nothing is cached)."""
+    points = _read_points(curve_cache_file(checkpoint, method, samples, seed))
+    return [f for f in fractions if _point_key(f) not in points]
+
+
+def cached_pruning_curve(
+    checkpoint: str | Path,
+    method: str,
+    fractions: tuple[float, ...] = CURVE_FRACTIONS,
+    samples: int = CURVE_SAMPLES,
+    seed: int = 0,
+    progress: ProgressFn | None = None,
+) -> PruningCurve:
+    """The curve of checkpoint ``checkpoint`` (registry name or ``.pt`` path) on the full MNIST
+    test set; points not cached yet are computed (reporting progress) and cached one by one.
+    ``seed`` only matters for ``"random"`` pruning."""
+    file = curve_cache_file(checkpoint, method, samples, seed)
+    points = _read_points(file)
+    missing = [f for f in fractions if _point_key(f) not in points]
+    if missing:
+        from core.data import load_dataset
+
+        model = load_checkpoint(_resolve(checkpoint), default_device())[0]
+        x, y = load_dataset("mnist", "test")
+        for i, fraction in enumerate(missing):
+            report(progress, i / len(missing), f"{method}: {fraction:.0%} removed")
+            pruned = prune(model, fraction, method, seed)
+            points[_point_key(fraction)] = seeded_error(pruned, x, y, samples)
+            _write_points(file, points)
+        report(progress, 1.0, f"{method}: done")
+    errors = tuple(points[_point_key(f)] for f in fractions)
+    return PruningCurve(method, tuple(fractions), errors, samples)
+
+
+def paper_table(curves: dict[str, PruningCurve], total_weights: int) -> list[dict[str, str]]:
+    """Rows in the format of the paper's Table 2 at ``PAPER_FRACTIONS``: our weight count and
+    test error per method (from ``curves``, keyed by method label) beside the paper's."""
+    rows = []
+    for fraction, paper_weights, paper_error in zip(
+        PAPER_FRACTIONS, PAPER_WEIGHTS, PAPER_ERRORS, strict=True
+    ):
+        kept = total_weights - round(fraction * total_weights)
+        row = {"Proportion removed": f"{fraction:.0%}", "# Weights (ours)": f"{kept:,}"}
+        for label, curve in curves.items():
+            row[f"Test error, {label}"] = f"{curve.error_at(fraction):.2%}"
+        row["# Weights (paper, 2×1200)"] = paper_weights
+        row["Test error (paper, 2×1200, SNR)"] = f"{paper_error:.2f}%"
+        rows.append(row)
+    return rows

@@ -1,0 +1,273 @@
+"""Pruning and weights: remove the weights with the lowest signal-to-noise ratio and watch the
+test error (Blundell et al. 2015, §5.1); the densities of SNR values and of trained weights."""
+
+import numpy as np
+import plotly.graph_objects as go
+import streamlit as st
+import torch
+
+from app import ui
+from core.checkpoints import checkpoint_path, list_checkpoints
+from core.data import DatasetUnavailable, load_dataset
+from core.pruning import (
+    METHOD_LABELS,
+    METHODS,
+    cutoff,
+    density,
+    num_weights,
+    prune,
+    removal_mask,
+    snr_db,
+    storage_size,
+    weight_scores,
+    weight_values,
+)
+from core.pruning_curve import (
+    CURVE_SAMPLES,
+    PAPER_ERRORS,
+    PAPER_FRACTIONS,
+    PruningCurve,
+    cached_pruning_curve,
+    missing_fractions,
+    paper_table,
+    seeded_error,
+)
+
+QUICK_EXAMPLES = 2000  # test images evaluated on each slider move
+QUICK_SAMPLES = 5
+WEIGHT_RANGE = (-0.3, 0.3)
+BINS = 200
+POINT_MODELS = ("mlp", "dropout_mlp")  # compared by |w| and at random
+COLORS = {"snr": "#d62728", "magnitude": "#1f77b4", "random": "#7f7f7f"}
+DASHES = {"mlp": "dash", "dropout_mlp": "dot"}  # solid for BBB
+
+
+def version(name: str) -> int:
+    """Changes whenever the checkpoint file is rewritten (keys the caches below)."""
+    return checkpoint_path(name).stat().st_mtime_ns
+
+
+@st.cache_resource(show_spinner="Loading the MNIST test set…")
+def mnist_test() -> tuple[torch.Tensor, torch.Tensor]:
+    return load_dataset("mnist", "test")
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def unpruned_error(name: str, _version: int) -> float:
+    x, y = mnist_test()
+    model = ui.load_model(name)
+    return seeded_error(model, x[:QUICK_EXAMPLES], y[:QUICK_EXAMPLES], QUICK_SAMPLES)
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def snr_values_db(name: str, _version: int) -> np.ndarray:
+    return snr_db(weight_scores(ui.load_model(name), "snr")).numpy()
+
+
+@st.cache_data(show_spinner="Sampling weights…", max_entries=8)
+def weight_density(name: str, _version: int) -> tuple[np.ndarray, np.ndarray]:
+    return density(weight_values(ui.load_model(name), sample=True), BINS, WEIGHT_RANGE)
+
+
+def style(fig: go.Figure, title: str) -> None:
+    """Common height, margins and title; the legend below the plot."""
+    fig.update_layout(height=360, margin={"l": 10, "r": 10, "t": 40, "b": 10}, title=title)
+    fig.update_layout(legend={"orientation": "h", "y": -0.2})
+
+
+def snr_figure(db: np.ndarray, removed: np.ndarray, method: str, fraction: float) -> go.Figure:
+    """Density and CDF of SNR (dB) over all weights; the removed weights' share; the cut-off."""
+    lo, hi = float(np.floor(db.min())), float(np.ceil(db.max()))
+    centres, dens = density(torch.from_numpy(db), BINS, (lo, hi))
+    cdf = np.searchsorted(np.sort(db), centres) / len(db)
+    fig = go.Figure()
+    fig.add_scatter(x=centres, y=dens, name="all weights", line={"color": "black"})
+    if removed.any():
+        _, removed_dens = density(torch.from_numpy(db[removed]), BINS, (lo, hi))
+        fig.add_scatter(
+            x=centres,
+            y=removed_dens * removed.mean(),
+            name=f"removed ({METHOD_LABELS[method]})",
+            fill="tozeroy",
+            line={"color": COLORS[method], "width": 0},
+        )
+    fig.add_scatter(x=centres, y=cdf, name="CDF", yaxis="y2", line={"dash": "dot"})
+    threshold = cutoff(torch.from_numpy(db), fraction) if method == "snr" else None
+    if threshold is not None:
+        fig.add_vline(x=threshold, line_color=COLORS["snr"], annotation_text=f"{fraction:.0%}")
+    fig.update_layout(yaxis2={"overlaying": "y", "side": "right", "range": [0, 1], "title": "CDF"})
+    fig.update_xaxes(title="signal-to-noise ratio 10·log10(|μ|/σ) (dB)")
+    fig.update_yaxes(title="density")
+    style(fig, "Density and CDF of the signal-to-noise ratio over all weights")
+    return fig
+
+
+def curve_figure(curves: dict[str, PruningCurve], dashes: dict[str, str], fraction: float):
+    """Test error (%) against weights removed (%), log scale; the paper's points as crosses."""
+    fig = go.Figure()
+    for label, curve in curves.items():
+        fig.add_scatter(
+            x=[100 * f for f in curve.fractions],
+            y=[100 * e for e in curve.errors],
+            name=label,
+            mode="lines+markers",
+            line={"color": COLORS[curve.method], "dash": dashes.get(label, "solid")},
+        )
+    fig.add_scatter(
+        x=[100 * f for f in PAPER_FRACTIONS],
+        y=list(PAPER_ERRORS),
+        name="paper (2×1200 BBB, SNR)",
+        mode="markers",
+        marker={"symbol": "x", "size": 10, "color": "black"},
+    )
+    fig.add_vline(x=100 * fraction, line_dash="dot")
+    fig.update_xaxes(title="weights removed (%)", range=[0, 100])
+    fig.update_yaxes(title="test error (%)", type="log")
+    style(fig, "Test error against the proportion of weights removed")
+    return fig
+
+
+def curves_for(jobs: list[tuple[str, str, str]]) -> dict[str, PruningCurve]:
+    """Cached curves for ``(checkpoint, method, label)`` jobs, computing missing points with a
+    progress bar (each point is cached as soon as it is done, so leaving the page loses little)."""
+    todo = sum(len(missing_fractions(name, method)) for name, method, _ in jobs)
+    bar = (
+        st.progress(0.0, "Computing pruning curves on the full test set (once)…") if todo else None
+    )
+    done, curves = 0, {}
+    for name, method, label in jobs:
+        missing = len(missing_fractions(name, method))
+
+        def progress(f: float, message: str, base=done, size=missing, title=label) -> None:
+            bar.progress((base + f * size) / todo, f"{title}: {message}")
+
+        curves[label] = cached_pruning_curve(name, method, progress=progress if bar else None)
+        done += missing
+    if bar is not None:
+        bar.empty()
+    return curves
+
+
+def weights_figure(densities: dict[str, tuple[np.ndarray, np.ndarray]]) -> go.Figure:
+    """Overlaid weight densities, one line per model."""
+    fig = go.Figure()
+    for label, (centres, dens) in densities.items():
+        fig.add_scatter(x=centres, y=dens, name=label, mode="lines")
+    fig.update_xaxes(title="weight", range=list(WEIGHT_RANGE))
+    fig.update_yaxes(title="density")
+    style(fig, "Density of trained weights")
+    return fig
+
+
+st.title("Pruning and weights")
+st.markdown(
+    "Each weight of a Bayes-by-Backprop network has a posterior mean μ and standard deviation "
+    "σ. Remove the weights with the lowest **signal-to-noise ratio** |μ|/σ (set them to exactly "
+    "zero, with no uncertainty) and see how much of the network can go before the test error "
+    "moves. For comparison, prune by |μ| alone or at random."
+)
+
+infos = [i for i in list_checkpoints() if i.available]
+available = [i.spec.name for i in infos]
+bbb_names = [i.spec.name for i in infos if i.spec.model.kind == "bbb"]
+if not bbb_names:
+    st.warning("No trained BBB checkpoint: train one with `python -m core train bbb_mixture`.")
+    st.stop()
+try:
+    x_test, y_test = mnist_test()
+except DatasetUnavailable as exc:
+    st.error(f"The MNIST test set is unavailable: {exc}")
+    st.stop()
+
+left, middle, right = st.columns([2, 2, 3])
+name = left.selectbox(
+    "BBB model",
+    bbb_names,
+    index=bbb_names.index("bbb_mixture") if "bbb_mixture" in bbb_names else 0,
+    format_func=ui.model_title,
+    key="pruning_model",
+)
+method = middle.radio(
+    "Prune by",
+    METHODS,
+    format_func=METHOD_LABELS.get,
+    horizontal=True,
+    key="pruning_method",
+)
+percent = right.slider("Weights removed (%)", 0, 99, 75, key="pruning_percent")
+fraction = percent / 100
+
+model = ui.load_model(name)
+pruned = prune(model, fraction, method)
+error = seeded_error(pruned, x_test[:QUICK_EXAMPLES], y_test[:QUICK_EXAMPLES], QUICK_SAMPLES)
+base = unpruned_error(name, version(name))
+size = storage_size(pruned)
+
+a, b, c, d = st.columns(4)
+a.metric("Test error, unpruned", f"{base:.2%}")
+b.metric(
+    f"Test error, {percent}% removed",
+    f"{error:.2%}",
+    delta=f"{100 * (error - base):+.2f} pp",
+    delta_color="inverse",
+)
+c.metric("Weights kept", f"{size.kept_weights:,} of {size.total_weights:,}")
+d.metric(
+    "Size stored sparsely",
+    f"{size.sparse_bytes / 1e6:.2f} MB",
+    delta=f"dense {size.dense_bytes / 1e6:.2f} MB",
+    delta_color="off",
+)
+st.caption(
+    f"Errors on the first {QUICK_EXAMPLES:,} test images with {QUICK_SAMPLES} Monte-Carlo "
+    f"samples (fast; the curves below use all {len(y_test):,} with {CURVE_SAMPLES}). Removed "
+    "weights are μ = 0, σ = 0; biases are kept. Sparse size: each kept weight's μ and σ "
+    "(float32) plus an int32 column index, int32 row pointers per layer (CSR), biases dense."
+)
+
+db = snr_values_db(name, version(name))
+removed = removal_mask(weight_scores(model, method), fraction).numpy()
+ui.show_figure(snr_figure(db, removed, method, fraction), "pruning_snr")
+st.caption(
+    "Why SNR pruning works: a weight whose mean |μ| is small compared with its posterior "
+    "standard deviation σ carries little signal — the posterior says it could just as well be "
+    "zero, and every sampled network already uses values of both signs for it. Setting it to "
+    "zero changes predictions about as much as one more posterior sample would. The "
+    "scale-mixture prior's narrow component (σ₂ = e⁻⁶) pulls many weights towards zero, so "
+    "with it a large share of the weights has a low SNR. The paper plots SNR in decibels, "
+    "10·log10(|μ|/σ), as here."
+)
+
+st.subheader("Error against the pruning ratio")
+compare = st.checkbox(
+    "Also prune the MLP and the MC dropout network (by |w| and at random)",
+    key="pruning_compare",
+)
+jobs = [(name, m, f"BBB, {METHOD_LABELS[m]}") for m in METHODS]
+dashes = {}
+for point_name in POINT_MODELS if compare else ():
+    if point_name in available:
+        for m in ("magnitude", "random"):
+            label = f"{ui.model_title(point_name)}, {METHOD_LABELS[m].replace('μ', 'w')}"
+            jobs.append((point_name, m, label))
+            dashes[label] = DASHES[point_name]
+curves = curves_for(jobs)
+ui.show_figure(curve_figure(curves, dashes, fraction), "pruning_curves")
+
+st.markdown(
+    f"**Test error after pruning** — ours: {ui.model_title(name)}, 784-400-400-10, "
+    f"{num_weights(model):,} weights, all {len(y_test):,} test images, {CURVE_SAMPLES} samples; "
+    "the paper: Blundell et al. (2015), Table 2, their 2×1200-unit network."
+)
+st.table(paper_table(curves, num_weights(model)))
+
+st.subheader("Trained weights")
+densities = {
+    ui.model_title(n): weight_density(n, version(n)) for n in POINT_MODELS if n in available
+}
+densities[f"{ui.model_title(name)}, one posterior sample"] = weight_density(name, version(name))
+ui.show_figure(weights_figure(densities), "pruning_weights")
+st.caption(
+    "Histogram densities of all weights (biases excluded) between −0.3 and 0.3; for BBB one "
+    "set of weights drawn from the posterior, μ + σ·ε."
+)
