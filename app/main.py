@@ -40,6 +40,13 @@ PAGES = [
         "Draw, upload or pick a digit and watch each model's prediction, its spread across "
         'sampled networks, and whether it says "I don\'t know".',
     ),
+    PageInfo(
+        "timing.py",
+        "Training speed",
+        ":material/timer:",
+        "Time per training epoch against the number of Monte-Carlo samples for the sequential, "
+        "vmap and vmap + LRT implementations; compare saved runs across machines.",
+    ),
 ]
 
 

@@ -175,6 +175,7 @@ def run_benchmark(
     config: BenchConfig | None = None,
     *,
     device: torch.device | None = None,
+    threads: int | None = None,
     progress: ProgressFn | None = None,
 ) -> dict:
     """Time every (implementation, S) of ``config`` and return the result dict.
@@ -186,9 +187,19 @@ def run_benchmark(
     (impl → ``intercept`` s, ``slope`` s per sample, ``r2``; None with a single S),
     ``speedups`` (rows ``impl, samples, speedup`` = sequential time / impl time), and
     ``goals`` (see :func:`goals`). Sample counts are the outer loop, so load changes on a
-    shared machine hit all implementations alike."""
+    shared machine hit all implementations alike. ``threads`` sets torch's CPU threads for
+    the run (restored afterwards); on a busy machine 1 thread gives steadier timings."""
     config = config or BenchConfig()
     device = device or default_device()
+    previous_threads = torch.get_num_threads()
+    torch.set_num_threads(threads or previous_threads)
+    try:
+        return _run(config, device, progress)
+    finally:
+        torch.set_num_threads(previous_threads)
+
+
+def _run(config: BenchConfig, device: torch.device, progress: ProgressFn | None) -> dict:
     x, y, source = _batches(config, device)
     jobs = [(impl, s) for s in config.samples for impl in config.impls]
     if config.include_mlp:

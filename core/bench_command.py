@@ -57,8 +57,6 @@ def format_result(result: dict) -> str:
 
 
 def cmd_bench(args) -> int:
-    if args.threads:
-        torch.set_num_threads(args.threads)
     config = BenchConfig(
         impls=_impls(args.impl),
         samples=_ints(args.samples),
@@ -71,7 +69,9 @@ def cmd_bench(args) -> int:
         include_mlp=not args.no_mlp,
     )
     device = torch.device(args.device) if args.device else None
-    result = run_benchmark(config, device=device, progress=text_progress("bench"))
+    result = run_benchmark(
+        config, device=device, threads=args.threads, progress=text_progress("bench")
+    )
     if args.json:
         json.dump(result, sys.stdout)
         print()

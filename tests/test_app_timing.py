@@ -1,0 +1,128 @@
+"""Headless tests of the Timing page: saved results, the labelled reference, a tiny run."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from core.bench import REFERENCE_FILE, fits, goals, save_result, speedups
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = str(ROOT / "pages" / "timing.py")
+
+
+def fake_result(device: str, date: str, seconds_per_sample: float) -> dict:
+    """A saved-result dict with synthetic timings (no benchmark is run)."""
+    timings = [
+        {
+            "impl": impl,
+            "samples": s,
+            "step_seconds": t / 469,
+            "epoch_seconds": t,
+            "repeat_step_seconds": [t / 469],
+        }
+        for s in (1, 2, 4, 8)
+        for impl, t in (
+            ("sequential", 2 + seconds_per_sample * s),
+            ("vmap", 3 + 0.5 * seconds_per_sample * s),
+            ("vmap_lrt", 4 + 0.1 * seconds_per_sample * s),
+        )
+    ]
+    mlp = {"impl": "mlp", "samples": None, "step_seconds": 0.002, "epoch_seconds": 0.9}
+    result = {
+        "schema": 1,
+        "reference": False,
+        "task": "mnist",
+        "device": device,
+        "date": date,
+        "data": "mnist",
+        "timings": timings,
+        "mlp": mlp,
+        "fits": fits(timings),
+        "speedups": speedups(timings),
+    }
+    result["goals"] = goals(result)
+    return result
+
+
+@pytest.fixture
+def bench_folder(tmp_path, monkeypatch):
+    """A benchmarks folder with two saved runs and the committed reference."""
+    monkeypatch.setenv("BNN_BENCH_DIR", str(tmp_path))
+    shutil.copy(ROOT / "benchmarks" / REFERENCE_FILE, tmp_path)
+    save_result(fake_result("cpu (2 threads)", "2026-11-20T10:00:00+00:00", 10.0), tmp_path)
+    save_result(fake_result("NVIDIA H100", "2026-11-21T10:00:00+00:00", 1.0), tmp_path)
+    return tmp_path
+
+
+def run_page() -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_saved_runs_and_reference_render_without_benchmarking(bench_folder):
+    at = run_page()
+    assert at.title[0].value == "Training speed"
+    saved = at.multiselect(key="timing_saved")
+    assert saved.value == ["nvidia-h100-2026-11-21.json"]  # newest first
+    assert len(saved.options) == 2  # the reference is not offered as one of our runs
+    assert "timing_result" not in at.session_state  # nothing was run
+    table = at.dataframe[-1].value
+    assert len(table) == 6 and table["run"].str.startswith("Reference").sum() == 3
+    ref_rows = table[table["run"].str.contains("A100")]
+    assert sorted(ref_rows["slope (s/epoch per sample)"]) == [0.8, 4.1, 8.8]
+    assert ref_rows["intercept (s/epoch)"].isna().all()
+    assert any("Reference, not our measurement" in c.value for c in at.caption)
+
+    saved.set_value(["nvidia-h100-2026-11-21.json", "cpu-2-threads-2026-11-20.json"]).run()
+    assert not at.exception, at.exception
+    table = at.dataframe[-1].value
+    assert len(table) == 9 and table["run"].nunique() == 3
+
+
+def test_empty_folder_explains_how_to_save(tmp_path, monkeypatch):
+    monkeypatch.setenv("BNN_BENCH_DIR", str(tmp_path))
+    at = run_page()
+    assert any("python -m core bench --save" in i.value for i in at.info)
+    assert at.multiselect(key="timing_saved").options == []
+
+
+def test_regression_task_is_shown_as_coming(bench_folder):
+    at = run_page()
+    at.radio(key="timing_task").set_value("1-D regression (coming)").run()
+    assert any("coming" in i.value for i in at.info)
+    assert at.button(key="timing_run").disabled
+
+
+def test_a_result_in_the_session_is_plotted_with_fits_speedups_and_goals(bench_folder):
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    at.session_state["timing_result"] = fake_result("cpu (1 threads)", "2026-11-21T12:00:00", 10.0)
+    at.run()
+    assert not at.exception, at.exception
+    fit_table = at.dataframe[0].value
+    assert list(fit_table["implementation"]) == ["sequential", "vmap", "vmap + LRT"]
+    assert fit_table["slope (s/epoch per sample)"].tolist() == pytest.approx([10.0, 5.0, 1.0])
+    assert fit_table["R²"].tolist() == pytest.approx([1.0, 1.0, 1.0])
+    assert "vmap + LRT" in at.dataframe[1].value.columns  # speedups per S
+    assert at.warning and "plain MLP" in at.warning[0].value  # LRT 4.1 s vs MLP 0.9 s
+
+
+def test_tiny_in_app_run_then_save(bench_folder):
+    at = run_page()
+    at.multiselect(key="timing_impls").set_value(["vmap_lrt"])
+    at.multiselect(key="timing_samples").set_value([1])
+    at.number_input(key="timing_steps").set_value(1)
+    at.number_input(key="timing_threads").set_value(1)
+    at.checkbox(key="timing_mlp").set_value(False)
+    at.button(key="timing_run").click().run()
+    assert not at.exception, at.exception
+    result = at.session_state["timing_result"]
+    assert [(r["impl"], r["samples"]) for r in result["timings"]] == [("vmap_lrt", 1)]
+    at.button(key="timing_save").click().run()
+    assert not at.exception, at.exception
+    assert any("Saved" in s.value for s in at.success)
+    assert len(list(bench_folder.glob("*.json"))) == 4
