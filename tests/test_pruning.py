@@ -40,6 +40,12 @@ def small(kind: str = "bbb", seed: int = 0):
     return model
 
 
+def small_mnist_bbb(seed: int):
+    """An untrained 784-8-10 BBB network (cheap to evaluate on MNIST)."""
+    torch.manual_seed(seed)
+    return build_model(ModelConfig(kind="bbb", hidden=(8,)))
+
+
 def test_removal_mask_is_exact_and_breaks_ties_by_index():
     scores = torch.tensor([2.0, 1.0, 1.0, 0.0, 1.0, 1.0, 3.0])
     assert removal_mask(scores, 3 / 7).nonzero().flatten().tolist() == [1, 2, 3]
@@ -211,3 +217,25 @@ def test_snr_pruning_90_percent_of_the_shipped_bbb_keeps_its_test_error(shipped_
     pruned = evaluate_model(snr_prune(shipped_bbb, 0.9), x, y, samples=10)["test_error"]
     assert pruned - full < 0.005, (full, pruned)
     assert all(torch.equal(before[k], v) for k, v in shipped_bbb.state_dict().items())
+
+
+def test_curve_points_are_cached_per_checkpoint_content(tmp_path, monkeypatch, mnist_test):
+    import core.pruning_curve as pc
+    from core.checkpoints import save_checkpoint
+
+    monkeypatch.setenv("BNN_CACHE_DIR", str(tmp_path / "cache"))
+    path = save_checkpoint("tiny", small_mnist_bbb(0), {}, directory=tmp_path)
+    curve = pc.cached_pruning_curve(path, "snr", fractions=(0.0, 0.5), samples=2)
+    assert curve.fractions == (0.0, 0.5) and all(0.0 <= e <= 1.0 for e in curve.errors)
+    assert pc.missing_fractions(path, "snr", (0.0, 0.5, 0.9), samples=2) == [0.9]
+
+    def no_evaluation(*args):
+        raise AssertionError("cached points must not be recomputed")
+
+    monkeypatch.setattr(pc, "seeded_error", no_evaluation)
+    assert (
+        pc.cached_pruning_curve(path, "snr", fractions=(0.5, 0.0), samples=2).errors
+        == (curve.errors[::-1])
+    )
+    save_checkpoint("tiny", small_mnist_bbb(1), {}, directory=tmp_path)  # new contents
+    assert pc.missing_fractions(path, "snr", (0.0, 0.5), samples=2) == [0.0, 0.5]
