@@ -47,6 +47,13 @@ PAGES = [
         "Time per training epoch against the number of Monte-Carlo samples for the sequential, "
         "vmap and vmap + LRT implementations; compare saved runs across machines.",
     ),
+    PageInfo(
+        "pruning.py",
+        "Pruning and weights",
+        ":material/content_cut:",
+        "Remove the weights with the lowest signal-to-noise ratio and watch the test error hold; "
+        "densities of SNR values and of trained weights (Blundell et al. 2015).",
+    ),
 ]
 
 
