@@ -102,3 +102,14 @@ def test_without_bbb_checkpoint_the_page_says_how_to_train_one(checkpoint_dir):
     save_small("mlp")
     at = run_page()
     assert "python -m core train bbb_mixture" in at.warning[0].value
+
+
+def test_page_runs_inside_the_app(checkpoint_dir):
+    save_small("bbb_mixture")
+    at = AppTest.from_file("../app/main.py", default_timeout=120).run()
+    at.switch_page("../pages/pruning.py").run()
+    assert not at.exception, at.exception
+    assert at.title[0].value == "Pruning and weights"
+    at.slider(key="pruning_percent").set_value(95).run()
+    assert not at.exception, at.exception
+    assert "Test error, 95% removed" in metrics(at)
