@@ -1,0 +1,100 @@
+"""The on-disk evaluation cache: contents, reuse without recomputing, invalidation."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import core.data
+import core.evalcache as evalcache
+from core.checkpoints import save_checkpoint
+from core.models import ModelConfig, build_model
+from core.uncertainty import SCORES
+
+TINY = ModelConfig(kind="bbb", hidden=(16,), init_sigma=0.05)
+
+
+def fake_dataset(name: str, split: str = "test", *, n: int | None = None, seed: int = 0):
+    """40 random images; labelled unless the name starts with "unlabelled"."""
+    g = torch.Generator().manual_seed(len(name))
+    images = torch.rand(40, 1, 28, 28, generator=g)
+    labels = torch.randint(0, 10, (40,), generator=g)
+    images, labels = images[:n], labels[:n]
+    return images, None if name.startswith("unlabelled") else labels
+
+
+@pytest.fixture
+def tiny(tmp_path, monkeypatch):
+    """A tiny BBB checkpoint in a temporary folder, a fake dataset loader, a temporary cache,
+    and a counter of computations."""
+    monkeypatch.setenv("BNN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(core.data, "load_dataset", fake_dataset, raising=False)
+    computed = []
+    compute = evalcache._compute
+
+    def counting(*args, **kwargs):
+        computed.append(args[1])
+        return compute(*args, **kwargs)
+
+    monkeypatch.setattr(evalcache, "_compute", counting)
+    torch.manual_seed(0)
+    path = save_checkpoint("tiny", build_model(TINY), {}, directory=tmp_path)
+    return path, computed
+
+
+def test_evaluation_contents(tiny):
+    path, _ = tiny
+    progress = []
+    ev = evalcache.evaluate_dataset(
+        path, "mnist", samples=8, progress=lambda f, m: progress.append(f)
+    )
+    assert len(ev) == 40 and ev.mean.shape == (40, 10) and ev.samples == 8
+    assert set(ev.scores) == set(SCORES) and all(v.shape == (40,) for v in ev.scores.values())
+    assert torch.equal(ev.predicted, ev.mean.argmax(1))
+    assert ev.accuracy == (ev.predicted == ev.labels).float().mean().item()
+    assert set(ev.calibration()) == {"accuracy", "ece", "nll", "brier"}
+    assert progress[-1] == 1.0
+    unlabelled = evalcache.evaluate_dataset(path, "unlabelled_noise", samples=8, n=10)
+    assert len(unlabelled) == 10 and unlabelled.labels is None and unlabelled.accuracy is None
+
+
+def test_second_call_loads_identical_results_without_computing(tiny):
+    path, computed = tiny
+    first = evalcache.evaluate_dataset(path, "mnist", samples=8, n=30)
+    assert evalcache.is_cached(path, "mnist", samples=8, n=30)
+    second = evalcache.evaluate_dataset(path, "mnist", samples=8, n=30)
+    assert computed == ["mnist"]
+    assert torch.equal(first.mean, second.mean) and torch.equal(first.labels, second.labels)
+    assert all(torch.equal(first.scores[k], second.scores[k]) for k in SCORES)
+    evalcache.evaluate_dataset(path, "mnist", samples=9, n=30)  # other arguments: new entry
+    evalcache.evaluate_dataset(path, "kmnist", samples=8, n=30)
+    assert computed == ["mnist", "mnist", "kmnist"]
+
+
+def test_seeded_recomputation_is_reproducible(tiny):
+    path, computed = tiny
+    first = evalcache.evaluate_dataset(path, "mnist", samples=8)
+    evalcache.cache_file(path, "mnist", samples=8).write_bytes(b"corrupt")
+    again = evalcache.evaluate_dataset(path, "mnist", samples=8)
+    assert len(computed) == 2 and torch.equal(
+        first.scores["mutual_information"], again.scores["mutual_information"]
+    )
+
+
+def test_changed_checkpoint_invalidates(tiny, tmp_path):
+    path, computed = tiny
+    before = evalcache.evaluate_dataset(path, "mnist", samples=8)
+    torch.manual_seed(1)
+    save_checkpoint("tiny", build_model(TINY), {}, directory=tmp_path)  # same size, new weights
+    after = evalcache.evaluate_dataset(path, "mnist", samples=8)
+    assert len(computed) == 2 and not torch.equal(before.mean, after.mean)
+
+
+def test_rejection_thresholds_from_mnist_evaluation(tiny):
+    path, computed = tiny
+    thresholds = evalcache.rejection_thresholds(path, samples=8)
+    ev = evalcache.evaluate_dataset(path, "mnist", samples=8)
+    assert computed == ["mnist"] and set(thresholds) == set(SCORES)
+    for name, limits in thresholds.items():
+        assert limits["p90"] <= limits["p99"] <= ev.scores[name].max().item() + 1e-6
+        assert (ev.scores[name] > limits["p99"]).float().mean() <= 0.05
