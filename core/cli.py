@@ -13,6 +13,7 @@ COMMAND_MODULES = [
     "core.data.command",
     "core.model_commands",
     "core.bench_command",
+    "core.ood_command",
 ]
 
 

@@ -96,9 +96,11 @@ def summarize(probs: torch.Tensor) -> PredictiveSummary:
 
 @dataclass(frozen=True)
 class Score:
-    """An uncertainty score of each input, ``(B,)``: higher means more uncertain."""
+    """An uncertainty score of each input, ``(B,)``: higher means more uncertain. ``short`` is
+    a compact label for table headers; ``unit`` is "nats" or "" (a fraction)."""
 
     title: str
+    short: str
     unit: str
     description: str
     of: Callable[[PredictiveSummary], torch.Tensor]
@@ -109,34 +111,43 @@ class Score:
 
 SCORES: dict[str, Score] = {
     "predictive_entropy": Score(
-        "Predictive entropy", "nats", "entropy of the mean prediction (total)", lambda s: s.entropy
+        "Predictive entropy",
+        "H",
+        "nats",
+        "entropy of the mean prediction (total)",
+        lambda s: s.entropy,
     ),
     "mutual_information": Score(
         "Mutual information",
+        "MI",
         "nats",
         "predictive minus expected entropy: how much the sampled networks disagree (epistemic)",
         lambda s: s.mutual_information,
     ),
     "expected_entropy": Score(
         "Expected entropy",
+        "E[H]",
         "nats",
         "mean entropy of the sampled networks' predictions (aleatoric)",
         lambda s: s.expected_entropy,
     ),
     "variation_ratio": Score(
         "Variation ratio",
+        "VR",
         "",
         "fraction of sampled networks not voting for the most voted class",
         lambda s: s.variation_ratio,
     ),
     "max_prob": Score(
         "1 − max probability",
+        "1-maxp",
         "",
         "one minus the largest mean class probability",
         lambda s: 1.0 - s.mean.max(-1).values,
     ),
     "softmax_std": Score(
         "Softmax spread (std)",
+        "std",
         "",
         "standard deviation over samples of the predicted class's probability",
         lambda s: s.top_std,
