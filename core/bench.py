@@ -20,6 +20,7 @@ import os
 import re
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -45,7 +46,8 @@ PRIORS = {"gaussian": {"kind": "gaussian", "sigma": 1.0}, "mixture": MIXTURE_PRI
 @dataclass(frozen=True)
 class BenchConfig:
     """What to time. ``steps`` timed steps per (implementation, S) after ``warmup`` untimed
-    ones, repeated ``repeats`` times (the median per-step time is used); an epoch is
+    ones, in ``repeats`` rounds over all points (the median per-step time is used, so a load
+    spike on a shared machine spoils one round, not a whole point); an epoch is
     ``ceil(train_size / batch_size)`` steps. ``prior``: a key of :data:`PRIORS`. ``data``:
     ``"mnist"`` (random tensors when MNIST is unavailable) or ``"random"``."""
 
@@ -118,19 +120,21 @@ def _batches(config: BenchConfig, device: torch.device) -> tuple[torch.Tensor, t
     return x.reshape(*shape, 1, 28, 28).to(device), y.reshape(shape).to(device), source
 
 
-def _time_one(
-    impl: str, samples: int, config: BenchConfig, x: torch.Tensor, y: torch.Tensor
-) -> list[float]:
-    """Seconds per step of each repeat for ``impl`` (or ``"mlp"``) at ``samples``."""
+Stepper = Callable[[torch.Tensor, torch.Tensor, int], None]
+
+
+def _stepper(impl: str, config: BenchConfig, device: torch.device) -> Stepper:
+    """``step(x, y, samples)``: one training step (objective, backward, Adam) of a model for
+    ``impl`` (or ``"mlp"``: plain cross-entropy), seeded alike for every implementation and
+    shared by all its sample counts (parameter values do not change the cost of a step)."""
     torch.manual_seed(config.seed)
     kind = "mlp" if impl == "mlp" else "bbb"
     model = build_model(ModelConfig(kind=kind, hidden=config.hidden, prior=PRIORS[config.prior]))
-    model.to(x.device)
+    model.to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
     weight = 1.0 / config.epoch_steps
 
-    def step(i: int) -> None:
-        xb, yb = x[i], y[i]
+    def step(xb: torch.Tensor, yb: torch.Tensor, samples: int) -> None:
         if impl == "mlp":
             loss = F.cross_entropy(model(xb), yb, reduction="sum")
         else:
@@ -141,17 +145,17 @@ def _time_one(
         loss.backward()
         optimizer.step()
 
-    for i in range(config.warmup):
-        step(i)
-    per_step = []
-    for _ in range(config.repeats):
-        synchronize(x.device)
-        start = time.perf_counter()
-        for i in range(config.warmup, config.warmup + config.steps):
-            step(i)
-        synchronize(x.device)
-        per_step.append((time.perf_counter() - start) / config.steps)
-    return per_step
+    return step
+
+
+def _time_block(step: Stepper, samples: int, config: BenchConfig, x, y) -> float:
+    """Seconds per step over the ``steps`` timed batches (after the warm-up batches)."""
+    synchronize(x.device)
+    start = time.perf_counter()
+    for i in range(config.warmup, config.warmup + config.steps):
+        step(x[i], y[i], samples)
+    synchronize(x.device)
+    return (time.perf_counter() - start) / config.steps
 
 
 def _median(values: list[float]) -> float:
@@ -186,9 +190,9 @@ def run_benchmark(
     epoch_seconds, repeat_step_seconds``), ``mlp`` (the floor row, or None), ``fits``
     (impl → ``intercept`` s, ``slope`` s per sample, ``r2``; None with a single S),
     ``speedups`` (rows ``impl, samples, speedup`` = sequential time / impl time), and
-    ``goals`` (see :func:`goals`). Sample counts are the outer loop, so load changes on a
-    shared machine hit all implementations alike. ``threads`` sets torch's CPU threads for
-    the run (restored afterwards); on a busy machine 1 thread gives steadier timings."""
+    ``goals`` (see :func:`goals`). Rounds, then sample counts, are the outer loops, so
+    load changes on a shared machine hit all implementations alike. ``threads`` sets torch's
+    CPU threads for the run (restored afterwards); on a busy machine 1 gives steadier timings."""
     config = config or BenchConfig()
     device = device or default_device()
     previous_threads = torch.get_num_threads()
@@ -204,15 +208,20 @@ def _run(config: BenchConfig, device: torch.device, progress: ProgressFn | None)
     jobs = [(impl, s) for s in config.samples for impl in config.impls]
     if config.include_mlp:
         jobs.insert(0, ("mlp", None))
-    timings, mlp = [], None
-    for done, (impl, s) in enumerate(jobs):
-        label = "plain MLP" if s is None else f"{impl}, S={s}"
-        report(progress, done / len(jobs), label)
-        row = _row(impl, s, _time_one(impl, s or 1, config, x, y), config.epoch_steps)
-        if s is None:
-            mlp = row
-        else:
-            timings.append(row)
+    steppers = {impl: _stepper(impl, config, device) for impl, _ in jobs}
+    per_step: dict[tuple, list[float]] = {job: [] for job in jobs}
+    total = len(jobs) * config.repeats
+    for r in range(config.repeats):
+        for k, (impl, s) in enumerate(jobs):
+            label = "plain MLP" if s is None else f"{impl}, S={s}"
+            report(progress, (r * len(jobs) + k) / total, f"round {r + 1}: {label}")
+            if r == 0:
+                for i in range(config.warmup):
+                    steppers[impl](x[i], y[i], s or 1)
+            per_step[(impl, s)].append(_time_block(steppers[impl], s or 1, config, x, y))
+    rows = [_row(impl, s, per_step[(impl, s)], config.epoch_steps) for impl, s in jobs]
+    timings = [row for row in rows if row["impl"] != "mlp"]
+    mlp = next((row for row in rows if row["impl"] == "mlp"), None)
     report(progress, 1.0, "done")
     result = {
         "schema": SCHEMA,

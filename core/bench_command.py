@@ -2,9 +2,9 @@
 
 Examples::
 
-    python -m core bench                       # S = 1…10, 20 timed steps each, all implementations
+    python -m core bench          # S = 1…10, all implementations, 3 rounds of 10 timed steps
     python -m core bench --samples 1,2,4,8 --steps 10 --impl vmap,vmap_lrt
-    python -m core bench --threads 2 --repeats 3 --save   # a reference run → benchmarks/
+    python -m core bench --threads 2 --save   # a reference run → benchmarks/<device>-<date>.json
 """
 
 from __future__ import annotations
@@ -85,9 +85,9 @@ def cmd_bench(args) -> int:
 def register(subparsers) -> None:
     p = subparsers.add_parser("bench", help="time training epochs of the ELBO implementations")
     p.add_argument("--samples", default="1,2,3,4,5,6,7,8,9,10", help="comma-separated S values")
-    p.add_argument("--steps", type=int, default=20, help="timed steps per (implementation, S)")
+    p.add_argument("--steps", type=int, default=10, help="timed steps per point and round")
     p.add_argument("--warmup", type=int, default=3, help="untimed steps before timing")
-    p.add_argument("--repeats", type=int, default=1, help="timed blocks; the median is used")
+    p.add_argument("--repeats", type=int, default=3, help="rounds over all points; median used")
     p.add_argument("--impl", default=",".join(IMPLEMENTATIONS), help="comma-separated")
     p.add_argument("--hidden", default="400,400", help="hidden layer sizes")
     p.add_argument("--prior", choices=sorted(PRIORS), default="gaussian")

@@ -163,9 +163,17 @@ def run_section() -> None:
     samples = cols[1].multiselect(
         "Sample counts S", list(range(1, 11)), default=[1, 2, 4, 8], key="timing_samples"
     )
-    cols = st.columns(3)
-    steps = cols[0].number_input("Timed steps per point", 1, 500, 5, key="timing_steps")
-    threads = cols[1].number_input(
+    cols = st.columns(4)
+    steps = cols[0].number_input("Timed steps per point", 1, 500, 4, key="timing_steps")
+    rounds = cols[1].number_input(
+        "Rounds",
+        1,
+        20,
+        2,
+        help="Passes over all points; each point's median is used.",
+        key="timing_rounds",
+    )
+    threads = cols[2].number_input(
         "CPU threads",
         1,
         64,
@@ -173,11 +181,12 @@ def run_section() -> None:
         help="On a busy machine 1 thread gives steadier timings.",
         key="timing_threads",
     )
-    with_mlp = cols[2].checkbox("Plain MLP floor", value=True, key="timing_mlp")
+    with_mlp = cols[3].checkbox("Plain MLP floor", value=True, key="timing_mlp")
     st.caption(
         f"Device: {device_name(default_device())}. Each point times {steps} training steps "
-        "(after 2 untimed warm-up steps) and extrapolates to an epoch of 469 steps "
-        "(60,000 images, batch 128). Timings on a shared machine are noisy."
+        f"(after 2 untimed warm-up steps) in each of {rounds} rounds and extrapolates the median "
+        "to an epoch of 469 steps (60,000 images, batch 128). Timings on a shared machine are "
+        "noisy."
     )
     if task != TASKS[0]:
         st.info("The 1-D regression benchmark is coming; only MNIST classification runs now.")
@@ -188,6 +197,7 @@ def run_section() -> None:
             samples=tuple(samples),
             steps=int(steps),
             warmup=2,
+            repeats=int(rounds),
             include_mlp=with_mlp,
         )
         bar = st.progress(0.0, text="starting")

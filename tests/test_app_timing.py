@@ -116,6 +116,7 @@ def test_tiny_in_app_run_then_save(bench_folder):
     at.multiselect(key="timing_impls").set_value(["vmap_lrt"])
     at.multiselect(key="timing_samples").set_value([1])
     at.number_input(key="timing_steps").set_value(1)
+    at.number_input(key="timing_rounds").set_value(1)
     at.number_input(key="timing_threads").set_value(1)
     at.checkbox(key="timing_mlp").set_value(False)
     at.button(key="timing_run").click().run()

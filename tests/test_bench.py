@@ -7,6 +7,7 @@ import json
 import random
 
 import pytest
+import torch
 
 from core import bench_command
 from core.bench import (
@@ -72,11 +73,20 @@ def test_tiny_benchmark_is_well_formed(tiny_result):
     assert set(r["goals"]) == {"lrt_S1_over_mlp"}  # S = 10 not measured
 
 
-def test_progress_is_reported_to_completion():
+def test_rounds_progress_and_threads():
     seen = []
-    config = BenchConfig(impls=("vmap_lrt",), samples=(2,), steps=1, warmup=0, hidden=(4,))
-    result = run_benchmark(config, progress=lambda f, m: seen.append(f))
-    assert seen[0] == 0.0 and seen[-1] == 1.0 and seen == sorted(seen)
+    config = BenchConfig(
+        impls=("vmap_lrt",), samples=(2,), steps=1, warmup=0, repeats=3, hidden=(4,)
+    )
+    threads = torch.get_num_threads()
+    result = run_benchmark(config, threads=1, progress=lambda f, m: seen.append(f))
+    assert torch.get_num_threads() == threads and result["threads"] == 1
+    assert (
+        seen[0] == 0.0 and seen[-1] == 1.0 and seen == sorted(seen) and len(seen) == 7
+    )  # 2 points × 3 rounds + done
+    (row,) = result["timings"]
+    assert len(row["repeat_step_seconds"]) == 3
+    assert row["step_seconds"] == sorted(row["repeat_step_seconds"])[1]  # the median
     assert result["fits"] == {"vmap_lrt": None}  # one sample count: no line
 
 
