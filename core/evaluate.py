@@ -1,9 +1,10 @@
-"""Test-set evaluation of a model's Monte-Carlo predictive (error, NLL)."""
+"""Test-set evaluation of a model's Monte-Carlo predictive (error, NLL, calibration)."""
 
 from __future__ import annotations
 
 import torch
 
+from core.metrics import calibration
 from core.predictive import predictive_samples
 
 
@@ -11,12 +12,15 @@ from core.predictive import predictive_samples
 def evaluate_model(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, samples: int) -> dict:
     """Metrics of the predictive mean of ``samples`` passes on images ``x`` and labels ``y``.
 
-    Returns ``test_error`` (fraction), ``nll`` (mean nats per example) and ``samples``."""
-    probs = predictive_samples(model, x, samples).mean(0).cpu()
-    y = y.cpu()
+    Returns ``test_error`` (fraction), ``nll`` (mean nats per example), ``ece`` (expected
+    calibration error, 15 bins), ``brier`` (multi-class Brier score), ``samples`` and
+    ``num_examples`` (see :func:`core.metrics.calibration`)."""
+    metrics = calibration(predictive_samples(model, x, samples).mean(0), y)
     return {
-        "test_error": (probs.argmax(-1) != y).float().mean().item(),
-        "nll": -torch.log(probs.gather(1, y[:, None]).clamp_min(1e-12)).mean().item(),
+        "test_error": 1.0 - metrics["accuracy"],
+        "nll": metrics["nll"],
+        "ece": metrics["ece"],
+        "brier": metrics["brier"],
         "samples": samples,
         "num_examples": len(y),
     }

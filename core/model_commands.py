@@ -110,7 +110,7 @@ def cmd_evaluate(args) -> int:
     else:
         print(
             f"{args.checkpoint}: test error {metrics['test_error']:.2%}, NLL {metrics['nll']:.4f}"
-            f" ({args.samples} samples)"
+            f", ECE {metrics['ece']:.4f} ({args.samples} samples)"
         )
     return 0
 

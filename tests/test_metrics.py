@@ -110,3 +110,15 @@ def test_accuracy_coverage_rejects_uncertain_first():
     coverage, accuracy = accuracy_coverage([0.9, 0.1, 0.5, 0.2], [False, True, False, True])
     assert coverage.tolist() == [0.25, 0.5, 0.75, 1.0]
     assert accuracy.tolist() == [1.0, 1.0, 2 / 3, 0.5]
+
+
+def test_evaluate_model_reports_calibration():
+    from core.evaluate import evaluate_model
+    from core.models import ModelConfig, build_model
+
+    torch.manual_seed(0)
+    model = build_model(ModelConfig(kind="dropout", hidden=(16,)))
+    x, y = torch.rand(50, 1, 28, 28), torch.randint(0, 10, (50,))
+    metrics = evaluate_model(model, x, y, samples=5)
+    assert {"test_error", "nll", "ece", "brier", "samples", "num_examples"} <= set(metrics)
+    assert 0 <= metrics["ece"] <= 1 and 0 <= metrics["test_error"] <= 1
