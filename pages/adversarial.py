@@ -1,0 +1,366 @@
+"""Adversarial examples: FGSM at a chosen ε on a few digits, accuracy and uncertainty against ε
+for each model (naive or EOT gradients, white-box or transferred from the MLP), and a targeted
+iterative attack with the trajectory of class probabilities."""
+
+import numpy as np
+import plotly.graph_objects as go
+import streamlit as st
+import torch
+
+from app import ui
+from core.adversarial_eval import EPS_GRID, CurveSettings, RobustnessCurve, cached_curve, is_cached
+from core.attacks import fgsm_direction, perturb, targeted_fgsm
+from core.checkpoints import CheckpointError, checkpoint_path
+from core.data import DatasetUnavailable, load_dataset
+from core.predictive import predictive_samples
+from core.progress import ProgressFn
+
+SOURCE = "mlp"  # transfer attacks are crafted on this checkpoint
+MAX_EPS = 0.3
+DEFAULT_K = 20
+GRIDS = {
+    "report seed: 0, 0.05, …, 0.2": EPS_GRID,
+    "fine: 0 to 0.3 by 0.025": tuple(round(0.025 * i, 3) for i in range(13)),
+}
+SUBSET_SIZES = (200, 500, 1000, 2000, 5000, 10000)
+CURVE_SAMPLES = (10, 20, 50, 100)
+SCALE = 3  # screen pixels per MNIST pixel in the example grid
+COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd")
+COLORS += ("#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
+DASHES = ("solid", "dot")
+
+
+def version(name: str) -> int:
+    """Changes whenever the checkpoint file is rewritten (keys the caches below)."""
+    return checkpoint_path(name).stat().st_mtime_ns
+
+
+@st.cache_resource(show_spinner="Loading the MNIST test set…")
+def mnist_test() -> tuple[torch.Tensor, torch.Tensor]:
+    return load_dataset("mnist", "test")
+
+
+def grid_digits() -> tuple[torch.Tensor, torch.Tensor]:
+    """The first test image of each class 0–9: ``(10, 1, 28, 28)`` and their labels."""
+    x, y = mnist_test()
+    first = torch.stack([torch.nonzero(y == c)[0, 0] for c in range(10)])
+    return x[first], y[first]
+
+
+@st.cache_data(show_spinner="Computing input gradients…", max_entries=64)
+def grid_direction(crafter: str, file_version: int, k: int) -> np.ndarray:
+    """sign(∇ₓ NLL) of model ``crafter`` with k passes on :func:`grid_digits` (seeded)."""
+    x, y = grid_digits()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        return fgsm_direction(ui.load_model(crafter), x, y, k).cpu().numpy()
+
+
+@st.cache_data(show_spinner="Running the targeted attack…", max_entries=32)
+def targeted(
+    name: str, file_version: int, index: int, target: int, attack: tuple, k: int, n: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Targeted FGSM on test image ``index``; ``attack`` = (step, steps, ε) in pixel units.
+    Returns the adversarial image ``(28, 28)`` and the probabilities ``(steps + 1, 10)``."""
+    step, steps, eps = attack
+    x, _ = mnist_test()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        result = targeted_fgsm(
+            ui.load_model(name),
+            x[index : index + 1],
+            target,
+            step=step,
+            steps=steps,
+            eps=eps,
+            samples=k,
+            eval_samples=n,
+        )
+    return result.adversarial[0, 0].cpu().numpy(), result.probs[:, 0].numpy()
+
+
+def tile(rows: list[np.ndarray]) -> np.ndarray:
+    """Stack rows of ``(G, 28, 28)`` images into one enlarged image with grey 2-pixel gaps."""
+    padded = [np.pad(r, ((0, 0), (0, 2), (0, 2)), constant_values=0.35) for r in rows]
+    big = np.concatenate([np.concatenate(list(r), axis=1) for r in padded], axis=0)
+    return np.kron(big, np.ones((SCALE, SCALE), dtype=np.float32))
+
+
+def layout(fig: go.Figure, title: str, x: str, y: str) -> go.Figure:
+    fig.update_xaxes(title=x)
+    fig.update_yaxes(title=y)
+    fig.update_layout(
+        title={"text": title, "font": {"size": 14}},
+        height=330,
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        legend={"orientation": "h", "y": -0.3},
+    )
+    return fig
+
+
+def curve_figure(
+    curves: dict[str, RobustnessCurve], fields: dict[str, str], title: str, y: str, eps: float
+) -> go.Figure:
+    """One line per model (colour) and field (dash) against ε; the slider's ε dotted."""
+    fig = go.Figure()
+    for i, (name, curve) in enumerate(curves.items()):
+        for j, (field, label) in enumerate(fields.items()):
+            fig.add_scatter(
+                x=curve.eps,
+                y=getattr(curve, field),
+                name=ui.model_title(name) + (f", {label}" if len(fields) > 1 else ""),
+                mode="lines+markers",
+                line={"color": COLORS[i % len(COLORS)], "dash": DASHES[j]},
+            )
+    fig.add_vline(x=eps, line_dash="dot", line_color="grey")
+    return layout(fig, title, "ε (pixel units; images in [0, 1])", y)
+
+
+def trajectory_figure(probs: np.ndarray, target: int) -> go.Figure:
+    """Class probabilities ``(steps + 1, 10)`` against the iteration; the target in bold."""
+    fig = go.Figure()
+    for c in range(probs.shape[1]):
+        fig.add_scatter(
+            y=probs[:, c],
+            name=f"{c} (target)" if c == target else str(c),
+            mode="lines",
+            line={"width": 4 if c == target else 1.5, "color": COLORS[c]},
+        )
+    fig.update_yaxes(range=[0, 1.02])
+    return layout(fig, "Class probabilities over the iterations", "iteration", "probability")
+
+
+def bar_progress(bar, done: int, total: int, title: str) -> ProgressFn:
+    """Report the ``done``-th of ``total`` computations on ``bar``."""
+    return lambda f, message: bar.progress((done + f) / total, f"{title}: {message}")
+
+
+def curves_for(
+    names: list[str], settings: dict[str, CurveSettings], source: str | None
+) -> dict[str, RobustnessCurve]:
+    """Cached curves of ``names`` (settings per model), computing missing ones with a bar."""
+    todo = [n for n in names if not is_cached(n, settings[n], source)]
+    bar = (
+        st.progress(0.0, "Attacking the test subset (once, then cached on disk)…") if todo else None
+    )
+    curves = {}
+    for name in names:
+        progress = None
+        if name in todo:
+            progress = bar_progress(bar, todo.index(name), len(todo), ui.model_title(name))
+        curves[name] = cached_curve(name, settings[name], source, progress=progress)
+    if bar is not None:
+        bar.empty()
+    return curves
+
+
+def curve_settings(models: dict, k: int, source: str | None, **kw) -> dict[str, CurveSettings]:
+    """Per model: k passes per gradient when the model crafting the attack is stochastic, else 1
+    (a deterministic model's gradient does not depend on k, so its curve is shared)."""
+    return {
+        name: CurveSettings(attack_samples=k if stochastic(source or name) else 1, **kw)
+        for name in models
+    }
+
+
+def stochastic(name: str) -> bool:
+    return bool(getattr(ui.load_model(name), "stochastic", False))
+
+
+def at_eps(curve: RobustnessCurve, field: str, eps: float) -> tuple[float, float]:
+    """(grid ε nearest to ``eps``, the curve's ``field`` there)."""
+    i = int(np.argmin(np.abs(np.asarray(curve.eps) - eps)))
+    return curve.eps[i], getattr(curve, field)[i]
+
+
+def caption(curves: dict, other: dict | None, eps: float, k: int, transfer: bool, size: int):
+    """The measured accuracies at the slider's ε, the other gradient mode's where cached, and
+    the caveats."""
+    grid_eps = at_eps(next(iter(curves.values())), "accuracy", eps)[0]
+    how = "transferred from the MLP" if transfer else "white-box"
+    grad = f"EOT, k = {k}" if k > 1 else "naive, k = 1"
+    parts = [
+        f"Accuracy at ε = {grid_eps:g} ({how}, {grad}, {size} test images): "
+        + ", ".join(
+            f"{ui.model_title(m)} {at_eps(c, 'accuracy', eps)[1]:.1%}" for m, c in curves.items()
+        )
+        + "."
+    ]
+    if other:
+        label = "naive (k = 1)" if k > 1 else "EOT"
+        parts.append(
+            f"With {label} gradients: "
+            + ", ".join(
+                f"{ui.model_title(m)} {at_eps(c, 'accuracy', eps)[1]:.1%}" for m, c in other.items()
+            )
+            + "."
+        )
+    parts.append(
+        "Caveats: robustness that vanishes when the gradient averages k > 1 passes is gradient "
+        "noise (an obfuscated gradient), not robustness: compare the naive and EOT curves. "
+        "FGSM is one step, so these accuracies are upper bounds on robust accuracy (iterative "
+        "attacks do better). A 1,000-image subset has a standard error of up to ±1.6 points. "
+        "AUROC is 0.5 at ε = 0 by construction, and a deterministic MLP has zero mutual "
+        "information everywhere."
+    )
+    return " ".join(parts)
+
+
+st.title("Adversarial examples")
+st.markdown(
+    "The **fast gradient sign method** (Goodfellow et al. 2015) moves every pixel by ±ε in the "
+    "direction that raises the loss: x′ = clip(x + ε·sign(∇ₓ loss), 0, 1). For a stochastic "
+    "model the loss is the negative log of its Monte-Carlo predictive mean: a **naive** attack "
+    "differentiates one random pass (k = 1); **EOT** (expectation over transformation) "
+    "averages k passes, the honest attack on a Bayesian model. A **transfer** attack crafts "
+    "the examples on the plain MLP and shows them to every model."
+)
+models = dict(ui.selected_models())
+n = ui.sample_count()
+if not models:
+    st.warning("Choose at least one trained model in the sidebar.")
+    st.stop()
+try:
+    mnist_test()
+except DatasetUnavailable as exc:
+    st.error(f"The MNIST test set is unavailable: {exc}")
+    st.stop()
+
+eps_col, mode_col, grad_col = st.columns([2, 1, 1])
+eps = eps_col.slider("ε", 0.0, MAX_EPS, 0.1, 0.01, key="adv_eps", format="%.2f")
+transfer = mode_col.radio("Attack", ("White-box", "Transfer from the MLP"), key="adv_mode") != (
+    "White-box"
+)
+eot = grad_col.radio("Gradient", ("Naive (k = 1)", "EOT (k passes)"), key="adv_grad") != (
+    "Naive (k = 1)"
+)
+k = int(grad_col.number_input("k", 2, 200, DEFAULT_K, key="adv_k")) if eot else 1
+source = SOURCE if transfer else None
+if transfer:
+    try:
+        ui.load_model(SOURCE)
+    except CheckpointError as exc:
+        st.error(f"Transfer attacks need the MLP checkpoint: {exc}")
+        st.stop()
+
+# --- examples ------------------------------------------------------------------------------
+st.subheader(f"Perturbed digits at ε = {eps:.2f}")
+x, y = grid_digits()
+rows, row_names, table = [x[:, 0].numpy()], ["clean"], {}
+for name, model in models.items():
+    crafter = source or name
+    k_used = k if stochastic(crafter) else 1
+    direction = torch.from_numpy(grid_direction(crafter, version(crafter), k_used))
+    adv = perturb(x, direction, eps)
+    prob, pred = predictive_samples(model, adv, n).mean(0).cpu().max(-1)
+    if not transfer or len(rows) == 1:
+        rows.append(0.5 + 0.5 * direction[:, 0].numpy())
+        row_names.append(f"{'MLP' if transfer else ui.model_title(name)}: sign of the gradient")
+    rows.append(adv[:, 0].numpy())
+    row_names.append(f"{ui.model_title(name)}: adversarial")
+    table[ui.model_title(name)] = [
+        f"{p} ({q:.0%})" + ("" if p == t else " ✗")
+        for p, q, t in zip(pred.tolist(), prob.tolist(), y.tolist(), strict=True)
+    ]
+st.image(tile(rows), clamp=True)
+st.caption(
+    "Rows: "
+    + "; ".join(f"{i + 1}. {r}" for i, r in enumerate(row_names))
+    + ". Sign of the gradient: white +ε, black −ε, grey 0 (pixels clipped to [0, 1] move less)."
+)
+st.markdown(f"**Predicted class (mean probability) at ε = {eps:.2f}**, ✗ = wrong, {n} passes")
+st.dataframe({"true class": [str(t) for t in y.tolist()], **table}, hide_index=True)
+
+# --- curves --------------------------------------------------------------------------------
+st.subheader("Accuracy and uncertainty against ε")
+size_col, samples_col, grid_col = st.columns(3)
+size = int(size_col.selectbox("Test images", SUBSET_SIZES, index=2, key="adv_size"))
+curve_samples = samples_col.selectbox(
+    "Passes per prediction",
+    CURVE_SAMPLES,
+    index=1,
+    key="adv_curve_samples",
+    help="Monte-Carlo passes of each model's predictive on the attacked test subset.",
+)
+grid = GRIDS[grid_col.selectbox("ε grid", list(GRIDS), key="adv_grid")]
+common = {"eps": grid, "num_images": size, "eval_samples": int(curve_samples)}
+settings = curve_settings(models, k, source, **common)
+curves = curves_for(list(models), settings, source)
+other_k = 1 if k > 1 else DEFAULT_K
+other_settings = curve_settings(models, other_k, source, **common)
+other = None
+if any(other_settings[m] != settings[m] for m in models) and all(
+    is_cached(m, other_settings[m], source) for m in models
+):
+    other = {m: cached_curve(m, other_settings[m], source) for m in models}
+
+left, right = st.columns(2)
+with left:
+    ui.show_figure(
+        curve_figure(curves, {"accuracy": ""}, "Accuracy on FGSM examples", "accuracy", eps),
+        "adv_accuracy",
+    )
+    ui.show_figure(
+        curve_figure(curves, {"entropy": ""}, "Mean predictive entropy", "nats", eps),
+        "adv_entropy",
+    )
+with right:
+    ui.show_figure(
+        curve_figure(
+            curves,
+            {"auroc_entropy": "entropy", "auroc_mutual_information": "mutual information"},
+            "AUROC of telling adversarial from clean inputs",
+            "AUROC",
+            eps,
+        ),
+        "adv_auroc",
+    )
+    ui.show_figure(
+        curve_figure(curves, {"mutual_information": ""}, "Mean mutual information", "nats", eps),
+        "adv_mi",
+    )
+st.caption(caption(curves, other, eps, k, transfer, size))
+
+# --- targeted attack -----------------------------------------------------------------------
+st.subheader("Targeted iterative FGSM")
+st.markdown(
+    "x ← clip(x − α·sign(∇ₓ −log p̄(target | x)), 0, 1), repeated, and kept within ε of the "
+    "clean digit (Kurakin et al. 2017). It uses the gradient mode chosen above (white-box)."
+)
+model_col, digit_col, target_col = st.columns(3)
+target_name = model_col.selectbox(
+    "Model", list(models), format_func=ui.model_title, key="adv_target_model"
+)
+index = int(digit_col.number_input("Test image #", 0, len(mnist_test()[1]) - 1, 0, key="adv_idx"))
+target = int(target_col.selectbox("Target class", range(10), index=3, key="adv_target"))
+step_col, steps_col, budget_col = st.columns(3)
+step = step_col.slider("Step α", 0.002, 0.05, 0.01, 0.002, key="adv_step", format="%.3f")
+steps = steps_col.slider("Iterations", 1, 100, 30, key="adv_steps")
+budget = budget_col.slider("Budget ε", 0.01, MAX_EPS, 0.2, 0.01, key="adv_budget")
+k_target = k if stochastic(target_name) else 1
+adv_image, probs = targeted(
+    target_name, version(target_name), index, target, (step, steps, budget), k_target, n
+)
+clean_image = mnist_test()[0][index, 0].numpy()
+pictures, plot = st.columns([1, 2])
+with pictures:
+    st.image(
+        tile(
+            [
+                clean_image[None],
+                (0.5 + (adv_image - clean_image) / (2 * budget))[None],
+                adv_image[None],
+            ]
+        ),
+        clamp=True,
+    )
+    st.caption(
+        f"Clean (label {int(mnist_test()[1][index])}), perturbation (scaled to ±ε), adversarial."
+    )
+    final = probs[-1]
+    st.markdown(
+        f"After {steps} iterations: p(target {target}) = {final[target]:.1%} "
+        f"(was {probs[0][target]:.1%}); predicted class {int(final.argmax())}."
+    )
+with plot:
+    ui.show_figure(trajectory_figure(probs, target), "adv_trajectory")
