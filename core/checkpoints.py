@@ -24,7 +24,7 @@ from core.paths import CHECKPOINT_DIR
 from core.train import TrainConfig
 
 FORMAT_VERSION = 1
-GAUSSIAN_PRIOR = {"kind": "gaussian", "sigma": 0.1353352832366127}  # σp = e^-2
+GAUSSIAN_PRIOR = {"kind": "gaussian", "sigma": 1.0}
 MIXTURE_PRIOR = {"kind": "mixture", "pi": 0.5, "sigma1": 1.0, "sigma2": 0.0024787521766663585}
 
 
@@ -49,9 +49,9 @@ REGISTRY: dict[str, CheckpointSpec] = {
         CheckpointSpec(
             "bbb_gaussian",
             "BBB (Gaussian prior)",
-            "Bayes by Backprop, prior N(0, e^-4) (σp = e^-2), weight sampling.",
+            "Bayes by Backprop, prior N(0, 1), KL weight β = 0.1, weight sampling.",
             ModelConfig(kind="bbb", prior=GAUSSIAN_PRIOR),
-            TrainConfig(epochs=30, impl="vmap", lr_decay=0.95),
+            TrainConfig(epochs=30, impl="vmap", lr_decay=0.95, beta=0.1),
         ),
         CheckpointSpec(
             "bbb_mixture",
@@ -63,9 +63,9 @@ REGISTRY: dict[str, CheckpointSpec] = {
         CheckpointSpec(
             "bbb_lrt",
             "BBB (local reparameterisation)",
-            "Bayes by Backprop, prior N(0, e^-4), trained with the local reparameterisation trick.",
+            "Bayes by Backprop, prior N(0, 1), KL weight β = 0.1, local reparameterisation.",
             ModelConfig(kind="bbb", prior=GAUSSIAN_PRIOR, lrt=True),
-            TrainConfig(epochs=30, impl="vmap_lrt", lr_decay=0.95),
+            TrainConfig(epochs=30, impl="vmap_lrt", lr_decay=0.95, beta=0.1),
         ),
         CheckpointSpec(
             "mlp",
