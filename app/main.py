@@ -54,6 +54,13 @@ PAGES = [
         "Remove the weights with the lowest signal-to-noise ratio and watch the test error hold; "
         "densities of SNR values and of trained weights (Blundell et al. 2015).",
     ),
+    PageInfo(
+        "adversarial.py",
+        "Adversarial examples",
+        ":material/bolt:",
+        "Slide the FGSM ε and compare how BNN, MLP and MC dropout lose accuracy and gain "
+        "uncertainty; naive vs EOT gradients, transfer from the MLP, targeted attacks.",
+    ),
 ]
 
 
