@@ -357,10 +357,11 @@ with pictures:
     st.caption(
         f"Clean (label {int(mnist_test()[1][index])}), perturbation (scaled to ±ε), adversarial."
     )
-    final = probs[-1]
-    st.markdown(
-        f"After {steps} iterations: p(target {target}) = {final[target]:.1%} "
-        f"(was {probs[0][target]:.1%}); predicted class {int(final.argmax())}."
+    st.metric(
+        f"p(target {target}) after {steps} iterations",
+        f"{probs[-1][target]:.1%}",
+        f"{100 * (probs[-1][target] - probs[0][target]):+.1f} points",
     )
+    st.markdown(f"Predicted class: {int(probs[0].argmax())} → **{int(probs[-1].argmax())}**")
 with plot:
     ui.show_figure(trajectory_figure(probs, target), "adv_trajectory")

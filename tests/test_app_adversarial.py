@@ -1,0 +1,107 @@
+"""Headless tests of the adversarial page with small throwaway checkpoints (fast to attack)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+import core.checkpoints
+from app import ui
+from core.adversarial_eval import CurveSettings, is_cached
+from core.checkpoints import REGISTRY, checkpoint_path, save_checkpoint
+from core.device import default_device
+from core.models import ModelConfig, build_model
+
+PAGE = "../pages/adversarial.py"
+NAMES = ("bbb_gaussian", "mlp", "dropout_mlp")
+
+
+@pytest.fixture
+def checkpoint_dir(tmp_path, monkeypatch):
+    """Small 784-16-10 checkpoints under the registered names, and an empty on-disk cache."""
+    from core.data import DatasetUnavailable, load_dataset
+
+    try:
+        load_dataset("mnist", "test")
+    except DatasetUnavailable as exc:
+        pytest.skip(f"MNIST unavailable: {exc}")
+    monkeypatch.setattr(core.checkpoints, "CHECKPOINT_DIR", tmp_path / "checkpoints")
+    monkeypatch.setenv("BNN_CACHE_DIR", str(tmp_path / "cache"))
+    for seed, name in enumerate(NAMES):
+        torch.manual_seed(seed)
+        config = {**REGISTRY[name].model.to_dict(), "hidden": [16], "init_sigma": 0.05}
+        save_checkpoint(name, build_model(ModelConfig.from_dict(config)), {"note": "for tests"})
+    return tmp_path
+
+
+def run_page(**state) -> AppTest:
+    """The page on its own, with a 200-image subset unless ``state`` says otherwise."""
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    for key, value in {"adv_size": 200, **state}.items():
+        at.session_state[key] = value
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def captions(at: AppTest) -> str:
+    return " ".join(c.value for c in at.caption)
+
+
+def test_page_renders_examples_curves_and_targeted_attack_at_several_eps(checkpoint_dir):
+    at = run_page()
+    assert at.title[0].value == "Adversarial examples"
+    assert len(at.get("plotly_chart")) == 5  # accuracy, AUROC, entropy, MI, trajectory
+    for eps in (0.0, 0.05, 0.3):
+        at.slider(key="adv_eps").set_value(eps).run()
+        assert not at.exception, at.exception
+        assert at.subheader[0].value == f"Perturbed digits at ε = {eps:.2f}"
+        table = at.dataframe[0].value
+        assert list(table["true class"]) == [str(c) for c in range(10)]
+        assert set(table.columns) == {"true class", *(ui.model_title(n) for n in NAMES)}
+    assert "Accuracy at ε = 0.2 (white-box, naive, k = 1, 200 test images)" in captions(at)
+    assert "gradient noise" in captions(at)
+    settings = CurveSettings(num_images=200)
+    assert all(is_cached(name, settings) for name in NAMES)
+
+
+def test_eot_and_transfer_modes_compute_their_own_curves(checkpoint_dir):
+    at = run_page()
+    at.radio(key="adv_grad").set_value("EOT (k passes)").run()
+    assert not at.exception, at.exception
+    assert "EOT, k = 20" in captions(at) and "With naive (k = 1) gradients:" in captions(at)
+    assert is_cached("bbb_gaussian", CurveSettings(num_images=200, attack_samples=20))
+    at.radio(key="adv_mode").set_value("Transfer from the MLP").run()
+    assert not at.exception, at.exception
+    assert "transferred from the MLP" in captions(at)
+    assert is_cached("dropout_mlp", CurveSettings(num_images=200), source="mlp")
+
+
+def test_targeted_attack_raises_the_target_probability(checkpoint_dir):
+    at = run_page(adv_target=5, adv_steps=20, adv_step=0.02)
+    metric = at.metric[0]
+    assert metric.label == "p(target 5) after 20 iterations"
+    assert float(metric.delta.split()[0]) > 0
+
+
+def test_attacks_leave_the_shared_models_unchanged(checkpoint_dir):
+    at = run_page(adv_grad="EOT (k passes)")
+    at.slider(key="adv_eps").set_value(0.2).run()
+    for name in NAMES:
+        path = checkpoint_path(name)
+        shared = ui._load(str(path), path.stat().st_mtime_ns, str(default_device()))
+        stored = torch.load(path, weights_only=True)["state_dict"]
+        assert all(torch.equal(stored[k], v.cpu()) for k, v in shared.state_dict().items())
+        assert all(p.grad is None and not p.requires_grad for p in shared.parameters())
+
+
+def test_page_runs_inside_the_app(checkpoint_dir):
+    at = AppTest.from_file("../app/main.py", default_timeout=120)
+    at.session_state["adv_size"] = 200
+    at.run()
+    at.switch_page("../pages/adversarial.py").run()
+    assert not at.exception, at.exception
+    assert at.title[0].value == "Adversarial examples"
+    at.slider(key="adv_eps").set_value(0.15).run()
+    assert not at.exception, at.exception
