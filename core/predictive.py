@@ -12,12 +12,19 @@ samples with ``torch.func.vmap(randomness="different")`` (no Python loop over sa
   independent noise per input. Pass ``lrt=False`` for weight sampling then.
 * **MC dropout**: independent dropout masks per sample (vmapped too).
 * **MLP**: deterministic; the one pass is repeated ``n`` times (``expand``, no copy).
+
+Inputs are processed in chunks of about :data:`CHUNK_ROWS` (samples × inputs) rows, which bounds
+memory (a ``(rows, 400)`` float32 activation is 13 MB on the CPU) and keeps a CPU's working set
+in cache: on one CPU thread, 100 samples of 1,000 inputs took about 4× longer in chunks of
+1,024 inputs than of 80 (the BBB 784-400-400-10 network, LRT).
 """
 
 from __future__ import annotations
 
 import torch
 from torch.func import vmap
+
+CHUNK_ROWS = {"cpu": 8192, "cuda": 262144}
 
 
 def _one_pass(model, x: torch.Tensor, lrt: bool | None) -> torch.Tensor:
@@ -33,13 +40,13 @@ def predictive_samples(
     n: int,
     *,
     lrt: bool | None = True,
-    chunk_size: int = 1024,
+    chunk_size: int | None = None,
 ) -> torch.Tensor:
     """Softmax probabilities ``(n, B, C)`` of ``n`` stochastic passes on ``x (B, 1, 28, 28)``.
 
     ``lrt`` (BBB only): True for local reparameterisation, False for weight sampling, None for
     the model's configured default. ``x`` is moved to the model's device and processed in chunks
-    of ``chunk_size`` inputs to bound memory."""
+    of ``chunk_size`` inputs (default: about :data:`CHUNK_ROWS` ``/ n``) to bound memory."""
     return predictive_logits(model, x, n, lrt=lrt, chunk_size=chunk_size).softmax(-1)
 
 
@@ -49,7 +56,7 @@ def predictive_logits(
     n: int,
     *,
     lrt: bool | None = True,
-    chunk_size: int = 1024,
+    chunk_size: int | None = None,
 ) -> torch.Tensor:
     """Logits of ``n`` stochastic passes, ``(n, B, C)``; differentiable w.r.t. ``x`` (attacks)."""
     if n < 1:
@@ -58,6 +65,7 @@ def predictive_logits(
     x = x.to(device)
     if not getattr(model, "stochastic", False):
         return model(x).unsqueeze(0).expand(n, -1, -1)
+    chunk_size = chunk_size or max(1, CHUNK_ROWS.get(device.type, CHUNK_ROWS["cpu"]) // n)
     draw = vmap(lambda _, xb: _one_pass(model, xb, lrt), in_dims=(0, None), randomness="different")
     index = torch.arange(n, device=device)
     return torch.cat([draw(index, xb) for xb in x.split(chunk_size)], dim=1)
