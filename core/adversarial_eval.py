@@ -38,7 +38,7 @@ from core.progress import ProgressFn, report
 from core.uncertainty import summarize
 
 EPS_GRID = (0.0, 0.05, 0.1, 0.15, 0.2)
-CACHE_VERSION = 1  # bump when what is computed or stored changes
+CACHE_VERSION = 2  # bump when what is computed or stored changes
 
 
 @dataclass(frozen=True)
@@ -96,6 +96,7 @@ def robustness_curve(
         torch.manual_seed(settings.seed)
         report(progress, 0.0, "gradient")
         direction = fgsm_direction(source or model, images, labels, settings.attack_samples)
+        torch.manual_seed(settings.seed + 1)  # same prediction noise whatever the attack
         clean = summarize(predictive_samples(model, images, settings.eval_samples))
         for i, eps in enumerate(settings.eps):
             report(progress, (i + 1) / (len(settings.eps) + 1), f"ε = {eps:g}")

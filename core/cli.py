@@ -14,6 +14,8 @@ COMMAND_MODULES = [
     "core.model_commands",
     "core.bench_command",
     "core.ood_command",
+    "core.predictive_bench",
+    "core.attack_command",
 ]
 
 
