@@ -96,3 +96,20 @@ def test_lrt_and_weight_sampling_predictives_agree_in_distribution():
 
     std_diff = (lrt.std(0) - weights.std(0)).abs()
     assert (std_diff < 5 * (std_se(lrt) ** 2 + std_se(weights) ** 2).sqrt()).all()
+
+
+def test_bench_predictive_reports_times_and_goals():
+    from core.predictive_bench import GOALS, bench_predictive
+
+    model = build_model(ModelConfig(kind="bbb", hidden=(16,)))
+    seen = []
+    result = bench_predictive(
+        model,
+        torch.rand(30, 1, 28, 28),
+        samples=5,
+        repeats=3,
+        warmup=1,
+        progress=lambda f, m: seen.append(f),
+    )
+    assert result["num_images"] == 30 and result["single_image_ms"] > 0 and result["test_set_s"] > 0
+    assert set(result["goals"]) == set(GOALS) and seen[-1] == 1.0
