@@ -1,14 +1,22 @@
-"""Attacks (issue 7): FGSM bounds and effect, targeted iterative FGSM, EOT gradients, and that
-attacks leave the shared read-only models untouched. Tiny models on synthetic digits: fast."""
+"""Attacks (issue 7): FGSM bounds and effect, targeted iterative FGSM, EOT gradients, that
+attacks leave the shared read-only models untouched, robustness curves and the attack command.
+Tiny models on synthetic digits: fast."""
 
 from __future__ import annotations
+
+import argparse
+import json
 
 import pytest
 import torch
 import torch.nn.functional as F
 
+import core.checkpoints
+from core.adversarial_eval import CurveSettings, RobustnessCurve, is_cached, robustness_curve
+from core.attack_command import register
 from core.attacks import fgsm, input_gradient, predictive_log_probs, targeted_fgsm
-from core.checkpoints import load_checkpoint, save_checkpoint
+from core.checkpoints import REGISTRY, load_checkpoint, save_checkpoint
+from core.cli import COMMAND_MODULES
 from core.models import ModelConfig, build_model
 from core.train import TrainConfig, train
 
@@ -103,3 +111,55 @@ def test_attacks_leave_the_cached_model_unchanged(models, batch, kind):
     after = model.state_dict()
     assert all(torch.equal(before[k], after[k]) for k in before)
     assert all(not p.requires_grad and p.grad is None for p in model.parameters())
+
+
+def test_robustness_curve_falls_with_eps_and_detects_nothing_at_zero(models, batch):
+    x, y = batch
+    settings = CurveSettings(eps=(0.0, 0.1, 0.3), attack_samples=4, eval_samples=10)
+    curve = robustness_curve(models["bbb"], x, y, settings)
+    assert curve.eps == (0.0, 0.1, 0.3)
+    assert curve.accuracy[0] > curve.accuracy[1] > curve.accuracy[2]
+    assert curve.auroc_entropy[0] == curve.auroc_mutual_information[0] == 0.5
+    assert curve.auroc_entropy[2] > 0.5
+    assert RobustnessCurve.from_dict(curve.to_dict()) == curve
+    again = robustness_curve(models["bbb"], x, y, settings)
+    assert again == curve  # seeded
+    transfer = robustness_curve(models["bbb"], x, y, settings, source=models["mlp"])
+    assert transfer.accuracy[0] == curve.accuracy[0] and transfer != curve
+
+
+def run_attack(argv: list[str]) -> int:
+    """``python -m core attack ...`` through this command's own parser."""
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+def test_attack_command_prints_naive_eot_and_transfer_rows(tmp_path, monkeypatch, capsys):
+    from core.data import DatasetUnavailable, load_dataset
+
+    try:
+        load_dataset("mnist", "test")
+    except DatasetUnavailable as exc:
+        pytest.skip(f"MNIST unavailable: {exc}")
+    monkeypatch.setattr(core.checkpoints, "CHECKPOINT_DIR", tmp_path / "checkpoints")
+    monkeypatch.setenv("BNN_CACHE_DIR", str(tmp_path / "cache"))
+    for name in ("bbb_gaussian", "mlp"):
+        config = {**REGISTRY[name].model.to_dict(), "hidden": [16]}
+        save_checkpoint(name, build_model(ModelConfig.from_dict(config)), {})
+    argv = ["attack", "--images", "100", "--eps", "0", "0.1", "--k", "4", "--json"]
+    assert "core.attack_command" in COMMAND_MODULES
+    assert run_attack(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    rows = [(r["checkpoint"], r["attack"]) for r in out["results"]]
+    assert rows == [
+        ("bbb_gaussian", "naive"),
+        ("bbb_gaussian", "EOT k=4"),
+        ("bbb_gaussian", "transfer from MLP"),
+        ("mlp", "naive"),
+    ]
+    assert all(len(r["accuracy"]) == 2 for r in out["results"])
+    assert is_cached("mlp", CurveSettings((0.0, 0.1), 100, 1, 20))
+    assert run_attack(argv[:-1]) == 0
+    assert "EOT k=4" in capsys.readouterr().out
