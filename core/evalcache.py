@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import lru_cache
 from pathlib import Path
 
@@ -94,13 +94,8 @@ class DatasetEvaluation:
         return calibration(self.mean, self.labels)
 
     def to_dict(self) -> dict:
-        d = {"dataset": self.dataset, "samples": self.samples, "mean": self.mean}
-        d |= {"predicted": self.predicted, "scores": self.scores}
-        return d | ({} if self.labels is None else {"labels": self.labels})
-
-    @classmethod
-    def from_dict(cls, d: dict) -> DatasetEvaluation:
-        return cls(**{"labels": None, **d})
+        """The fields as a dict (what the cache file stores)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 def cache_file(
@@ -181,7 +176,7 @@ def evaluate_dataset(
     file = cache_file(path, dataset, split=split, samples=samples, n=n, seed=seed)
     if file.is_file():
         try:
-            return DatasetEvaluation.from_dict(torch.load(file, weights_only=True))
+            return DatasetEvaluation(**torch.load(file, weights_only=True))
         except Exception:  # corrupt or from an incompatible version: compute it again
             pass
     result = _compute(path, dataset, split, samples, n, seed, progress)
