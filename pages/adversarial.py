@@ -246,30 +246,28 @@ if transfer:
 # --- examples ------------------------------------------------------------------------------
 st.subheader(f"Perturbed digits at ε = {eps:.2f}")
 x, y = grid_digits()
-rows, row_names, table = [x[:, 0].numpy()], ["clean"], {}
+pictures, predictions = st.columns([3, 2])
+pictures.image(tile([x[:, 0].numpy()]), caption="Clean test digits", clamp=True)
+table, shown = {}, set()
 for name, model in models.items():
     crafter = source or name
-    k_used = k if stochastic(crafter) else 1
-    direction = torch.from_numpy(grid_direction(crafter, version(crafter), k_used))
-    adv = perturb(x, direction, eps)
+    direction = grid_direction(crafter, version(crafter), k if stochastic(crafter) else 1)
+    adv = perturb(x, torch.from_numpy(direction), eps)
     prob, pred = predictive_samples(model, adv, n).mean(0).cpu().max(-1)
-    if not transfer or len(rows) == 1:
-        rows.append(0.5 + 0.5 * direction[:, 0].numpy())
-        row_names.append(f"{'MLP' if transfer else ui.model_title(name)}: sign of the gradient")
-    rows.append(adv[:, 0].numpy())
-    row_names.append(f"{ui.model_title(name)}: adversarial")
     table[ui.model_title(name)] = [
         f"{p} ({q:.0%})" + ("" if p == t else " ✗")
         for p, q, t in zip(pred.tolist(), prob.tolist(), y.tolist(), strict=True)
     ]
-st.image(tile(rows), clamp=True)
-st.caption(
-    "Rows: "
-    + "; ".join(f"{i + 1}. {r}" for i, r in enumerate(row_names))
-    + ". Sign of the gradient: white +ε, black −ε, grey 0 (pixels clipped to [0, 1] move less)."
-)
-st.markdown(f"**Predicted class (mean probability) at ε = {eps:.2f}**, ✗ = wrong, {n} passes")
-st.dataframe({"true class": [str(t) for t in y.tolist()], **table}, hide_index=True)
+    if crafter not in shown:
+        shown.add(crafter)
+        who = "Crafted on the MLP, shown to every model" if transfer else ui.model_title(name)
+        pictures.image(
+            tile([0.5 + 0.5 * direction[:, 0], adv[:, 0].numpy()]),
+            caption=f"{who}: sign of the gradient (white +ε, black −ε), adversarial digits",
+            clamp=True,
+        )
+predictions.markdown(f"**Predicted class (mean probability)**, ✗ = wrong, {n} passes")
+predictions.dataframe({"true class": [str(t) for t in y.tolist()], **table}, hide_index=True)
 
 # --- curves --------------------------------------------------------------------------------
 st.subheader("Accuracy and uncertainty against ε")
