@@ -16,6 +16,7 @@ import streamlit as st
 import torch
 from PIL import Image, ImageOps, UnidentifiedImageError
 
+from core import evalcache
 from core.checkpoints import (
     REGISTRY,
     CheckpointError,
@@ -25,6 +26,7 @@ from core.checkpoints import (
 )
 from core.device import default_device, device_name
 from core.models import Model
+from core.uncertainty import Thresholds
 
 MODELS_KEY = "sidebar_models"
 SAMPLES_KEY = "sidebar_samples"
@@ -32,6 +34,9 @@ DEFAULT_SAMPLES = 100
 MAX_SAMPLES = 1000
 MAX_UPLOAD_MB = 5
 MAX_IMAGE_SIDE = 4000
+THRESHOLDS_MESSAGE = (
+    'Scoring the MNIST test set for the "I don\'t know" thresholds (once per model)…'
+)
 
 
 # --- sidebar -------------------------------------------------------------------------------
@@ -131,6 +136,32 @@ def selected_models() -> list[tuple[str, Model]]:
         except CheckpointError as exc:
             st.error(f"Cannot load {model_title(name)}: {exc}")
     return models
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _thresholds(path: str, mtime_ns: int) -> Thresholds:
+    return evalcache.rejection_thresholds(path)
+
+
+def rejection_thresholds(names: list[str]) -> dict[str, Thresholds]:
+    """The "I don't know" limits of each checkpoint (:func:`core.evalcache.rejection_thresholds`),
+    computing missing ones (once per checkpoint file, then cached on disk) under a progress bar.
+
+    Raises :class:`core.data.DatasetUnavailable` without the MNIST test set."""
+    todo = [n for n in names if not evalcache.is_cached(n, evalcache.IN_DISTRIBUTION)]
+    if todo:
+        bar = st.progress(0.0, THRESHOLDS_MESSAGE)
+        for i, name in enumerate(todo):
+            title = model_title(name)
+            evalcache.rejection_thresholds(
+                name,
+                progress=lambda f, msg, i=i, title=title: bar.progress(
+                    (i + f) / len(todo), f"{THRESHOLDS_MESSAGE} {title}: {msg}"
+                ),
+            )
+        bar.empty()
+    paths = {name: checkpoint_path(name) for name in names}
+    return {name: _thresholds(str(p), p.stat().st_mtime_ns) for name, p in paths.items()}
 
 
 # --- uploaded images -----------------------------------------------------------------------

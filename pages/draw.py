@@ -1,0 +1,132 @@
+"""Draw page: draw, upload or pick a digit; compare each model's Monte-Carlo predictive."""
+
+import numpy as np
+import streamlit as st
+import torch
+from streamlit_drawable_canvas import st_canvas
+
+from app import ui
+from core.data import DatasetUnavailable, load_dataset
+from core.data.preprocess import mnist_style
+from core.predictive import predictive_samples
+from core.uncertainty import Thresholds, summarize, verdict
+
+CANVAS_KEY = "draw_canvas"
+SOURCE_KEY = "draw_source"
+TEST_INDEX_KEY = "draw_test_index"
+SOURCES = ("Draw", "Upload an image", "MNIST test digit")
+CANVAS_SIZE = 280
+PREVIEW_SCALE = 6
+
+
+def canvas_image(image_data: np.ndarray | None) -> np.ndarray | None:
+    """Grey level in [0, 1] of the canvas's RGBA image (white ink on black), None if no ink."""
+    if image_data is None:
+        return None
+    grey = image_data[..., :3].mean(-1) / 255.0
+    return grey if grey.max() >= 0.05 else None
+
+
+def from_canvas() -> tuple[np.ndarray, str] | None:
+    stroke = st.slider("Stroke width", 5, 40, 18, key="draw_stroke")
+    result = st_canvas(
+        stroke_width=stroke,
+        stroke_color="#FFFFFF",
+        background_color="#000000",
+        height=CANVAS_SIZE,
+        width=CANVAS_SIZE,
+        drawing_mode="freedraw",
+        return_image_data=True,
+        key=CANVAS_KEY,
+    )
+    image = canvas_image(result.image_data)
+    if image is None:
+        st.info("Draw a digit on the black square; use the toolbar to undo or clear.")
+        return None
+    return mnist_style(image), "your drawing"
+
+
+def from_upload() -> tuple[np.ndarray, str] | None:
+    upload = st.file_uploader(
+        "PNG or JPEG, any size; dark ink on a light background is inverted",
+        type=["png", "jpg", "jpeg"],
+        max_upload_size=ui.MAX_UPLOAD_MB,
+        key="draw_upload",
+    )
+    if upload is None:
+        st.info("Upload a picture of a single digit.")
+        return None
+    try:
+        image = ui.read_image(upload.getvalue())
+        return mnist_style(image), upload.name
+    except ui.ImageError as exc:
+        st.error(f"{upload.name}: {exc}")
+    except ValueError:
+        st.error(f"{upload.name}: no digit found, the image is blank.")
+    return None
+
+
+@st.cache_resource(show_spinner="Loading the MNIST test set…")
+def mnist_test() -> tuple[torch.Tensor, torch.Tensor]:
+    return load_dataset("mnist", "test")
+
+
+def from_test_set() -> tuple[np.ndarray, str] | None:
+    try:
+        images, labels = mnist_test()
+    except DatasetUnavailable as exc:
+        st.error(f"The MNIST test set is unavailable: {exc}")
+        return None
+    if st.button("Random test digit", key="draw_random") or TEST_INDEX_KEY not in st.session_state:
+        st.session_state[TEST_INDEX_KEY] = int(np.random.default_rng().integers(len(labels)))
+    i = st.session_state[TEST_INDEX_KEY]
+    st.markdown(f"MNIST test image #{i}, **true label: {int(labels[i])}**")
+    return images[i, 0].numpy(), f"MNIST test digit #{i} (a {int(labels[i])})"
+
+
+def show_model(name: str, model, x: torch.Tensor, n: int, limits: Thresholds | None) -> None:
+    """One model's column: verdict, entropy and mutual information, and three plots."""
+    summary = summarize(predictive_samples(model, x, n))
+    top = int(summary.predicted[0])
+    st.subheader(ui.model_title(name))
+    with st.container(key=f"prediction_{name}"):
+        said = verdict(summary, limits)[0] if limits else "no verdict (thresholds unavailable)"
+        st.markdown(
+            f"**{said}**  \nmost probable class: {top} "
+            f"(mean probability {summary.mean[0, top]:.0%})"
+        )
+    a, b = st.columns(2)
+    a.metric("Predictive entropy", f"{summary.entropy[0]:.3f} nats")
+    b.metric("Mutual information", f"{summary.mutual_information[0]:.3f} nats")
+    mean, std = summary.mean[0].numpy(), summary.std[0].numpy()
+    ui.show_figure(ui.probability_figure(mean, std), f"{name}_probs")
+    ui.show_figure(ui.class_histogram_figure(summary.class_counts[0].numpy()), f"{name}_votes")
+    spread = ui.score_histogram_figure(summary.top_scores[:, 0].numpy(), top)
+    ui.show_figure(spread, f"{name}_spread")
+
+
+st.title("Draw a digit")
+models = ui.selected_models()
+n = ui.sample_count()
+
+source_col, seen_col = st.columns([3, 2])
+with source_col:
+    source = st.radio("Input", SOURCES, horizontal=True, key=SOURCE_KEY)
+    picked = {SOURCES[0]: from_canvas, SOURCES[1]: from_upload, SOURCES[2]: from_test_set}[source]()
+if picked is not None:
+    image, what = picked
+    with seen_col:
+        st.markdown("**What the models see** (28×28)")
+        big = np.kron(image, np.ones((PREVIEW_SCALE, PREVIEW_SCALE), dtype=np.float32))
+        st.image(big, caption=what, clamp=True)
+    if not models:
+        st.warning("Choose at least one trained model in the sidebar.")
+    try:
+        limits = ui.rejection_thresholds([name for name, _ in models])
+    except DatasetUnavailable as exc:
+        limits = {}
+        st.warning(f'No verdicts: the "I don\'t know" thresholds need the MNIST test set. {exc}')
+    x = torch.from_numpy(np.ascontiguousarray(image, dtype=np.float32))[None, None]
+    for column, (name, model) in zip(st.columns(max(len(models), 1)), models, strict=False):
+        with column:
+            show_model(name, model, x, n, limits.get(name))

@@ -1,0 +1,76 @@
+"""Benchmark: the Draw page's rerun after a canvas message (not collected by pytest).
+
+    python tests/bench_draw.py [--runs 20] [--samples 100] [--models bbb_mixture mlp dropout_mlp]
+
+Runs the app headless (``AppTest``), sets the canvas state the way the browser's message does
+(a new drawing each run, alternating "1" and "0") and times each full rerun: decoding the canvas
+PNG, preprocessing, ``n`` Monte-Carlo samples per model, summaries, verdicts and nine plotly
+figures. Uses the checkpoints in checkpoints/; a missing one is replaced by an untrained model
+in a temporary folder (same cost).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO_ROOT))
+
+import core.checkpoints  # noqa: E402
+from core.checkpoints import REGISTRY, checkpoint_path, save_checkpoint  # noqa: E402
+from core.models import build_model  # noqa: E402
+from tests.test_app_draw import MAIN, canvas_state  # noqa: E402
+
+
+def checkpoint_folder(names: list[str]) -> Path:
+    """checkpoints/ if it holds every model, else a temporary folder with copies/stand-ins."""
+    if all(checkpoint_path(n).is_file() for n in names):
+        return core.checkpoints.CHECKPOINT_DIR
+    folder = Path(tempfile.mkdtemp(prefix="bench_draw_"))
+    for name in names:
+        real = checkpoint_path(name)
+        if real.is_file():
+            (folder / real.name).write_bytes(real.read_bytes())
+        else:
+            print(f"{name}: no checkpoint, timing an untrained stand-in")
+            save_checkpoint(name, build_model(REGISTRY[name].model), {}, folder)
+    return folder
+
+
+def main() -> None:
+    from streamlit.testing.v1 import AppTest
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--samples", type=int, default=100)
+    parser.add_argument("--models", nargs="+", default=["bbb_mixture", "mlp", "dropout_mlp"])
+    args = parser.parse_args()
+
+    core.checkpoints.CHECKPOINT_DIR = checkpoint_folder(args.models)
+    at = AppTest.from_file(MAIN, default_timeout=120).run()
+    at.sidebar.multiselect[0].set_value(args.models)
+    at.sidebar.number_input[0].set_value(args.samples)
+    at.run()
+    at.switch_page("../pages/draw.py").run()
+    times = []
+    for i in range(args.runs + 2):  # two warm-up runs
+        at.session_state["draw_canvas"] = canvas_state("10"[i % 2])
+        start = time.perf_counter()
+        at.run()
+        times.append(time.perf_counter() - start)
+        assert not at.exception, at.exception
+    times = sorted(times[2:])
+    print(
+        f"{len(args.models)} models x {args.samples} samples, {args.runs} reruns: "
+        f"median {1000 * statistics.median(times):.0f} ms, "
+        f"p90 {1000 * times[int(0.9 * (len(times) - 1))]:.0f} ms, max {1000 * times[-1]:.0f} ms"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,200 @@
+"""Headless tests of the Draw page: prompt, predictions per model, uploads, test digits."""
+
+from __future__ import annotations
+
+import base64
+import io
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image, ImageDraw
+from streamlit.testing.v1 import AppTest
+
+import core.checkpoints
+import core.evalcache
+from app.ui import ImageError, load_model, read_image
+from core.checkpoints import REGISTRY, list_checkpoints, save_checkpoint
+from core.data import DatasetUnavailable
+from core.models import build_model
+from core.uncertainty import SCORES
+
+MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
+MODELS = ("bbb_gaussian", "mlp", "dropout_mlp")
+PROMPT = "Draw a digit on the black square"
+
+
+def digit_image(digit: str, size: int = 280, ink=255, paper=0, mode="RGBA") -> Image.Image:
+    """A "1" (vertical stroke) or "0" (ellipse), drawn like a mouse would."""
+    img = Image.new(mode, (size, size), (paper, paper, paper, 255)[: len(mode)])
+    draw, s, colour = ImageDraw.Draw(img), size / 280, (ink, ink, ink, 255)[: len(mode)]
+    if digit == "1":
+        draw.line([(140 * s, 45 * s), (140 * s, 235 * s)], fill=colour, width=int(18 * s))
+    else:
+        draw.ellipse([80 * s, 50 * s, 200 * s, 230 * s], outline=colour, width=int(18 * s))
+    return img
+
+
+def png_bytes(img: Image.Image, fmt: str = "PNG") -> bytes:
+    buf = io.BytesIO()
+    img.save(buf, fmt)
+    return buf.getvalue()
+
+
+def canvas_state(digit: str) -> dict:
+    """What the canvas component sends after a drawing (0.13.0: a PNG data URL)."""
+    url = "data:image/png;base64," + base64.b64encode(png_bytes(digit_image(digit))).decode()
+    return {"drawing": {"raw": {"objects": [{"type": "Path"}]}, "data": url}, "backgroundFit": None}
+
+
+LIMITS = {score: {"p90": 0.5, "p99": 1.5} for score in SCORES}
+
+
+@pytest.fixture
+def untrained(tmp_path, monkeypatch):
+    """Untrained BBB, MLP and MC dropout checkpoints in place of checkpoints/, with fixed
+    "I don't know" thresholds (scoring MNIST with untrained models would be slow and useless)."""
+    monkeypatch.setattr(core.checkpoints, "CHECKPOINT_DIR", tmp_path)
+    monkeypatch.setattr(core.evalcache, "is_cached", lambda *args, **kwargs: True)
+    monkeypatch.setattr(core.evalcache, "rejection_thresholds", lambda *args, **kwargs: LIMITS)
+    for name in MODELS:
+        save_checkpoint(name, build_model(REGISTRY[name].model), {"note": "untrained, for tests"})
+
+
+def draw_page(timeout: float = 120) -> AppTest:
+    """The app on the Draw page; ``timeout`` per run (scoring MNIST for thresholds is slow)."""
+    at = AppTest.from_file(MAIN, default_timeout=timeout).run()
+    at.switch_page("../pages/draw.py").run()
+    assert not at.exception, at.exception
+    return at
+
+
+def verdicts(at: AppTest) -> list[str]:
+    return [m.value for m in at.markdown if "most probable class" in m.value]
+
+
+def test_empty_canvas_prompts_instead_of_predicting(untrained):
+    at = draw_page()
+    assert PROMPT in at.info[0].value
+    assert not verdicts(at) and not at.get("plotly_chart") and not at.error
+
+
+def test_drawing_gives_prediction_and_verdict_per_model(untrained):
+    at = draw_page()
+    at.session_state["draw_canvas"] = canvas_state("1")
+    at.run()
+    assert not at.exception, at.exception
+    assert [s.value for s in at.subheader] == [REGISTRY[n].title for n in MODELS]
+    assert len(verdicts(at)) == len(MODELS)
+    labels = [m.label for m in at.metric]
+    assert labels.count("Predictive entropy") == labels.count("Mutual information") == 3
+    assert len(at.get("plotly_chart")) == 3 * len(MODELS)
+    assert not at.info  # the prompt is gone
+
+
+def test_missing_thresholds_are_computed_once_with_progress(untrained, monkeypatch):
+    calls = []
+
+    def compute(name, *, progress=None, **kwargs):
+        calls.append((name, progress is not None))
+        if progress:
+            progress(0.5, "halfway")
+        return LIMITS
+
+    monkeypatch.setattr(core.evalcache, "is_cached", lambda name, *a, **k: (name, True) in calls)
+    monkeypatch.setattr(core.evalcache, "rejection_thresholds", compute)
+    at = draw_page()
+    at.session_state["draw_canvas"] = canvas_state("1")
+    at.run()
+    assert not at.exception, at.exception
+    assert calls[: len(MODELS)] == [(name, True) for name in MODELS]  # with a progress bar
+    assert len(verdicts(at)) == len(MODELS)
+
+
+def test_without_mnist_predictions_come_without_verdicts(untrained, monkeypatch):
+    def unavailable(*args, **kwargs):
+        raise DatasetUnavailable("MNIST not found in /nowhere")
+
+    monkeypatch.setattr(core.evalcache, "is_cached", lambda *args, **kwargs: False)
+    monkeypatch.setattr(core.evalcache, "rejection_thresholds", unavailable)
+    at = draw_page()
+    at.session_state["draw_canvas"] = canvas_state("0")
+    at.run()
+    assert not at.exception, at.exception
+    assert "MNIST not found in /nowhere" in at.warning[0].value
+    assert all("no verdict" in v for v in verdicts(at)) and len(verdicts(at)) == len(MODELS)
+
+
+def test_bad_uploads_show_errors_and_the_session_recovers(untrained):
+    at = draw_page()
+    at.radio(key="draw_source").set_value("Upload an image").run()
+    uploader = at.file_uploader[0]
+    uploader.set_value(("digit.png", b"this is not an image", "image/png")).run()
+    assert "not a readable PNG or JPEG" in at.error[0].value and not verdicts(at)
+    huge = png_bytes(Image.new("L", (4001, 8)))
+    at.file_uploader[0].set_value(("wide.png", huge, "image/png")).run()
+    assert "4001x8" in at.error[0].value and not verdicts(at)
+    blank = png_bytes(Image.new("L", (50, 50), 255))
+    at.file_uploader[0].set_value(("blank.png", blank, "image/png")).run()
+    assert "blank" in at.error[0].value
+    photo = png_bytes(digit_image("0", 600, ink=20, paper=230, mode="RGB"), "JPEG")
+    at.file_uploader[0].set_value(("zero.jpg", photo, "image/jpeg")).run()
+    assert not at.exception and not at.error
+    assert len(verdicts(at)) == len(MODELS)
+
+
+def test_read_image_inverts_dark_ink_and_reads_transparency():
+    dark_on_light = read_image(png_bytes(digit_image("1", ink=0, paper=255, mode="L")))
+    light_on_dark = read_image(png_bytes(digit_image("1", mode="L")))
+    assert np.allclose(dark_on_light, light_on_dark, atol=1e-6)
+    assert light_on_dark[140, 140] == 1.0 and light_on_dark[10, 10] == 0.0
+    transparent = Image.new("RGBA", (100, 100), (255, 255, 255, 0))
+    ImageDraw.Draw(transparent).line([(50, 10), (50, 90)], fill=(0, 0, 0, 255), width=8)
+    ink = read_image(png_bytes(transparent))
+    assert ink[50, 50] == 1.0 and ink[50, 10] == 0.0
+    with pytest.raises(ImageError, match="MB"):
+        read_image(b"\0" * (5 * 1024 * 1024 + 1))
+    with pytest.raises(ImageError, match="PNG or JPEG"):
+        read_image(png_bytes(Image.new("RGB", (10, 10)), "GIF"))
+
+
+def test_random_test_digit_shows_its_true_label(untrained):
+    from core.data import DatasetUnavailable, load_dataset
+
+    try:
+        _, labels = load_dataset("mnist", "test")
+    except DatasetUnavailable as exc:
+        pytest.skip(f"MNIST unavailable: {exc}")
+    at = draw_page()
+    at.radio(key="draw_source").set_value("MNIST test digit").run()
+    at.button(key="draw_random").click().run()
+    assert not at.exception, at.exception
+    index = at.session_state["draw_test_index"]
+    assert f"true label: {int(labels[index])}" in " ".join(m.value for m in at.markdown)
+    assert len(verdicts(at)) == len(MODELS)
+
+
+@pytest.mark.parametrize("digit", ["1", "0"])
+def test_shipped_models_read_drawn_digits(digit):
+    if not any(i.available for i in list_checkpoints()):
+        pytest.skip("no trained checkpoint in checkpoints/")
+    at = draw_page(timeout=600)  # the first run scores MNIST for each model's thresholds
+    at.session_state["draw_canvas"] = canvas_state(digit)
+    at.run()
+    assert not at.exception, at.exception
+    found = verdicts(at)
+    assert found and all(f"most probable class: {digit}" in v for v in found), found
+
+
+def test_predicting_never_changes_the_cached_models(untrained):
+    at = draw_page()
+    before = {n: {k: v.clone() for k, v in load_model(n).state_dict().items()} for n in MODELS}
+    for digit in "10":
+        at.session_state["draw_canvas"] = canvas_state(digit)
+        at.run()
+    for name in MODELS:
+        model = load_model(name)
+        assert not model.training
+        after = model.state_dict()
+        assert all(torch.equal(before[name][k], after[k]) for k in after), name

@@ -1,0 +1,87 @@
+"""Headless tests of the app shell: home page, sidebar, page list, broken checkpoints."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import core.checkpoints
+from app.main import PAGES
+from core.checkpoints import REGISTRY, save_checkpoint
+from core.models import build_model
+
+MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
+
+
+@pytest.fixture
+def checkpoint_dir(tmp_path, monkeypatch):
+    """An empty checkpoint folder in place of checkpoints/."""
+    monkeypatch.setattr(core.checkpoints, "CHECKPOINT_DIR", tmp_path)
+    return tmp_path
+
+
+def save_untrained(name: str) -> None:
+    save_checkpoint(name, build_model(REGISTRY[name].model), {"note": "untrained, for tests"})
+
+
+def run_app() -> AppTest:
+    at = AppTest.from_file(MAIN, default_timeout=60).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_home_explains_and_links_every_page(checkpoint_dir):
+    at = run_app()
+    assert at.title[0].value == "Bayesian neural network lab"
+    text = " ".join(m.value for m in at.markdown)
+    assert "Bayesian neural network" in text and "distribution" in text
+    assert [link.label for link in at.get("page_link")] == [p.title for p in PAGES[1:]]
+    assert all(p.path.is_file() for p in PAGES)
+
+
+def test_sidebar_defaults_to_bbb_mlp_and_dropout(checkpoint_dir):
+    for name in ("bbb_gaussian", "bbb_mixture", "mlp", "dropout_mlp"):
+        save_untrained(name)
+    at = run_app()
+    models = at.sidebar.multiselect[0]
+    assert models.value == ["bbb_mixture", "mlp", "dropout_mlp"]
+    assert "bbb_lrt" not in models.options  # not trained here: listed, not selectable
+    captions = " ".join(c.value for c in at.sidebar.caption)
+    assert "bbb_lrt.pt not found" in captions and "Device: " in captions
+    assert at.sidebar.number_input[0].value == 100
+
+
+def test_sidebar_choices_persist_across_pages(checkpoint_dir):
+    save_untrained("mlp")
+    save_untrained("dropout_mlp")
+    at = run_app()
+    at.sidebar.multiselect[0].set_value(["dropout_mlp"])
+    at.sidebar.number_input[0].set_value(7)
+    at.run()
+    at.switch_page("../pages/draw.py").run()
+    assert not at.exception, at.exception
+    assert at.sidebar.multiselect[0].value == ["dropout_mlp"]
+    assert at.sidebar.number_input[0].value == 7
+    assert at.session_state["sidebar_samples"] == 7
+
+
+def test_no_checkpoints_leaves_app_usable(checkpoint_dir):
+    at = run_app()
+    assert at.sidebar.multiselect[0].options == []
+    at.switch_page("../pages/draw.py").run()
+    assert not at.exception, at.exception
+    assert not at.error
+
+
+def test_corrupt_checkpoint_is_named_and_the_rest_works(checkpoint_dir):
+    save_untrained("mlp")
+    save_untrained("dropout_mlp")
+    (checkpoint_dir / "dropout_mlp.pt").write_bytes(b"not a checkpoint")
+    at = run_app()
+    at.switch_page("../pages/draw.py").run()
+    assert not at.exception, at.exception
+    errors = [e.value for e in at.error]
+    assert len(errors) == 1 and "dropout_mlp.pt" in errors[0] and "corrupt" in errors[0]
+    assert at.title[0].value == "Draw a digit"
