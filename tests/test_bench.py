@@ -148,3 +148,18 @@ def test_cli_json(capsys, monkeypatch, tmp_path):
     assert result["mlp"] is None and set(result["fits"]) == {"vmap", "vmap_lrt"}
     assert [p.name for p in tmp_path.iterdir()] == [result_filename(result)]
     assert "vmap_lrt" in bench_command.format_result(result)
+
+
+def test_mnist_batches_come_from_load_dataset(monkeypatch):
+    import core.data
+
+    calls = []
+
+    def fake_load(name, split):
+        calls.append((name, split))
+        return torch.rand(500, 1, 28, 28), torch.randint(0, 10, (500,))
+
+    monkeypatch.setattr(core.data, "load_dataset", fake_load, raising=False)
+    config = BenchConfig(impls=("vmap",), samples=(1,), steps=1, warmup=1, hidden=(4,))
+    result = run_benchmark(config)
+    assert calls == [("mnist", "train")] and result["data"] == "mnist"
