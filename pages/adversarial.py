@@ -177,10 +177,14 @@ def caption(curves: dict, other: dict | None, eps: float, k: int, transfer: bool
     """The measured accuracies at the slider's ε, the other gradient mode's where cached, and
     the caveats."""
     grid_eps = at_eps(next(iter(curves.values())), "accuracy", eps)[0]
-    how = "transferred from the MLP" if transfer else "white-box"
     grad = f"EOT, k = {k}" if k > 1 else "naive, k = 1"
+    how = (
+        "transferred from the MLP, whose gradient has no noise"
+        if transfer
+        else "white-box, " + grad
+    )
     parts = [
-        f"Accuracy at ε = {grid_eps:g} ({how}, {grad}, {size} test images): "
+        f"Accuracy at ε = {grid_eps:g} ({how}, {size} test images): "
         + ", ".join(
             f"{ui.model_title(m)} {at_eps(c, 'accuracy', eps)[1]:.1%}" for m, c in curves.items()
         )
