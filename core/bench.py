@@ -37,7 +37,6 @@ from core.paths import REPO_ROOT
 from core.progress import ProgressFn, report
 
 SCHEMA = 1
-TASKS = ("mnist",)  # 1-D regression: coming
 REFERENCE_FILE = "reference-report-seed-a100.json"
 PRIORS = {"gaussian": {"kind": "gaussian", "sigma": 1.0}, "mixture": MIXTURE_PRIOR}
 """The priors of the registered ``bbb_gaussian`` and ``bbb_mixture`` checkpoints."""
