@@ -61,6 +61,13 @@ PAGES = [
         "Slide the FGSM ε and compare how BNN, MLP and MC dropout lose accuracy and gain "
         "uncertainty; naive vs EOT gradients, transfer from the MLP, targeted attacks.",
     ),
+    PageInfo(
+        "ood.py",
+        "Out-of-distribution explorer",
+        ":material/travel_explore:",
+        "Show the models clothes, Japanese characters, letters, other alphabets or noise and "
+        "see whether their uncertainty rises; score histograms, ROC curves, AUROC per score.",
+    ),
 ]
 
 

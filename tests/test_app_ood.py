@@ -1,0 +1,140 @@
+"""Headless tests of the OOD explorer page with small untrained checkpoints (fast to evaluate)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+import core.checkpoints
+from core.checkpoints import REGISTRY, save_checkpoint
+from core.data import DatasetUnavailable, list_datasets, load_dataset
+from core.models import ModelConfig, build_model
+
+PAGE = "../pages/ood.py"
+MODELS = ("bbb_mixture", "mlp", "dropout_mlp")
+TITLES = [REGISTRY[name].title for name in MODELS]
+SMALL = {"ood_subset": 30, "ood_samples": 10, "sidebar_samples": 8}
+CHARTS = 4 * len(MODELS) + len(MODELS) + 1  # per-sample views, score histograms, ROC
+
+
+@pytest.fixture(scope="module")
+def small_dirs(tmp_path_factory) -> tuple[Path, Path]:
+    """784-16-10 checkpoints under the registered names, and an evaluation cache shared by the
+    tests of this module (keys hash the checkpoint bytes, so sharing is safe)."""
+    try:
+        load_dataset("mnist", "test", n=1)
+    except DatasetUnavailable as exc:
+        pytest.skip(f"MNIST unavailable: {exc}")
+    root = tmp_path_factory.mktemp("ood")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(core.checkpoints, "CHECKPOINT_DIR", root / "checkpoints")
+        for i, name in enumerate(MODELS):
+            torch.manual_seed(i)
+            config = ModelConfig.from_dict({**REGISTRY[name].model.to_dict(), "hidden": [16]})
+            save_checkpoint(name, build_model(config), {"note": "untrained, for tests"})
+    return root / "checkpoints", root / "cache"
+
+
+@pytest.fixture
+def small_models(small_dirs, monkeypatch) -> None:
+    checkpoints, cache = small_dirs
+    monkeypatch.setattr(core.checkpoints, "CHECKPOINT_DIR", checkpoints)
+    monkeypatch.setenv("BNN_CACHE_DIR", str(cache))
+
+
+def run_page(**state) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=300)
+    for key, value in {**SMALL, **state}.items():
+        at.session_state[key] = value
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def ood_infos(available: bool) -> list:
+    return [i for i in list_datasets() if i.name != "mnist" and i.availability()[0] == available]
+
+
+def captions(at: AppTest) -> str:
+    return " ".join(c.value for c in at.caption)
+
+
+def chart_specs(at: AppTest) -> list[str]:
+    return [chart.proto.spec for chart in at.get("plotly_chart")]
+
+
+def assert_tables_have_a_row_per_model(at: AppTest) -> None:
+    tables = [d.value for d in at.dataframe]
+    assert len(tables) == 2  # AUROC, FPR at 95 % TPR
+    for table in tables:
+        assert list(table.index) == TITLES
+        assert ((table >= 0) & (table <= 1)).all().all()
+
+
+def test_every_available_dataset_renders_inside_the_app(small_models):
+    infos = ood_infos(available=True)
+    assert infos, "no OOD dataset available"
+    at = AppTest.from_file("../app/main.py", default_timeout=300).run()
+    for key, value in SMALL.items():
+        at.session_state[key] = value
+    at.switch_page(PAGE).run()
+    assert not at.exception, at.exception
+    assert at.title[0].value == "Out-of-distribution explorer"
+    box = at.selectbox(key="ood_dataset")
+    assert box.options == [i.title for i in infos]
+    for info in infos:
+        box.set_value(info.name).run()
+        assert not at.exception, (info.name, at.exception)
+        assert len(at.get("plotly_chart")) == CHARTS
+        assert_tables_have_a_row_per_model(at)
+        labelled = load_dataset(info.name, "test", n=1)[1] is not None
+        assert ("Near chance (10 %) by design" in captions(at)) == labelled
+        assert info.title in at.info[0].value and "confident mistake" in at.info[0].value
+
+
+def test_unavailable_datasets_are_listed_with_reasons_not_offered(
+    small_models, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("BNN_DATA_PATH", str(tmp_path / "nowhere"))
+    missing = ood_infos(available=False)
+    assert missing, "pointing BNN_DATA_PATH elsewhere should hide the shared datasets"
+    at = run_page()
+    assert at.expander[0].label == f"Unavailable datasets ({len(missing)})"
+    options = at.selectbox(key="ood_dataset").options
+    for info in missing:
+        assert info.title not in options
+        assert f"**{info.title}**: {info.availability()[1]}" in [c.value for c in at.caption]
+    assert_tables_have_a_row_per_model(at)
+
+
+def test_picking_a_sample_or_rerolling_updates_the_histograms(small_models):
+    at = run_page()
+    views = chart_specs(at)[: 4 * len(MODELS)]
+    at.button(key="ood_pick_4").click().run()
+    assert not at.exception, at.exception
+    assert at.session_state["ood_pick"] == 4
+    assert at.button(key="ood_pick_4").proto.type == "primary"
+    assert any("#5: predicts" in c.value for c in at.caption)
+    picked = chart_specs(at)[: 4 * len(MODELS)]
+    spreads = range(1, 4 * len(MODELS), 2)  # softmax score histograms hold per-sample values
+    assert all(views[i] != picked[i] for i in spreads)
+    at.button(key="ood_reroll").click().run()
+    assert not at.exception, at.exception
+    assert at.number_input(key="ood_seed").value != 0
+    assert chart_specs(at)[: 4 * len(MODELS)] != picked
+
+
+def test_score_selector_redraws_from_the_disk_cache(small_models, small_dirs):
+    at = run_page()
+    evaluations = small_dirs[1] / "evaluations"
+    files = sorted(evaluations.iterdir())
+    assert len(files) >= 2 * len(MODELS)
+    before = chart_specs(at)[4 * len(MODELS) :]
+    at.selectbox(key="ood_score").set_value("predictive_entropy").run()
+    assert not at.exception, at.exception
+    assert sorted(evaluations.iterdir()) == files
+    assert chart_specs(at)[4 * len(MODELS) :] != before
+    assert "predictive entropy" in at.info[0].value
