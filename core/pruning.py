@@ -94,11 +94,18 @@ def cutoff(scores: torch.Tensor, fraction: float) -> float | None:
     return None if k == 0 else torch.kthvalue(scores, k).values.item()
 
 
-@torch.no_grad()
 def prune(model: Model, fraction: float, method: str = "snr", seed: int = 0) -> Model:
     """A pruned deep copy of ``model``: the ``round(fraction · N)`` lowest-scoring weights are
     set to μ = 0, σ = 0 (see the module docstring). ``seed`` only matters for ``"random"``."""
-    removed = removal_mask(weight_scores(model, method, seed), fraction)
+    return remove_weights(model, removal_mask(weight_scores(model, method, seed), fraction))
+
+
+@torch.no_grad()
+def remove_weights(model: Model, removed: torch.Tensor) -> Model:
+    """A deep copy of ``model`` without the weights flagged in ``removed`` ``(N,)`` (layer
+    order, row-major): each becomes μ = 0, σ = 0."""
+    if removed.shape != (num_weights(model),):
+        raise ValueError(f"removal mask must have shape ({num_weights(model)},)")
     pruned = copy.deepcopy(model)
     bayes, offset = is_bayesian(pruned), 0
     for layer, w in zip(pruned.layers, _means(pruned), strict=True):

@@ -3,24 +3,23 @@
 A curve is the MNIST test error (all 10,000 images, predictive mean of ``samples`` passes) of
 the model pruned to each fraction in ``fractions``. Each point is stored as soon as it is
 computed in ``cache_dir()/pruning/<key>.json``, where the key is the SHA-256 of the checkpoint
-file's contents plus the method, the number of samples and the seed — so an interrupted
-computation resumes where it stopped, and a retrained checkpoint gets a new curve.
+file's contents (:func:`core.evalcache.content_hash`) plus the method, the number of samples and
+the seed — so an interrupted computation resumes where it stopped, and a retrained checkpoint
+gets a new curve.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 import torch
 
-from core.checkpoints import checkpoint_path, load_checkpoint
+from core.checkpoints import _atomic_write, load_checkpoint
 from core.device import default_device
+from core.evalcache import content_hash, resolve_checkpoint
 from core.evaluate import evaluate_model
 from core.paths import cache_dir
 from core.progress import ProgressFn, report
@@ -58,32 +57,12 @@ def seeded_error(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, sampl
         return evaluate_model(model, x, y, samples)["test_error"]
 
 
-@lru_cache(maxsize=64)
-def _digest(path: str, size: int, mtime_ns: int) -> str:
-    sha = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            sha.update(block)
-    return sha.hexdigest()
-
-
-def content_hash(path: Path) -> str:
-    """SHA-256 of a file's bytes (memoised per path, size and modification time)."""
-    stat = path.stat()
-    return _digest(str(path), stat.st_size, stat.st_mtime_ns)
-
-
-def _resolve(checkpoint: str | Path) -> Path:
-    path = Path(checkpoint)
-    return path if path.suffix == ".pt" else checkpoint_path(str(checkpoint))
-
-
 def curve_cache_file(checkpoint: str | Path, method: str, samples: int, seed: int) -> Path:
     """Where the points of one curve are cached."""
     key = json.dumps(
         {
             "version": CACHE_VERSION,
-            "checkpoint": content_hash(_resolve(checkpoint)),
+            "checkpoint": content_hash(resolve_checkpoint(checkpoint)),
             "method": method,
             "samples": samples,
             "seed": seed,
@@ -102,15 +81,8 @@ def _read_points(file: Path) -> dict[str, float]:
 
 
 def _write_points(file: Path, points: dict[str, float]) -> None:
-    file.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=f".{file.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump({"errors": points}, f, sort_keys=True)
-        os.replace(tmp, file)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    text = json.dumps({"errors": points}, sort_keys=True).encode()
+    _atomic_write(file, lambda f: f.write(text))
 
 
 def _point_key(fraction: float) -> str:
@@ -146,7 +118,7 @@ def cached_pruning_curve(
     if missing:
         from core.data import load_dataset
 
-        model = load_checkpoint(_resolve(checkpoint), default_device())[0]
+        model = load_checkpoint(resolve_checkpoint(checkpoint), default_device())[0]
         x, y = load_dataset("mnist", "test")
         for i, fraction in enumerate(missing):
             report(progress, i / len(missing), f"{method}: {fraction:.0%} removed")

@@ -15,8 +15,8 @@ from core.pruning import (
     cutoff,
     density,
     num_weights,
-    prune,
     removal_mask,
+    remove_weights,
     snr_db,
     storage_size,
     weight_scores,
@@ -60,8 +60,14 @@ def unpruned_error(name: str, _version: int) -> float:
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
-def snr_values_db(name: str, _version: int) -> np.ndarray:
-    return snr_db(weight_scores(ui.load_model(name), "snr")).numpy()
+def snr_summary(name: str, _version: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple]:
+    """SNR (dB) of every weight; bin centres and density stacked ``(2, BINS)``; the CDF at the
+    centres; the value range."""
+    db = snr_db(weight_scores(ui.load_model(name), "snr"))
+    value_range = (float(db.min().floor()), float(db.max().ceil()))
+    centres, dens = density(db, BINS, value_range)
+    cdf = np.searchsorted(np.sort(db.numpy()), centres) / len(db)
+    return db.numpy(), np.stack([centres, dens]), cdf, value_range
 
 
 @st.cache_data(show_spinner="Sampling weights…", max_entries=8)
@@ -69,71 +75,132 @@ def weight_density(name: str, _version: int) -> tuple[np.ndarray, np.ndarray]:
     return density(weight_values(ui.load_model(name), sample=True), BINS, WEIGHT_RANGE)
 
 
-def style(fig: go.Figure, title: str) -> None:
+def layout(title: str, xaxis: dict, yaxis: dict, **extra) -> dict:
     """Common height, margins and title; the legend below the plot."""
-    fig.update_layout(height=360, margin={"l": 10, "r": 10, "t": 40, "b": 10}, title=title)
-    fig.update_layout(legend={"orientation": "h", "y": -0.2})
+    return {
+        "title": {"text": title, "font": {"size": 14}},
+        "height": 360,
+        "margin": {"l": 10, "r": 10, "t": 40, "b": 10},
+        "legend": {"orientation": "h", "y": -0.25},
+        "xaxis": xaxis,
+        "yaxis": yaxis,
+        **extra,
+    }
 
 
-def snr_figure(db: np.ndarray, removed: np.ndarray, method: str, fraction: float) -> go.Figure:
-    """Density and CDF of SNR (dB) over all weights; the removed weights' share; the cut-off."""
-    lo, hi = float(np.floor(db.min())), float(np.ceil(db.max()))
-    centres, dens = density(torch.from_numpy(db), BINS, (lo, hi))
-    cdf = np.searchsorted(np.sort(db), centres) / len(db)
-    fig = go.Figure()
-    fig.add_scatter(x=centres, y=dens, name="all weights", line={"color": "black"})
+def vline(x: float, **line) -> dict:
+    """A vertical line shape at ``x`` spanning the plot's height."""
+    return {
+        "type": "line",
+        "xref": "x",
+        "yref": "paper",
+        "x0": x,
+        "x1": x,
+        "y0": 0,
+        "y1": 1,
+        "line": line,
+    }
+
+
+def snr_figure(name: str, removed: np.ndarray, method: str, fraction: float) -> go.Figure:
+    """Density and CDF of SNR (dB) over all weights, the removed weights' share of the density
+    and, for SNR pruning, the cut-off."""
+    db, (centres, dens), cdf, value_range = snr_summary(name, version(name))
+    traces = [
+        go.Scatter(x=centres, y=dens, name="all weights", line={"color": "black"}),
+        go.Scatter(x=centres, y=cdf, name="CDF", yaxis="y2", line={"dash": "dot"}),
+    ]
     if removed.any():
-        _, removed_dens = density(torch.from_numpy(db[removed]), BINS, (lo, hi))
-        fig.add_scatter(
-            x=centres,
-            y=removed_dens * removed.mean(),
-            name=f"removed ({METHOD_LABELS[method]})",
-            fill="tozeroy",
-            line={"color": COLORS[method], "width": 0},
+        _, removed_dens = density(torch.from_numpy(db[removed]), BINS, value_range)
+        traces.insert(
+            1,
+            go.Scatter(
+                x=centres,
+                y=removed_dens * removed.mean(),
+                name=f"removed ({METHOD_LABELS[method]})",
+                fill="tozeroy",
+                line={"color": COLORS[method], "width": 0},
+            ),
         )
-    fig.add_scatter(x=centres, y=cdf, name="CDF", yaxis="y2", line={"dash": "dot"})
     threshold = cutoff(torch.from_numpy(db), fraction) if method == "snr" else None
-    if threshold is not None:
-        fig.add_vline(x=threshold, line_color=COLORS["snr"], annotation_text=f"{fraction:.0%}")
-    fig.update_layout(yaxis2={"overlaying": "y", "side": "right", "range": [0, 1], "title": "CDF"})
-    fig.update_xaxes(title="signal-to-noise ratio 10·log10(|μ|/σ) (dB)")
-    fig.update_yaxes(title="density")
-    style(fig, "Density and CDF of the signal-to-noise ratio over all weights")
-    return fig
+    shapes = [] if threshold is None else [vline(threshold, color=COLORS["snr"], width=2)]
+    return go.Figure(
+        traces,
+        layout(
+            "Density and CDF of the signal-to-noise ratio over all weights"
+            + (f" (cut-off at {threshold:.1f} dB)" if threshold is not None else ""),
+            {"title": {"text": "signal-to-noise ratio 10·log10(|μ|/σ) (dB)"}},
+            {"title": {"text": "density"}, "rangemode": "tozero"},
+            yaxis2={
+                "overlaying": "y",
+                "side": "right",
+                "range": [0, 1],
+                "tickformat": ".0%",
+                "title": {"text": "CDF"},
+                "showgrid": False,
+            },
+            shapes=shapes,
+        ),
+    )
 
 
 def curve_figure(curves: dict[str, PruningCurve], dashes: dict[str, str], fraction: float):
     """Test error (%) against weights removed (%), log scale; the paper's points as crosses."""
-    fig = go.Figure()
-    for label, curve in curves.items():
-        fig.add_scatter(
+    traces = [
+        go.Scatter(
             x=[100 * f for f in curve.fractions],
             y=[100 * e for e in curve.errors],
             name=label,
             mode="lines+markers",
             line={"color": COLORS[curve.method], "dash": dashes.get(label, "solid")},
         )
-    fig.add_scatter(
-        x=[100 * f for f in PAPER_FRACTIONS],
-        y=list(PAPER_ERRORS),
-        name="paper (2×1200 BBB, SNR)",
-        mode="markers",
-        marker={"symbol": "x", "size": 10, "color": "black"},
+        for label, curve in curves.items()
+    ]
+    traces.append(
+        go.Scatter(
+            x=[100 * f for f in PAPER_FRACTIONS],
+            y=list(PAPER_ERRORS),
+            name="paper (2×1200 BBB, SNR)",
+            mode="markers",
+            marker={"symbol": "x", "size": 10, "color": "black"},
+        )
     )
-    fig.add_vline(x=100 * fraction, line_dash="dot")
-    fig.update_xaxes(title="weights removed (%)", range=[0, 100])
-    fig.update_yaxes(title="test error (%)", type="log")
-    style(fig, "Test error against the proportion of weights removed")
-    return fig
+    return go.Figure(
+        traces,
+        layout(
+            "Test error against the proportion of weights removed (full test set)",
+            {"title": {"text": "weights removed (%)"}, "range": [0, 100]},
+            {"title": {"text": "test error (%)"}, "type": "log"},
+            shapes=[vline(100 * fraction, dash="dot", color="grey")],
+        ),
+    )
+
+
+def weights_figure(densities: dict[str, tuple[np.ndarray, np.ndarray]]) -> go.Figure:
+    """Overlaid weight densities, one line per model."""
+    traces = [go.Scatter(x=c, y=d, name=label, mode="lines") for label, (c, d) in densities.items()]
+    return go.Figure(
+        traces,
+        layout(
+            "Density of trained weights",
+            {"title": {"text": "weight"}, "range": list(WEIGHT_RANGE)},
+            {"title": {"text": "density"}},
+        ),
+    )
+
+
+def architecture(model) -> str:
+    """Layer sizes, e.g. ``784-400-400-10``."""
+    c = model.config
+    return "-".join(str(n) for n in (c.in_features, *c.hidden, c.num_classes))
 
 
 def curves_for(jobs: list[tuple[str, str, str]]) -> dict[str, PruningCurve]:
     """Cached curves for ``(checkpoint, method, label)`` jobs, computing missing points with a
     progress bar (each point is cached as soon as it is done, so leaving the page loses little)."""
     todo = sum(len(missing_fractions(name, method)) for name, method, _ in jobs)
-    bar = (
-        st.progress(0.0, "Computing pruning curves on the full test set (once)…") if todo else None
-    )
+    message = "Computing the pruning curves on the full test set (once per checkpoint)…"
+    bar = st.progress(0.0, message) if todo else None
     done, curves = 0, {}
     for name, method, label in jobs:
         missing = len(missing_fractions(name, method))
@@ -146,17 +213,6 @@ def curves_for(jobs: list[tuple[str, str, str]]) -> dict[str, PruningCurve]:
     if bar is not None:
         bar.empty()
     return curves
-
-
-def weights_figure(densities: dict[str, tuple[np.ndarray, np.ndarray]]) -> go.Figure:
-    """Overlaid weight densities, one line per model."""
-    fig = go.Figure()
-    for label, (centres, dens) in densities.items():
-        fig.add_scatter(x=centres, y=dens, name=label, mode="lines")
-    fig.update_xaxes(title="weight", range=list(WEIGHT_RANGE))
-    fig.update_yaxes(title="density")
-    style(fig, "Density of trained weights")
-    return fig
 
 
 st.title("Pruning and weights")
@@ -198,7 +254,8 @@ percent = right.slider("Weights removed (%)", 0, 99, 75, key="pruning_percent")
 fraction = percent / 100
 
 model = ui.load_model(name)
-pruned = prune(model, fraction, method)
+removed = removal_mask(weight_scores(model, method), fraction)
+pruned = remove_weights(model, removed)
 error = seeded_error(pruned, x_test[:QUICK_EXAMPLES], y_test[:QUICK_EXAMPLES], QUICK_SAMPLES)
 base = unpruned_error(name, version(name))
 size = storage_size(pruned)
@@ -211,12 +268,10 @@ b.metric(
     delta=f"{100 * (error - base):+.2f} pp",
     delta_color="inverse",
 )
-c.metric("Weights kept", f"{size.kept_weights:,} of {size.total_weights:,}")
+c.metric(f"Weights kept, of {size.total_weights:,}", f"{size.kept_weights:,}")
 d.metric(
-    "Size stored sparsely",
+    f"Size stored sparsely (dense {size.dense_bytes / 1e6:.2f} MB)",
     f"{size.sparse_bytes / 1e6:.2f} MB",
-    delta=f"dense {size.dense_bytes / 1e6:.2f} MB",
-    delta_color="off",
 )
 st.caption(
     f"Errors on the first {QUICK_EXAMPLES:,} test images with {QUICK_SAMPLES} Monte-Carlo "
@@ -225,14 +280,12 @@ st.caption(
     "(float32) plus an int32 column index, int32 row pointers per layer (CSR), biases dense."
 )
 
-db = snr_values_db(name, version(name))
-removed = removal_mask(weight_scores(model, method), fraction).numpy()
-ui.show_figure(snr_figure(db, removed, method, fraction), "pruning_snr")
+ui.show_figure(snr_figure(name, removed.numpy(), method, fraction), "pruning_snr")
 st.caption(
     "Why SNR pruning works: a weight whose mean |μ| is small compared with its posterior "
     "standard deviation σ carries little signal — the posterior says it could just as well be "
-    "zero, and every sampled network already uses values of both signs for it. Setting it to "
-    "zero changes predictions about as much as one more posterior sample would. The "
+    "zero, and the networks sampled from it draw it with either sign. Setting it to zero "
+    "changes the predictions about as much as drawing one more posterior sample. The "
     "scale-mixture prior's narrow component (σ₂ = e⁻⁶) pulls many weights towards zero, so "
     "with it a large share of the weights has a low SNR. The paper plots SNR in decibels, "
     "10·log10(|μ|/σ), as here."
@@ -255,7 +308,7 @@ curves = curves_for(jobs)
 ui.show_figure(curve_figure(curves, dashes, fraction), "pruning_curves")
 
 st.markdown(
-    f"**Test error after pruning** — ours: {ui.model_title(name)}, 784-400-400-10, "
+    f"**Test error after pruning** — ours: {ui.model_title(name)}, {architecture(model)}, "
     f"{num_weights(model):,} weights, all {len(y_test):,} test images, {CURVE_SAMPLES} samples; "
     "the paper: Blundell et al. (2015), Table 2, their 2×1200-unit network."
 )

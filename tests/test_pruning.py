@@ -21,6 +21,7 @@ from core.pruning import (
     prune,
     random_prune,
     removal_mask,
+    remove_weights,
     removed_fraction,
     snr_db,
     snr_prune,
@@ -70,6 +71,8 @@ def test_removal_mask_matches_a_stable_sort():
 def test_removal_mask_rejects_fractions_outside_0_1():
     with pytest.raises(ValueError):
         removal_mask(torch.ones(3), 1.5)
+    with pytest.raises(ValueError, match="shape"):
+        remove_weights(small(), torch.zeros(5, dtype=torch.bool))
 
 
 @pytest.mark.parametrize("kind", ["bbb", "mlp", "dropout"])
