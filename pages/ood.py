@@ -11,6 +11,7 @@ import torch
 from app import ui
 from core.checkpoints import checkpoint_path
 from core.data import DatasetUnavailable, list_datasets, load_dataset
+from core.data.registry import DIGITS
 from core.evalcache import IN_DISTRIBUTION, DatasetEvaluation, evaluate_dataset, is_cached
 from core.metrics import roc_curve
 from core.ood import compare
@@ -199,9 +200,13 @@ def show_sample(models: list[str], ood: np.ndarray, digit: np.ndarray, label: st
 
 
 def honest_caption(
-    evals: dict[str, tuple[DatasetEvaluation, DatasetEvaluation]], score: str, label: str
+    evals: dict[str, tuple[DatasetEvaluation, DatasetEvaluation]],
+    score: str,
+    label: str,
+    digit_labels: bool,
 ) -> str:
-    """What the numbers show, computed from the evaluations on screen."""
+    """What the numbers show, computed from the evaluations on screen. ``digit_labels``: the OOD
+    inputs are altered digits labelled with them, so a confident answer can be right."""
     title = SCORES[score].title.lower()
     parts = []
     for name, (inside, outside) in evals.items():
@@ -211,23 +216,35 @@ def honest_caption(
         text = (
             f"**{ui.model_title(name)}**: {calm.float().mean().item():.0%} of the {label} inputs "
             f"have a {title} no higher than 90 % of MNIST digits (it would answer them as "
-            f'"confident"), and {sure.float().mean().item():.0%} get a mean probability ≥ '
-            f"{CONFIDENT_PROB:.0%} for some digit"
+            '"confident"), and '
         )
-        if sure.any():
-            common = int(torch.bincount(outside.predicted[sure], minlength=10).argmax())
-            text += f", most often {common}"
+        if digit_labels:
+            mistakes = (sure & ~outside.correct).float().mean().item()
+            text += (
+                f"{mistakes:.0%} are confident mistakes (mean probability ≥ "
+                f"{CONFIDENT_PROB:.0%} for a wrong digit)"
+            )
+        else:
+            text += (
+                f"{sure.float().mean().item():.0%} get a mean probability ≥ "
+                f"{CONFIDENT_PROB:.0%} for some digit"
+            )
+            if sure.any():
+                common = int(torch.bincount(outside.predicted[sure], minlength=10).argmax())
+                text += f", most often {common}"
         values = torch.cat([inside.scores[score], outside.scores[score]])
         if (values == values[0]).all():
             text += f" — its {title} is the same for every input, so it cannot tell them apart"
         parts.append(text + ".")
-    return (
-        " ".join(parts)
-        + " None of these inputs is a digit, so every confident answer is a confident mistake. "
+    if not digit_labels:
+        parts.append(
+            "None of these inputs is a digit, so every confident answer is a confident mistake."
+        )
+    parts.append(
         "A Bayesian network is more uncertain on such inputs on average, not on each one: the "
-        "strips below show the inputs each model is surest about, often shapes that happen to "
-        "look like a digit."
+        "strips below show the inputs each model is surest about."
     )
+    return " ".join(parts)
 
 
 st.title("Out-of-distribution explorer")
@@ -238,9 +255,9 @@ st.markdown(
     "unlike its training data; a plain MLP has no such signal."
 )
 
-infos = [info for info in list_datasets() if info.name != IN_DISTRIBUTION]
-status = {info.name: info.availability() for info in infos}
-titles = {info.name: info.title for info in infos}
+infos = {info.name: info for info in list_datasets() if info.name != IN_DISTRIBUTION}
+status = {name: info.availability() for name, info in infos.items()}
+titles = {name: info.title for name, info in infos.items()}
 available = [name for name, (ok, _) in status.items() if ok]
 missing = [name for name, (ok, _) in status.items() if not ok]
 
@@ -276,6 +293,8 @@ except DatasetUnavailable as exc:
     st.stop()
 
 label = titles[dataset]
+digit_labels = infos[dataset].class_names == DIGITS
+st.caption(infos[dataset].description)
 chosen = st.session_state.setdefault(PICK_KEY, 0)
 for i, column in enumerate(st.columns(GRID)):
     column.image(enlarge(grid[i]), clamp=True, width="stretch")
@@ -291,7 +310,7 @@ for i, column in enumerate(st.columns(GRID)):
 st.subheader("One input, every sampled network")
 preview, views = st.columns([1, 6])
 preview.image(enlarge(grid[chosen]), caption=f"{label} #{chosen + 1}", clamp=True)
-preview.image(enlarge(digits[chosen]), caption="a random MNIST digit", clamp=True)
+preview.image(enlarge(digits[chosen]), caption="an MNIST test digit", clamp=True)
 with views:
     show_sample(models, grid[chosen], digits[chosen], f"{label} #{chosen + 1}", n)
 st.caption(
@@ -373,20 +392,30 @@ with table_column:
             index=index,
         )
         st.dataframe(table.style.format("{:.3f}"), key=f"ood_table_{metric}")
-accuracy = {name: outside.accuracy for name, (_, outside) in evals.items()}
-if all(acc is not None for acc in accuracy.values()):
+if digit_labels:
+    st.caption(
+        f"Accuracy on {label} (its labels are the original digits) against the MNIST subset: "
+        + ", ".join(
+            f"{ui.model_title(name)} {outside.accuracy:.1%} vs {inside.accuracy:.1%}"
+            for name, (inside, outside) in evals.items()
+        )
+        + "."
+    )
+elif infos[dataset].has_labels:
     st.caption(
         f"Accuracy against {label}'s own labels: "
-        + ", ".join(f"{ui.model_title(name)} {acc:.1%}" for name, acc in accuracy.items())
-        + ". Near chance (10 %) by design: those labels are not digits, so a digit classifier "
-        "has no right answer to give."
+        + ", ".join(
+            f"{ui.model_title(name)} {out.accuracy:.1%}" for name, (_, out) in evals.items()
+        )
+        + ". Near chance by design: those labels are not digits, so a digit classifier has no "
+        "right answer to give."
     )
 st.caption(
     f"{subset:,} random inputs from each set, {samples} passes each. A score flags an input as "
     "OOD when it exceeds a threshold; AUROC is the chance that a random OOD input scores higher "
     "than a random MNIST digit."
 )
-st.info(honest_caption(evals, score, label))
+st.info(honest_caption(evals, score, label, digit_labels))
 
 st.markdown(
     f"**The {label} inputs each model is surest about** (lowest {SCORES[score].title.lower()})"
