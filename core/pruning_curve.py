@@ -138,10 +138,10 @@ def paper_table(curves: dict[str, PruningCurve], total_weights: int) -> list[dic
         PAPER_FRACTIONS, PAPER_WEIGHTS, PAPER_ERRORS, strict=True
     ):
         kept = total_weights - round(fraction * total_weights)
-        row = {"Proportion removed": f"{fraction:.0%}", "# Weights (ours)": f"{kept:,}"}
+        row = {"Proportion removed": f"{fraction:.0%}", "Weights (ours)": f"{kept:,}"}
         for label, curve in curves.items():
             row[f"Test error, {label}"] = f"{curve.error_at(fraction):.2%}"
-        row["# Weights (paper, 2×1200)"] = paper_weights
+        row["Weights (paper, 2×1200)"] = paper_weights
         row["Test error (paper, 2×1200, SNR)"] = f"{paper_error:.2f}%"
         rows.append(row)
     return rows

@@ -33,13 +33,15 @@ from core.pruning_curve import (
     seeded_error,
 )
 
-QUICK_EXAMPLES = 2000  # test images evaluated on each slider move
+QUICK_EXAMPLES = 1000  # test images evaluated on each slider move
 QUICK_SAMPLES = 5
 WEIGHT_RANGE = (-0.3, 0.3)
 BINS = 200
 POINT_MODELS = ("mlp", "dropout_mlp")  # compared by |w| and at random
 COLORS = {"snr": "#d62728", "magnitude": "#1f77b4", "random": "#7f7f7f"}
 DASHES = {"mlp": "dash", "dropout_mlp": "dot"}  # solid for BBB
+WEIGHT_COLORS = ("#1f77b4", "#ff7f0e", "#d62728")  # MLP, MC dropout, BBB
+ERROR_TICKS = [1, 2, 5, 10, 20, 50, 100]  # test error axis (%), log scale
 
 
 def version(name: str) -> int:
@@ -170,21 +172,24 @@ def curve_figure(curves: dict[str, PruningCurve], dashes: dict[str, str], fracti
         layout(
             "Test error against the proportion of weights removed (full test set)",
             {"title": {"text": "weights removed (%)"}, "range": [0, 100]},
-            {"title": {"text": "test error (%)"}, "type": "log"},
+            {"title": {"text": "test error (%)"}, "type": "log", "tickvals": ERROR_TICKS},
             shapes=[vline(100 * fraction, dash="dot", color="grey")],
         ),
     )
 
 
-def weights_figure(densities: dict[str, tuple[np.ndarray, np.ndarray]]) -> go.Figure:
-    """Overlaid weight densities, one line per model."""
-    traces = [go.Scatter(x=c, y=d, name=label, mode="lines") for label, (c, d) in densities.items()]
+def weights_figure(densities: dict[str, tuple[np.ndarray, np.ndarray]], log: bool) -> go.Figure:
+    """Overlaid weight densities, one line per model; ``log``: logarithmic density axis."""
+    traces = [
+        go.Scatter(x=c, y=d, name=label, mode="lines", line={"color": color})
+        for (label, (c, d)), color in zip(densities.items(), WEIGHT_COLORS, strict=False)
+    ]
     return go.Figure(
         traces,
         layout(
             "Density of trained weights",
             {"title": {"text": "weight"}, "range": list(WEIGHT_RANGE)},
-            {"title": {"text": "density"}},
+            {"title": {"text": "density"}, "type": "log" if log else "linear"},
         ),
     )
 
@@ -315,12 +320,14 @@ st.markdown(
 st.table(paper_table(curves, num_weights(model)))
 
 st.subheader("Trained weights")
+log_density = st.checkbox("Logarithmic density axis", key="pruning_log_density")
 densities = {
     ui.model_title(n): weight_density(n, version(n)) for n in POINT_MODELS if n in available
 }
 densities[f"{ui.model_title(name)}, one posterior sample"] = weight_density(name, version(name))
-ui.show_figure(weights_figure(densities), "pruning_weights")
+ui.show_figure(weights_figure(densities, log_density), "pruning_weights")
 st.caption(
     "Histogram densities of all weights (biases excluded) between −0.3 and 0.3; for BBB one "
-    "set of weights drawn from the posterior, μ + σ·ε."
+    "set of weights drawn from the posterior, μ + σ·ε. With the scale-mixture prior many BBB "
+    "weights sit in a narrow spike at zero: these are the low-SNR weights that pruning removes."
 )
