@@ -42,7 +42,7 @@ def prepare_data(
             else:
                 available, reason = True, f"obtained from {source}"
         if available and info.name == "omniglot":
-            step(0.1, "Omniglot: processing the characters (once)")
+            step(0.1, "Omniglot: preparing the 28x28 characters")
             images, _ = omniglot.load_omniglot(omniglot.find_zips())
             reason += f"; {len(images):,} characters processed"
         statuses[info.name] = f"{'ready' if available else 'missing'}: {reason}"

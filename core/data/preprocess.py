@@ -1,8 +1,10 @@
 """MNIST-style normalisation of a single drawing: the preprocessing LeCun et al. applied to MNIST.
 
 The ink's bounding box is scaled to fit a 20x20 box (aspect ratio kept, anti-aliased), then placed
-in a 28x28 frame so that its centre of mass sits at the frame's centre. Used for the rendered
-font letters, Omniglot, and the Draw page's canvas drawings and uploads.
+in a 28x28 frame so that its centre of mass sits at the frame's centre. Scaling and placement
+are one resampling step with sub-pixel placement (MNIST shifted by whole pixels), so a shifted
+or rescaled drawing gives nearly the same 28x28 image. Used for the rendered font letters,
+Omniglot, and the Draw page's canvas drawings and uploads.
 """
 
 from __future__ import annotations

@@ -17,6 +17,8 @@ from core.data.locate import DatasetUnavailable, searched
 from core.data.sources import supply_hint
 
 Batch = tuple[torch.Tensor, torch.Tensor | None]
+Loader = Callable[[str, int | None, int], Batch]  # (split, n, seed) -> batch
+Check = Callable[[], tuple[bool, str]]
 NOISE_SIZE = 10_000  # default number of images of the noise sets
 FONT_LETTERS_SIZE = 2_600  # default number of rendered letters (rendering takes ~1 ms each)
 DIGITS = tuple(str(d) for d in range(10))
@@ -36,8 +38,8 @@ class DatasetInfo:
     synthetic: bool
     splits: tuple[str, ...] = ("test",)
     class_names: tuple[str, ...] = ()
-    _availability: Callable[[], tuple[bool, str]] = field(repr=False, compare=False)
-    _load: Callable[[str, int | None, int], Batch] = field(repr=False, compare=False)
+    _availability: Check = field(repr=False, compare=False)
+    _load: Loader = field(repr=False, compare=False)
 
     def availability(self) -> tuple[bool, str]:
         """(available?, reason): where the files are, or what is missing and how to supply it."""
@@ -52,9 +54,7 @@ def _finish(images: torch.Tensor, labels: torch.Tensor, n: int | None, seed: int
     return images.unsqueeze(1).float().div_(255.0), labels.clone()
 
 
-def _found(
-    title: str, name: str, find: Callable[[], Path | None]
-) -> Callable[[], tuple[bool, str]]:
+def _found(title: str, name: str, find: Callable[[], Path | None]) -> Check:
     def check() -> tuple[bool, str]:
         where = find()
         if where is not None:
@@ -65,13 +65,13 @@ def _found(
     return check
 
 
-def _require(check: Callable[[], tuple[bool, str]]) -> None:
+def _require(check: Check) -> None:
     available, reason = check()
     if not available:
         raise DatasetUnavailable(reason)
 
 
-def _torchvision_set(cls_name: str, check: Callable[[], tuple[bool, str]]):
+def _torchvision_set(cls_name: str, check: Check) -> Loader:
     def load(split: str, n: int | None, seed: int) -> Batch:
         _require(check)
         root = real.torchvision_folder(cls_name).parent.parent  # torchvision adds <Name>/raw
@@ -80,7 +80,7 @@ def _torchvision_set(cls_name: str, check: Callable[[], tuple[bool, str]]):
     return load
 
 
-def _test_idx_set(subdir: str, check: Callable[[], tuple[bool, str]]):
+def _test_idx_set(subdir: str, check: Check) -> Loader:
     def load(split: str, n: int | None, seed: int) -> Batch:
         _require(check)
         return _finish(*real.load_test_idx(real.test_idx_folder(subdir)), n, seed)
@@ -99,7 +99,7 @@ def _load_font_letters(split: str, n: int | None, seed: int) -> Batch:
     return _finish(images, labels, None, seed)
 
 
-def _mnist_derived(check: Callable[[], tuple[bool, str]]) -> Callable[[], tuple[bool, str]]:
+def _mnist_derived(check: Check) -> Check:
     def derived() -> tuple[bool, str]:
         available, reason = check()
         return available, f"derived from MNIST, {reason}" if available else f"needs {reason}"
