@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
+import json
+
 import pytest
 import torch
 
@@ -98,3 +101,48 @@ def test_rejection_thresholds_from_mnist_evaluation(tiny):
     for name, limits in thresholds.items():
         assert limits["p90"] <= limits["p99"] <= ev.scores[name].max().item() + 1e-6
         assert (ev.scores[name] > limits["p99"]).float().mean() <= 0.05
+
+
+class FakeInfo:
+    def __init__(self, name: str, available: bool = True):
+        self.name, self.available = name, available
+
+    def availability(self):
+        return self.available, "" if self.available else "files missing"
+
+
+def test_ood_cli_table_and_json(tiny, tmp_path, monkeypatch, capsys):
+    import core.checkpoints
+    from core.ood_command import register
+
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+
+    def main(argv: list[str]) -> int:
+        args = parser.parse_args(argv)
+        return args.func(args)
+
+    monkeypatch.setattr(core.checkpoints, "CHECKPOINT_DIR", tmp_path)
+    torch.manual_seed(0)
+    save_checkpoint("bbb_gaussian", build_model(TINY), {}, directory=tmp_path)
+    infos = [
+        FakeInfo("mnist"),
+        FakeInfo("kmnist"),
+        FakeInfo("unlabelled_noise"),
+        FakeInfo("x", False),
+    ]
+    monkeypatch.setattr(core.data, "list_datasets", lambda: infos, raising=False)
+    assert main(["ood", "--samples", "4", "--subset", "20", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [(r["checkpoint"], r["dataset"]) for r in out["results"]] == [
+        ("bbb_gaussian", "kmnist"),
+        ("bbb_gaussian", "unlabelled_noise"),
+    ]
+    first = out["results"][0]
+    assert first["num_in"] == first["num_out"] == 20 and first["ood_accuracy"] is not None
+    assert set(first["metrics"]) == set(SCORES)
+    assert all(0 <= m["auroc"] <= 1 and 0 <= m["fpr95"] <= 1 for m in first["metrics"].values())
+    assert out["results"][1]["ood_accuracy"] is None
+    assert main(["ood", "--samples", "4", "--subset", "20"]) == 0
+    text = capsys.readouterr().out
+    assert "bbb_gaussian" in text and "unlabelled_noise" in text and "AUROC" in text
