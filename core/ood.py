@@ -28,6 +28,15 @@ def ood_datasets() -> list[str]:
     ]
 
 
+def digit_labelled(dataset: str) -> bool:
+    """Whether ``dataset`` is labelled with MNIST's digit classes (e.g. rotated MNIST), so the
+    accuracy of a MNIST model on it means something."""
+    from core.data import dataset_info
+
+    info = dataset_info(dataset)
+    return info.has_labels and info.class_names == dataset_info(IN_DISTRIBUTION).class_names
+
+
 def _part(progress: ProgressFn | None, done: int, total: int) -> ProgressFn:
     """Progress of step ``done`` of ``total`` equal steps, reported as a share of the whole."""
     return lambda fraction, message: report(progress, (done + fraction) / total, message)
@@ -38,7 +47,7 @@ class OodResult:
     """One checkpoint against one OOD dataset.
 
     metrics: score name → ``{"auroc", "aupr", "fpr95"}``; ood_accuracy: accuracy on the OOD
-    dataset's own labels where it has them (None otherwise)."""
+    inputs where they are labelled with digits (:func:`digit_labelled`), None otherwise."""
 
     checkpoint: str
     dataset: str
@@ -76,7 +85,7 @@ def ood_result(
         samples=samples,
         num_in=len(inside),
         num_out=len(outside),
-        ood_accuracy=outside.accuracy,
+        ood_accuracy=outside.accuracy if digit_labelled(ood_dataset) else None,
         metrics=compare(inside, outside),
     )
 

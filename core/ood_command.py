@@ -32,6 +32,7 @@ def format_table(results: list[OodResult]) -> str:
         acc = "" if r.ood_accuracy is None else f"{r.ood_accuracy:9.1%}"
         lines.append(f"{r.checkpoint:14s} {r.dataset:16s}{aurocs}{acc}")
     lines.append("scores: " + "; ".join(f"{s.short} = {s.title}" for s in SCORES.values()))
+    lines.append("OOD acc: accuracy on the dataset's labels where they are digits")
     return "\n".join(lines)
 
 

@@ -18,12 +18,12 @@ TINY = ModelConfig(kind="bbb", hidden=(16,), init_sigma=0.05)
 
 
 def fake_dataset(name: str, split: str = "test", *, n: int | None = None, seed: int = 0):
-    """40 random images; labelled unless the name starts with "unlabelled"."""
+    """40 random images; labelled unless the name ends with "noise"."""
     g = torch.Generator().manual_seed(len(name))
     images = torch.rand(40, 1, 28, 28, generator=g)
     labels = torch.randint(0, 10, (40,), generator=g)
     images, labels = images[:n], labels[:n]
-    return images, None if name.startswith("unlabelled") else labels
+    return images, None if name.endswith("noise") else labels
 
 
 @pytest.fixture
@@ -57,7 +57,7 @@ def test_evaluation_contents(tiny):
     assert ev.accuracy == (ev.predicted == ev.labels).float().mean().item()
     assert set(ev.calibration()) == {"accuracy", "ece", "nll", "brier"}
     assert progress[-1] == 1.0
-    unlabelled = evalcache.evaluate_dataset(path, "unlabelled_noise", samples=8, n=10)
+    unlabelled = evalcache.evaluate_dataset(path, "gaussian_noise", samples=8, n=10)
     assert len(unlabelled) == 10 and unlabelled.labels is None and unlabelled.accuracy is None
 
 
@@ -127,22 +127,25 @@ def test_ood_cli_table_and_json(tiny, tmp_path, monkeypatch, capsys):
     save_checkpoint("bbb_gaussian", build_model(TINY), {}, directory=tmp_path)
     infos = [
         FakeInfo("mnist"),
+        FakeInfo("rotated_mnist"),
         FakeInfo("kmnist"),
-        FakeInfo("unlabelled_noise"),
+        FakeInfo("gaussian_noise"),
         FakeInfo("x", False),
     ]
     monkeypatch.setattr(core.data, "list_datasets", lambda: infos, raising=False)
     assert main(["ood", "--samples", "4", "--subset", "20", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert [(r["checkpoint"], r["dataset"]) for r in out["results"]] == [
+        ("bbb_gaussian", "rotated_mnist"),
         ("bbb_gaussian", "kmnist"),
-        ("bbb_gaussian", "unlabelled_noise"),
+        ("bbb_gaussian", "gaussian_noise"),
     ]
     first = out["results"][0]
     assert first["num_in"] == first["num_out"] == 20 and first["ood_accuracy"] is not None
     assert set(first["metrics"]) == set(SCORES)
     assert all(0 <= m["auroc"] <= 1 and 0 <= m["fpr95"] <= 1 for m in first["metrics"].values())
-    assert out["results"][1]["ood_accuracy"] is None
+    # accuracy only where the labels are digits
+    assert [r["ood_accuracy"] is None for r in out["results"]] == [False, True, True]
     assert main(["ood", "--samples", "4", "--subset", "20"]) == 0
     text = capsys.readouterr().out
-    assert "bbb_gaussian" in text and "unlabelled_noise" in text and "AUROC" in text
+    assert "bbb_gaussian" in text and "gaussian_noise" in text and "AUROC" in text
