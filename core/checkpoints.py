@@ -105,6 +105,7 @@ def _atomic_write(path: Path, write) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; checkpoints are shared files
         with os.fdopen(fd, "wb") as f:
             write(f)
             f.flush()

@@ -6,6 +6,7 @@ import datetime
 import json
 import platform
 import time
+from dataclasses import replace
 
 import torch
 
@@ -14,7 +15,7 @@ from core.device import default_device, device_name
 from core.evaluate import evaluate_model
 from core.models import build_model
 from core.progress import text_progress
-from core.train import train
+from core.train import EpochStats, train
 
 
 def library_versions() -> dict:
@@ -60,43 +61,62 @@ def _metadata(spec, training, history, seconds, device, metrics, eval_samples) -
     }
 
 
+def _resume_point(spec) -> tuple[torch.nn.Module, list[EpochStats], float]:
+    """The saved model of ``spec``, its epoch history and training seconds so far."""
+    model, meta = load_checkpoint(spec.name)
+    for p in model.parameters():
+        p.requires_grad_(True)
+    history = [EpochStats(**d) for d in meta.get("history", [])]
+    return model.train(), history, float(meta.get("train_seconds", 0.0))
+
+
 def cmd_train(args) -> int:
-    """Train a registered model; the checkpoint is saved atomically after every epoch, so an
-    interrupted run keeps its last finished epoch, then re-evaluated at the end."""
+    """Train a registered model. The checkpoint is saved atomically after every epoch, so an
+    interrupted run keeps its last finished epoch; ``--resume`` continues from it (the
+    learning-rate schedule picks up where it stopped; Adam's moments restart)."""
     spec = REGISTRY[args.name]
-    training = spec.training
-    if args.epochs:
-        training = type(training)(**{**training.to_dict(), "epochs": args.epochs})
+    registered = spec.training
     if args.threads:
         torch.set_num_threads(args.threads)
     device = default_device()
-    model = build_model(spec.model)
-    history, start = [], time.perf_counter()
+    if args.resume:
+        model, history, seconds_before = _resume_point(spec)
+    else:
+        model, history, seconds_before = build_model(spec.model), [], 0.0
+    done = len(history)
+    epochs = args.epochs or registered.epochs - done
+    if epochs < 1:
+        print(f"{spec.name}: already trained for {done} epochs; pass --epochs to train more")
+        return 0
+    training = replace(
+        registered,
+        epochs=epochs,
+        lr=registered.lr * registered.lr_decay**done,
+        seed=registered.seed + done,
+    )
+    start = time.perf_counter()
 
-    def on_epoch(s) -> None:
+    def metadata(metrics: dict, eval_samples: int) -> dict:
+        seconds = seconds_before + time.perf_counter() - start
+        return _metadata(spec, registered, history, seconds, device, metrics, eval_samples)
+
+    def on_epoch(s: EpochStats) -> None:
+        s.epoch += done
         history.append(s)
         print(
             f"\nepoch {s.epoch}: nll {s.nll:.4f} kl {s.kl:.0f} train err {s.train_error:.2%} "
             f"test err {s.test_error:.2%} ({s.seconds:.1f}s)"
         )
         metrics = {"test_error": s.test_error, "nll": s.test_nll}
-        elapsed = time.perf_counter() - start
-        meta = _metadata(spec, training, history, elapsed, device, metrics, training.eval_samples)
-        save_checkpoint(spec.name, model, meta)
+        save_checkpoint(spec.name, model, metadata(metrics, training.eval_samples))
 
     test = _mnist("test")
-    result = train(
-        model,
-        training,
-        _mnist("train"),
-        test,
-        device=device,
-        progress=text_progress(f"train {spec.name}"),
-        on_epoch=on_epoch,
+    progress = text_progress(f"train {spec.name}")
+    train(
+        model, training, _mnist("train"), test, device=device, progress=progress, on_epoch=on_epoch
     )
     metrics = evaluate_model(model, *test, samples=args.eval_samples)
-    meta = _metadata(spec, training, history, result.seconds, device, metrics, args.eval_samples)
-    path = save_checkpoint(spec.name, model, meta)
+    path = save_checkpoint(spec.name, model, metadata(metrics, args.eval_samples))
     print(f"saved {path}: test error {metrics['test_error']:.2%}, NLL {metrics['nll']:.4f}")
     return 0
 
@@ -120,7 +140,8 @@ def register(subparsers) -> None:
     p.set_defaults(func=cmd_list)
     p = subparsers.add_parser("train", help="train a registered model and save its checkpoint")
     p.add_argument("name", choices=sorted(REGISTRY))
-    p.add_argument("--epochs", type=int, default=0, help="override the registered epoch count")
+    p.add_argument("--epochs", type=int, default=0, help="epochs to run (default: registered)")
+    p.add_argument("--resume", action="store_true", help="continue from the saved checkpoint")
     p.add_argument("--eval-samples", type=int, default=100)
     p.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch default)")
     p.set_defaults(func=cmd_train)
