@@ -7,7 +7,9 @@ mean p̄(y|x) = 1/k Σ_s softmax(f_s(x)) of k passes, so the attacked loss is th
 mean, −log p̄(y|x) (not the mean of k per-pass losses). Its gradient is taken through
 :func:`core.predictive.predictive_logits` with ``samples = k`` fresh passes; ``samples = 1``
 differentiates one random pass and reproduces the naive attack, whose gradient noise can look
-like robustness. For a deterministic model every k gives the same gradient.
+like robustness. For a deterministic model every k gives the same gradient. BBB passes use
+local reparameterisation by default (``lrt``): exact per input, and the loss is a sum of
+per-input terms, so nothing needs one network shared across inputs.
 
 **Transfer.** Craft on one model (e.g. the MLP: ``fgsm(mlp, x, y, eps)``) and evaluate on another.
 
