@@ -72,11 +72,11 @@ def test_draw_one_and_zero(scored_models):
         wait_for_script(page)
         page.get_by_text("Draw a digit on the black square").wait_for()
         for digit, strokes in STROKES.items():
-            start = time.perf_counter()
             draw(page, strokes)
+            start = time.perf_counter()
             found = predictions(page)
             assert len(found) == len(scored_models)
-            print(f"{digit}: prediction shown {time.perf_counter() - start:.2f} s after drawing")
+            print(f"{digit}: predictions shown {time.perf_counter() - start:.2f} s after mouse-up")
             page.get_by_text("What the models see").wait_for()
             for text in found.values():
                 predicted = re.search(r"most probable class: (\d)", text)
