@@ -1,5 +1,5 @@
-"""Shared UI for every page: the sidebar and its choices, cached model loading, image upload
-decoding and plotly figure helpers.
+"""Shared UI for every page: the sidebar and its choices, cached model loading, the cached
+"I don't know" thresholds, image upload decoding and plotly figure helpers.
 
 Pages read the sidebar's choices only through :func:`selected_models`, :func:`selected_names`,
 :func:`sample_count` and :func:`device`; they work with defaults when the sidebar was not drawn
@@ -171,36 +171,42 @@ class ImageError(ValueError):
     """An upload that is not a usable image; the message is meant for the user."""
 
 
+def _decode(data: bytes) -> np.ndarray:
+    """RGBA floats in [0, 1] of a PNG/JPEG file, checked for format and size first."""
+    unreadable = ImageError("This file is not a readable PNG or JPEG image.")
+    try:
+        img = Image.open(io.BytesIO(data))
+    except (UnidentifiedImageError, OSError) as exc:
+        raise unreadable from exc
+    if img.format not in ("PNG", "JPEG"):
+        raise ImageError(f"Expected a PNG or JPEG image, got {img.format}.")
+    if max(img.size) > MAX_IMAGE_SIDE:
+        raise ImageError(
+            f"The image is {img.size[0]}x{img.size[1]} pixels; "
+            f"at most {MAX_IMAGE_SIDE} pixels per side are accepted."
+        )
+    try:
+        return np.asarray(ImageOps.exif_transpose(img).convert("RGBA"), np.float32) / 255.0
+    except (OSError, ValueError, Image.DecompressionBombError) as exc:  # truncated or corrupt
+        raise unreadable from exc
+
+
 def read_image(data: bytes) -> np.ndarray:
     """Decode a PNG/JPEG upload into a 2-D float image in [0, 1], white ink on black.
 
     Transparent images use opacity as ink; opaque dark-ink-on-light images (judged from the
-    border) are inverted; the background level is subtracted and the ink stretched to 1."""
+    border) are inverted; the background level is subtracted and the ink stretched to 1.
+    Raises :class:`ImageError` for files over MAX_UPLOAD_MB or MAX_IMAGE_SIDE, or unreadable."""
     if len(data) > MAX_UPLOAD_MB * 1024 * 1024:
         raise ImageError(f"The file is larger than {MAX_UPLOAD_MB} MB.")
-    try:
-        img = Image.open(io.BytesIO(data))
-        if img.format not in ("PNG", "JPEG"):
-            raise ImageError(f"Expected a PNG or JPEG image, got {img.format or 'unknown'}.")
-        if max(img.size) > MAX_IMAGE_SIDE:
-            raise ImageError(
-                f"The image is {img.size[0]}x{img.size[1]} pixels; "
-                f"at most {MAX_IMAGE_SIDE} pixels per side are accepted."
-            )
-        img = ImageOps.exif_transpose(img)
-        rgba = np.asarray(img.convert("RGBA"), dtype=np.float32) / 255.0
-    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as exc:
-        if isinstance(exc, ImageError):
-            raise
-        raise ImageError("This file is not a readable PNG or JPEG image.") from exc
-    alpha = rgba[..., 3]
-    if alpha.min() < 1.0:
-        return alpha
+    rgba = _decode(data)
+    if rgba[..., 3].min() < 1.0:
+        return rgba[..., 3]
     grey = rgba[..., :3].mean(-1)
     border = np.concatenate([grey[0], grey[-1], grey[:, 0], grey[:, -1]])
     if np.median(border) > 0.5:
-        grey = 1.0 - grey
-    background = float(np.median(border if np.median(border) <= 0.5 else 1.0 - border))
+        grey, border = 1.0 - grey, 1.0 - border
+    background = float(np.median(border))
     span = float(grey.max()) - background
     if span < 0.1:
         return np.zeros_like(grey)

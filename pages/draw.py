@@ -28,6 +28,7 @@ def canvas_image(image_data: np.ndarray | None) -> np.ndarray | None:
 
 
 def from_canvas() -> tuple[np.ndarray, str] | None:
+    """The canvas drawing, MNIST-style, and a caption; None (with a prompt) while empty."""
     stroke = st.slider("Stroke width", 5, 40, 18, key="draw_stroke")
     result = st_canvas(
         stroke_width=stroke,
@@ -47,6 +48,7 @@ def from_canvas() -> tuple[np.ndarray, str] | None:
 
 
 def from_upload() -> tuple[np.ndarray, str] | None:
+    """The uploaded image, MNIST-style, and its name; None with a prompt or an error."""
     upload = st.file_uploader(
         "PNG or JPEG, any size; dark ink on a light background is inverted",
         type=["png", "jpg", "jpeg"],
@@ -68,10 +70,12 @@ def from_upload() -> tuple[np.ndarray, str] | None:
 
 @st.cache_resource(show_spinner="Loading the MNIST test set…")
 def mnist_test() -> tuple[torch.Tensor, torch.Tensor]:
+    """The MNIST test images and labels, shared read-only by all sessions."""
     return load_dataset("mnist", "test")
 
 
 def from_test_set() -> tuple[np.ndarray, str] | None:
+    """A random MNIST test digit (re-drawn by the button) with its true label shown."""
     try:
         images, labels = mnist_test()
     except DatasetUnavailable as exc:
