@@ -15,9 +15,10 @@ def evaluate_model(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, sam
     Returns ``test_error`` (fraction), ``nll`` (mean nats per example), ``ece`` (expected
     calibration error, 15 bins), ``brier`` (multi-class Brier score), ``samples`` and
     ``num_examples`` (see :func:`core.metrics.calibration`)."""
-    metrics = calibration(predictive_samples(model, x, samples).mean(0), y)
+    probs, y = predictive_samples(model, x, samples).mean(0).cpu(), y.cpu()
+    metrics = calibration(probs, y)
     return {
-        "test_error": 1.0 - metrics["accuracy"],
+        "test_error": (probs.argmax(-1) != y).double().mean().item(),
         "nll": metrics["nll"],
         "ece": metrics["ece"],
         "brier": metrics["brier"],
