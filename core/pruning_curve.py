@@ -92,26 +92,28 @@ def _point_key(fraction: float) -> str:
 def missing_fractions(
     checkpoint: str | Path,
     method: str,
-    fractions: tuple[float, ...] = CURVE_FRACTIONS,
+    fractions: tuple[float, ...] | None = None,
     samples: int = CURVE_SAMPLES,
     seed: int = 0,
 ) -> list[float]:
-    """The fractions of a curve not cached yet (all of them when nothing is cached)."""
+    """The fractions of a curve (default :data:`CURVE_FRACTIONS`) not cached yet."""
     points = _read_points(curve_cache_file(checkpoint, method, samples, seed))
-    return [f for f in fractions if _point_key(f) not in points]
+    return [f for f in fractions or CURVE_FRACTIONS if _point_key(f) not in points]
 
 
 def cached_pruning_curve(
     checkpoint: str | Path,
     method: str,
-    fractions: tuple[float, ...] = CURVE_FRACTIONS,
+    fractions: tuple[float, ...] | None = None,
     samples: int = CURVE_SAMPLES,
     seed: int = 0,
     progress: ProgressFn | None = None,
 ) -> PruningCurve:
     """The curve of checkpoint ``checkpoint`` (registry name or ``.pt`` path) on the full MNIST
-    test set; points not cached yet are computed (reporting progress) and cached one by one.
-    ``seed`` only matters for ``"random"`` pruning."""
+    test set at ``fractions`` (default :data:`CURVE_FRACTIONS`); points not cached yet are
+    computed (reporting progress) and cached one by one. ``seed`` only matters for
+    ``"random"`` pruning."""
+    fractions = tuple(fractions or CURVE_FRACTIONS)
     file = curve_cache_file(checkpoint, method, samples, seed)
     points = _read_points(file)
     missing = [f for f in fractions if _point_key(f) not in points]
@@ -127,7 +129,7 @@ def cached_pruning_curve(
             _write_points(file, points)
         report(progress, 1.0, f"{method}: done")
     errors = tuple(points[_point_key(f)] for f in fractions)
-    return PruningCurve(method, tuple(fractions), errors, samples)
+    return PruningCurve(method, fractions, errors, samples)
 
 
 def paper_table(curves: dict[str, PruningCurve], total_weights: int) -> list[dict[str, str]]:

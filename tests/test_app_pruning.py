@@ -1,4 +1,7 @@
-"""Headless tests of the pruning page with small throwaway checkpoints (fast to evaluate)."""
+"""Headless tests of the pruning page with small throwaway checkpoints (fast to evaluate).
+
+The checkpoints and the on-disk curve cache are shared by the tests of this module, so the
+curves are computed once; every test still passes on its own (it computes what is missing)."""
 
 from __future__ import annotations
 
@@ -7,37 +10,56 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 import core.checkpoints
+import core.pruning_curve
 from app import ui
 from core.checkpoints import REGISTRY, checkpoint_path, save_checkpoint
 from core.device import default_device
 from core.models import ModelConfig, build_model
-from core.pruning_curve import PAPER_ERRORS
+from core.pruning import METHODS
+from core.pruning_curve import PAPER_ERRORS, PAPER_FRACTIONS, missing_fractions
 
 PAGE = "../pages/pruning.py"
+WEIGHTS = 784 * 16 + 16 * 10  # of the small 784-16-10 networks
 
 
-@pytest.fixture
-def checkpoint_dir(tmp_path, monkeypatch):
-    """Small 784-16-10 checkpoints under the registered names, and an empty on-disk cache."""
+def save_small(name: str, directory, seed: int = 0) -> None:
+    torch.manual_seed(seed)
+    config = ModelConfig.from_dict({**REGISTRY[name].model.to_dict(), "hidden": [16]})
+    save_checkpoint(name, build_model(config), {"note": "untrained, for tests"}, directory)
+
+
+@pytest.fixture(scope="module")
+def shared_dirs(tmp_path_factory):
+    """Small checkpoints under the registered names (all, and the MLP alone) and a cache."""
     from core.data import DatasetUnavailable, load_dataset
 
     try:
         load_dataset("mnist", "test")
     except DatasetUnavailable as exc:
         pytest.skip(f"MNIST unavailable: {exc}")
-    monkeypatch.setattr(core.checkpoints, "CHECKPOINT_DIR", tmp_path / "checkpoints")
-    monkeypatch.setenv("BNN_CACHE_DIR", str(tmp_path / "cache"))
-    return tmp_path
+    root = tmp_path_factory.mktemp("pruning_app")
+    for name in ("bbb_mixture", "bbb_gaussian", "mlp", "dropout_mlp"):
+        save_small(name, root / "all")
+    save_small("mlp", root / "mlp_only")
+    return root
 
 
-def save_small(name: str, seed: int = 0) -> None:
-    torch.manual_seed(seed)
-    config = ModelConfig.from_dict({**REGISTRY[name].model.to_dict(), "hidden": [16]})
-    save_checkpoint(name, build_model(config), {"note": "untrained, for tests"})
+@pytest.fixture
+def checkpoints(shared_dirs, monkeypatch):
+    """Use the shared small checkpoints (``checkpoints("mlp_only")`` for the MLP alone); curves
+    at the paper's fractions only, to compute less."""
+    monkeypatch.setenv("BNN_CACHE_DIR", str(shared_dirs / "cache"))
+    monkeypatch.setattr(core.pruning_curve, "CURVE_FRACTIONS", PAPER_FRACTIONS)
+
+    def use(which: str = "all") -> None:
+        monkeypatch.setattr(core.checkpoints, "CHECKPOINT_DIR", shared_dirs / which)
+
+    use()
+    return use
 
 
 def run_page(percent: int | None = None, method: str | None = None) -> AppTest:
-    at = AppTest.from_file(PAGE, default_timeout=120)
+    at = AppTest.from_file(PAGE, default_timeout=300)
     if percent is not None:
         at.session_state["pruning_percent"] = percent
     if method is not None:
@@ -52,31 +74,26 @@ def metrics(at: AppTest) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("percent", [0, 95])
-def test_page_renders_error_size_curves_table_and_densities(checkpoint_dir, percent):
-    for name in ("bbb_mixture", "bbb_gaussian", "mlp", "dropout_mlp"):
-        save_small(name)
+def test_page_renders_error_size_curves_table_and_densities(checkpoints, percent):
     at = run_page(percent)
     shown = metrics(at)
-    kept = 784 * 16 + 16 * 10 - round(percent / 100 * (784 * 16 + 16 * 10))
-    assert shown[f"Weights kept, of {784 * 16 + 16 * 10:,}"] == f"{kept:,}"
+    kept = WEIGHTS - round(percent / 100 * WEIGHTS)
+    assert shown[f"Weights kept, of {WEIGHTS:,}"] == f"{kept:,}"
     assert f"Test error, {percent}% removed" in shown and "Test error, unpruned" in shown
     if percent == 0:
         assert shown["Test error, 0% removed"] == shown["Test error, unpruned"]
-    assert at.selectbox(key="pruning_model").value == "bbb_mixture"
-    assert at.selectbox(key="pruning_model").options == [
-        "BBB (Gaussian prior)",
-        "BBB (scale-mixture prior)",
-    ]
+    model = at.selectbox(key="pruning_model")
+    assert model.value == "bbb_mixture"
+    assert model.options == ["BBB (Gaussian prior)", "BBB (scale-mixture prior)"]
     table = at.table[0].value
     assert list(table["Proportion removed"]) == ["0%", "50%", "75%", "95%", "98%"]
     assert list(table["Test error (paper, 2×1200, SNR)"]) == [f"{e:.2f}%" for e in PAPER_ERRORS]
-    assert len(list((checkpoint_dir / "cache" / "pruning").glob("*.json"))) == 3
+    assert all(missing_fractions("bbb_mixture", m) == [] for m in METHODS)  # cached on disk
     assert "Why SNR pruning works" in " ".join(c.value for c in at.caption)
     assert len(at.get("plotly_chart")) == 3
 
 
-def test_slider_and_method_change_the_pruned_model_only(checkpoint_dir):
-    save_small("bbb_mixture")
+def test_slider_and_method_change_the_pruned_model_only(checkpoints):
     at = run_page(50, "random")
     assert "Test error, 50% removed" in metrics(at)
     path = checkpoint_path("bbb_mixture")
@@ -85,28 +102,28 @@ def test_slider_and_method_change_the_pruned_model_only(checkpoint_dir):
     assert all(torch.equal(stored[k], v.cpu()) for k, v in shared.state_dict().items())
     at.slider(key="pruning_percent").set_value(99).run()
     assert not at.exception, at.exception
-    assert metrics(at)["Weights kept, of 12,704"] == f"{12704 - round(0.99 * 12704):,}"
+    assert metrics(at)[f"Weights kept, of {WEIGHTS:,}"] == f"{WEIGHTS - round(0.99 * WEIGHTS):,}"
 
 
-def test_compare_adds_mlp_and_dropout_curves(checkpoint_dir):
-    for name in ("bbb_mixture", "mlp"):
-        save_small(name)
+def test_compare_adds_mlp_and_dropout_curves(checkpoints):
     at = run_page()
     at.checkbox(key="pruning_compare").check().run()
     assert not at.exception, at.exception
     columns = list(at.table[0].value.columns)
-    assert "Test error, MLP, magnitude |w|" in columns and "Test error, MLP, random" in columns
+    for title in ("MLP", "MC dropout MLP"):
+        assert {f"Test error, {title}, magnitude |w|", f"Test error, {title}, random"} <= set(
+            columns
+        )
 
 
-def test_without_bbb_checkpoint_the_page_says_how_to_train_one(checkpoint_dir):
-    save_small("mlp")
+def test_without_bbb_checkpoint_the_page_says_how_to_train_one(checkpoints):
+    checkpoints("mlp_only")
     at = run_page()
     assert "python -m core train bbb_mixture" in at.warning[0].value
 
 
-def test_page_runs_inside_the_app(checkpoint_dir):
-    save_small("bbb_mixture")
-    at = AppTest.from_file("../app/main.py", default_timeout=120).run()
+def test_page_runs_inside_the_app(checkpoints):
+    at = AppTest.from_file("../app/main.py", default_timeout=300).run()
     at.switch_page("../pages/pruning.py").run()
     assert not at.exception, at.exception
     assert at.title[0].value == "Pruning and weights"
