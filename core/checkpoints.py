@@ -56,7 +56,7 @@ REGISTRY: dict[str, CheckpointSpec] = {
         CheckpointSpec(
             "bbb_mixture",
             "BBB (scale-mixture prior)",
-            "Bayes by Backprop, prior ½·N(0, 1) + ½·N(0, e^-12), KL weight β = 0.1, weight sampling.",
+            "Bayes by Backprop, prior ½·N(0, 1) + ½·N(0, e^-12), KL weight β = 0.1.",
             ModelConfig(kind="bbb", prior=MIXTURE_PRIOR),
             TrainConfig(epochs=30, impl="vmap", lr_decay=0.95, beta=0.1),
         ),
