@@ -52,7 +52,7 @@ class PruningCurve:
 def seeded_error(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, samples: int) -> float:
     """Test error of the ``samples``-pass predictive mean with fixed Monte-Carlo noise (seed 0,
     the global RNG is left as it was), so repeated evaluations agree."""
-    with torch.random.fork_rng(devices=[]):
+    with torch.random.fork_rng():
         torch.manual_seed(0)
         return evaluate_model(model, x, y, samples)["test_error"]
 
@@ -123,11 +123,11 @@ def cached_pruning_curve(
         model = load_checkpoint(resolve_checkpoint(checkpoint), default_device())[0]
         x, y = load_dataset("mnist", "test")
         for i, fraction in enumerate(missing):
-            report(progress, i / len(missing), f"{method}: {fraction:.0%} removed")
+            report(progress, i / len(missing), f"{fraction:.0%} removed")
             pruned = prune(model, fraction, method, seed)
             points[_point_key(fraction)] = seeded_error(pruned, x, y, samples)
             _write_points(file, points)
-        report(progress, 1.0, f"{method}: done")
+        report(progress, 1.0, "done")
     errors = tuple(points[_point_key(f)] for f in fractions)
     return PruningCurve(method, fractions, errors, samples)
 

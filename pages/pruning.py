@@ -64,9 +64,10 @@ def unpruned_error(name: str, _version: int) -> float:
 @st.cache_data(show_spinner=False, max_entries=8)
 def snr_summary(name: str, _version: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple]:
     """SNR (dB) of every weight; bin centres and density stacked ``(2, BINS)``; the CDF at the
-    centres; the value range."""
+    centres; the plotted range (0.1st percentile to the maximum, whole dB)."""
     db = snr_db(weight_scores(ui.load_model(name), "snr"))
-    value_range = (float(db.min().floor()), float(db.max().ceil()))
+    finite = db[torch.isfinite(db)]  # μ = 0 gives -inf dB
+    value_range = (float(finite.quantile(0.001).floor()), float(finite.max().ceil()))
     centres, dens = density(db, BINS, value_range)
     cdf = np.searchsorted(np.sort(db.numpy()), centres) / len(db)
     return db.numpy(), np.stack([centres, dens]), cdf, value_range
