@@ -11,10 +11,9 @@ import torch
 from app import ui
 from core.checkpoints import checkpoint_path
 from core.data import DatasetUnavailable, list_datasets, load_dataset
-from core.data.registry import DIGITS
 from core.evalcache import IN_DISTRIBUTION, DatasetEvaluation, evaluate_dataset, is_cached
 from core.metrics import roc_curve
-from core.ood import compare
+from core.ood import compare, digit_labelled
 from core.predictive import predictive_samples
 from core.uncertainty import SCORES, rejection_limits, summarize
 
@@ -29,7 +28,7 @@ BINS = 40
 ROC_POINTS = 400  # ROC curves are thinned to about this many points for drawing
 CONFIDENT_PROB = 0.9
 STRIP = 8  # most confident OOD inputs shown per model
-COLORS = {"in": "#636efa", "out": "#ef553b"}
+SIDES = ("#ef553b", "#636efa")  # OOD input, MNIST digit
 MODEL_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd")
 PICK_KEY = "ood_pick"
 SEED_KEY = "ood_seed"
@@ -111,6 +110,49 @@ def evaluate_all(names: list[str], dataset: str, subset: int, samples: int) -> N
     bar.empty()
 
 
+def layout(title: str, height: int, xaxis: dict, yaxis: dict, **extra) -> dict:
+    """Common figure layout: small title, tight margins, legend below."""
+    return {
+        "title": {"text": title, "font": {"size": 14}},
+        "height": height,
+        "margin": {"l": 10, "r": 10, "t": 40, "b": 10},
+        "legend": {"orientation": "h", "y": -0.3},
+        "xaxis": xaxis,
+        "yaxis": yaxis,
+        **extra,
+    }
+
+
+def votes_figure(counts: np.ndarray, names: tuple[str, str]) -> go.Figure:
+    """Grouped bars: how many sampled networks predicted each class, per input ``(2, C)``."""
+    bars = [
+        go.Bar(x=np.arange(counts.shape[1]), y=counts[j], name=names[j], marker_color=SIDES[j])
+        for j in range(2)
+    ]
+    yaxis = {"title": {"text": "networks"}, "rangemode": "tozero"}
+    title = "Class predicted by each sampled network"
+    return go.Figure(bars, layout(title, 280, ui.CLASS_AXIS, yaxis, barmode="group"))
+
+
+def spread_figure(top: np.ndarray, predicted: np.ndarray, names: tuple[str, str]) -> go.Figure:
+    """Overlaid histograms over sampled networks of the predicted class's softmax score, per
+    input (``top (n, 2)``)."""
+    hists = [
+        go.Histogram(
+            x=top[:, j],
+            xbins={"start": 0.0, "end": 1.0001, "size": 0.05},
+            name=f"{names[j]} (class {predicted[j]})",
+            marker_color=SIDES[j],
+            opacity=0.6,
+        )
+        for j in range(2)
+    ]
+    xaxis = {"range": [0, 1.0001], "title": {"text": "softmax score of the predicted class"}}
+    yaxis = {"title": {"text": "networks"}, "rangemode": "tozero"}
+    title = "Score of the predicted class in each sampled network"
+    return go.Figure(hists, layout(title, 280, xaxis, yaxis, barmode="overlay"))
+
+
 def hist_figure(inside: np.ndarray, outside: np.ndarray, title: str, label: str) -> go.Figure:
     """Overlaid normalised histograms of a score on MNIST and on the OOD set (shared bins)."""
     edges = np.histogram_bin_edges(np.concatenate([inside, outside]), BINS)
@@ -121,21 +163,13 @@ def hist_figure(inside: np.ndarray, outside: np.ndarray, title: str, label: str)
             y=np.histogram(values, edges)[0] / len(values),
             width=width,
             name=name,
-            marker_color=COLORS[side],
+            marker_color=color,
             opacity=0.6,
         )
-        for values, name, side in ((inside, "MNIST", "in"), (outside, label, "out"))
+        for values, name, color in ((outside, label, SIDES[0]), (inside, "MNIST", SIDES[1]))
     ]
-    layout = {
-        "title": {"text": title, "font": {"size": 14}},
-        "height": 280,
-        "margin": {"l": 10, "r": 10, "t": 40, "b": 10},
-        "barmode": "overlay",
-        "bargap": 0,
-        "legend": {"orientation": "h", "y": -0.25},
-        "yaxis": {"title": {"text": "fraction of inputs"}},
-    }
-    return go.Figure(bars, layout)
+    yaxis = {"title": {"text": "fraction of inputs"}}
+    return go.Figure(bars, layout(title, 280, {}, yaxis, barmode="overlay", bargap=0))
 
 
 def roc_figure(curves: dict[str, tuple[np.ndarray, np.ndarray]], title: str) -> go.Figure:
@@ -147,15 +181,9 @@ def roc_figure(curves: dict[str, tuple[np.ndarray, np.ndarray]], title: str) -> 
     chance = go.Scatter(
         x=[0, 1], y=[0, 1], name="chance", mode="lines", line={"dash": "dot", "color": "grey"}
     )
-    layout = {
-        "title": {"text": title, "font": {"size": 14}},
-        "height": 380,
-        "margin": {"l": 10, "r": 10, "t": 40, "b": 10},
-        "legend": {"orientation": "h", "y": -0.2},
-        "xaxis": {"title": {"text": "false positive rate (MNIST flagged)"}, "range": [0, 1]},
-        "yaxis": {"title": {"text": "true positive rate (OOD flagged)"}, "range": [0, 1.02]},
-    }
-    return go.Figure([*lines, chance], layout)
+    xaxis = {"title": {"text": "false positive rate (MNIST flagged)"}, "range": [0, 1]}
+    yaxis = {"title": {"text": "true positive rate (OOD flagged)"}, "range": [0, 1.02]}
+    return go.Figure([*lines, chance], layout(title, 380, xaxis, yaxis))
 
 
 def thin(fpr: torch.Tensor, tpr: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
@@ -176,27 +204,26 @@ def describe(views: dict[str, np.ndarray], j: int) -> str:
     """One line about input ``j`` of :func:`sample_views`: predicted class, probability, MI."""
     top = int(views["mean"][j].argmax())
     return (
-        f"predicts **{top}** (mean probability {views['mean'][j, top]:.0%}), "
-        f"MI {views['mi'][j]:.3f} nats"
+        f"predicts **{top}** (mean probability {views['mean'][j, top]:.0%}, "
+        f"MI {views['mi'][j]:.3f} nats)"
     )
 
 
 def show_sample(models: list[str], ood: np.ndarray, digit: np.ndarray, label: str, n: int):
     """For each model: votes and top-class spread on the OOD sample next to the MNIST digit."""
-    images = np.stack([ood, digit])
+    images, names = np.stack([ood, digit]), (label, "MNIST digit")
     for name in models:
         views = sample_views(name, version(name), images, n)
-        st.markdown(f"**{ui.model_title(name)}**")
-        columns = st.columns(4)
-        for j, side in enumerate((label, "MNIST digit")):
-            top = int(views["mean"][j].argmax())
-            with columns[2 * j]:
-                st.caption(f"{side}: {describe(views, j)}")
-                ui.show_figure(ui.class_histogram_figure(views["counts"][j]), f"ood_{name}_v{j}")
-            with columns[2 * j + 1]:
-                st.caption("\u00a0")
-                spread = ui.score_histogram_figure(views["top"][:, j], top)
-                ui.show_figure(spread, f"ood_{name}_s{j}")
+        predicted = views["mean"].argmax(-1)
+        st.markdown(
+            f"**{ui.model_title(name)}** — {label}: {describe(views, 0)}; "
+            f"MNIST digit: {describe(views, 1)}"
+        )
+        left, right = st.columns(2)
+        with left:
+            ui.show_figure(votes_figure(views["counts"], names), f"ood_{name}_votes")
+        with right:
+            ui.show_figure(spread_figure(views["top"], predicted, names), f"ood_{name}_spread")
 
 
 def honest_caption(
@@ -293,7 +320,7 @@ except DatasetUnavailable as exc:
     st.stop()
 
 label = titles[dataset]
-digit_labels = infos[dataset].class_names == DIGITS
+digit_labels = digit_labelled(dataset)
 st.caption(infos[dataset].description)
 chosen = st.session_state.setdefault(PICK_KEY, 0)
 for i, column in enumerate(st.columns(GRID)):
