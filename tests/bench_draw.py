@@ -6,7 +6,7 @@ Runs the app headless (``AppTest``), sets the canvas state the way the browser's
 (a new drawing each run, alternating "1" and "0") and times each full rerun: decoding the canvas
 PNG, preprocessing, ``n`` Monte-Carlo samples per model, summaries, verdicts and nine plotly
 figures. Uses the checkpoints in checkpoints/; a missing one is replaced by an untrained model
-in a temporary folder (same cost).
+of the same architecture (same cost) in the cache folder.
 """
 
 from __future__ import annotations
@@ -14,33 +14,32 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
-import torch  # noqa: E402
-
 import core.checkpoints  # noqa: E402
 from core.checkpoints import REGISTRY, checkpoint_path, save_checkpoint  # noqa: E402
 from core.models import build_model  # noqa: E402
+from core.paths import cache_dir  # noqa: E402
 from tests.test_app_draw import MAIN, canvas_state  # noqa: E402
 
 
 def checkpoint_folder(names: list[str]) -> Path:
-    """checkpoints/ if it holds every model, else a temporary folder with copies/stand-ins."""
+    """checkpoints/ if it holds every model, else a folder under the cache with copies and
+    stand-ins, kept between runs so that their MNIST scores stay cached on disk too."""
     if all(checkpoint_path(n).is_file() for n in names):
         return core.checkpoints.CHECKPOINT_DIR
-    folder = Path(tempfile.mkdtemp(prefix="bench_draw_"))
+    folder = cache_dir() / "bench_draw"
     for name in names:
-        real = checkpoint_path(name)
+        real, copy = checkpoint_path(name), checkpoint_path(name, folder)
         if real.is_file():
-            (folder / real.name).write_bytes(real.read_bytes())
-        else:
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            copy.write_bytes(real.read_bytes())
+        elif not copy.is_file():
             print(f"{name}: no checkpoint, timing an untrained stand-in")
-            torch.manual_seed(0)  # same bytes every time: its MNIST scores stay cached on disk
             save_checkpoint(name, build_model(REGISTRY[name].model), {}, folder)
     return folder
 
