@@ -86,48 +86,53 @@ def tile(rows: list[np.ndarray]) -> np.ndarray:
     return np.kron(big, np.ones((SCALE, SCALE), dtype=np.float32))
 
 
-def layout(fig: go.Figure, title: str, x: str, y: str) -> go.Figure:
-    fig.update_xaxes(title=x)
-    fig.update_yaxes(title=y)
-    fig.update_layout(
-        title={"text": title, "font": {"size": 14}},
-        height=330,
-        margin={"l": 10, "r": 10, "t": 40, "b": 10},
-        legend={"orientation": "h", "y": -0.3},
-    )
-    return fig
+def layout(title: str, x: str, y: dict, shapes: tuple = ()) -> dict:
+    """Plotly layout: small title, axis titles, legend below, optional shapes."""
+    return {
+        "title": {"text": title, "font": {"size": 14}},
+        "xaxis": {"title": {"text": x}},
+        "yaxis": y,
+        "height": 330,
+        "margin": {"l": 10, "r": 10, "t": 40, "b": 10},
+        "legend": {"orientation": "h", "y": -0.3},
+        "shapes": list(shapes),
+    }
 
 
 def curve_figure(
     curves: dict[str, RobustnessCurve], fields: dict[str, str], title: str, y: str, eps: float
 ) -> go.Figure:
     """One line per model (colour) and field (dash) against ε; the slider's ε dotted."""
-    fig = go.Figure()
-    for i, (name, curve) in enumerate(curves.items()):
-        for j, (field, label) in enumerate(fields.items()):
-            fig.add_scatter(
-                x=curve.eps,
-                y=getattr(curve, field),
-                name=ui.model_title(name) + (f", {label}" if len(fields) > 1 else ""),
-                mode="lines+markers",
-                line={"color": COLORS[i % len(COLORS)], "dash": DASHES[j]},
-            )
-    fig.add_vline(x=eps, line_dash="dot", line_color="grey")
-    return layout(fig, title, "ε (pixel units; images in [0, 1])", y)
+    lines = [
+        go.Scatter(
+            x=curve.eps,
+            y=getattr(curve, field),
+            name=ui.model_title(name) + (f", {label}" if len(fields) > 1 else ""),
+            mode="lines+markers",
+            line={"color": COLORS[i % len(COLORS)], "dash": DASHES[j]},
+        )
+        for i, (name, curve) in enumerate(curves.items())
+        for j, (field, label) in enumerate(fields.items())
+    ]
+    marker = {"type": "line", "x0": eps, "x1": eps, "y0": 0, "y1": 1, "yref": "paper"}
+    marker["line"] = {"dash": "dot", "color": "grey"}
+    axis = "ε (pixel units; images in [0, 1])"
+    return go.Figure(lines, layout(title, axis, {"title": {"text": y}}, (marker,)))
 
 
 def trajectory_figure(probs: np.ndarray, target: int) -> go.Figure:
     """Class probabilities ``(steps + 1, 10)`` against the iteration; the target in bold."""
-    fig = go.Figure()
-    for c in range(probs.shape[1]):
-        fig.add_scatter(
+    lines = [
+        go.Scatter(
             y=probs[:, c],
             name=f"{c} (target)" if c == target else str(c),
             mode="lines",
             line={"width": 4 if c == target else 1.5, "color": COLORS[c]},
         )
-    fig.update_yaxes(range=[0, 1.02])
-    return layout(fig, "Class probabilities over the iterations", "iteration", "probability")
+        for c in range(probs.shape[1])
+    ]
+    y = {"title": {"text": "probability"}, "range": [0, 1.02]}
+    return go.Figure(lines, layout("Class probabilities over the iterations", "iteration", y))
 
 
 def bar_progress(bar, done: int, total: int, title: str) -> ProgressFn:
