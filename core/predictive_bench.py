@@ -32,12 +32,13 @@ TEST_SET_SIZE = 10_000
 STEPS = 20  # progress steps over the test set
 
 
-def _timed(fn, device: torch.device) -> float:
+def _timed(fn, device: torch.device) -> tuple[float, float]:
+    """(wall-clock, process CPU) seconds of ``fn()``."""
     synchronize(device)
-    start = time.perf_counter()
+    wall, cpu = time.perf_counter(), time.process_time()
     fn()
     synchronize(device)
-    return time.perf_counter() - start
+    return time.perf_counter() - wall, time.process_time() - cpu
 
 
 def bench_predictive(
@@ -50,7 +51,9 @@ def bench_predictive(
     progress: ProgressFn | None = None,
 ) -> dict:
     """Seconds for ``samples`` passes + summaries: median over ``repeats`` single images (after
-    ``warmup`` runs), and one sweep over all ``images`` ``(N, 1, 28, 28)``."""
+    ``warmup`` runs), and one sweep over all ``images`` ``(N, 1, 28, 28)``. Wall-clock times
+    are rated against :data:`GOALS`; the process CPU times (``*_cpu_*``, summed over threads)
+    show the work itself when other processes compete for the cores."""
     device = next(model.parameters()).device
     images = images.to(device)
 
@@ -67,13 +70,16 @@ def bench_predictive(
             summarize(predictive_samples(model, batch, samples))
         report(progress, 1.0, f"{len(images)} images")
 
-    total = _timed(sweep, device)
-    values = {"single_image_ms": 1e3 * statistics.median(single), "test_set_s": total}
+    total, total_cpu = _timed(sweep, device)
+    walls, cpus = zip(*single, strict=True)
+    values = {"single_image_ms": 1e3 * statistics.median(walls), "test_set_s": total}
     return {
         "samples": samples,
         "repeats": repeats,
         "num_images": len(images),
-        "single_image_ms_min": 1e3 * min(single),
+        "single_image_ms_min": 1e3 * min(walls),
+        "single_image_cpu_ms": 1e3 * statistics.median(cpus),
+        "test_set_cpu_s": total_cpu,
         **values,
         "device": device_name(device),
         "goals": {
@@ -117,8 +123,10 @@ def cmd_bench_predictive(args) -> int:
     print(
         f"{args.checkpoint} on {result['device']}, {args.samples} samples (LRT) + summaries:\n"
         f"  one image: {result['single_image_ms']:.2f} ms median of {args.repeats}"
-        f" (min {result['single_image_ms_min']:.2f} ms)\n"
+        f" (min {result['single_image_ms_min']:.2f} ms,"
+        f" CPU {result['single_image_cpu_ms']:.2f} ms)\n"
         f"  {result['num_images']} images: {result['test_set_s']:.1f} s"
+        f" (CPU {result['test_set_cpu_s']:.1f} s)"
     )
     for name, goal in result["goals"].items():
         status = "met" if goal["met"] else "NOT met"
