@@ -18,4 +18,4 @@ echo "== ruff"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 echo "== pytest"
-.venv/bin/python -m pytest "$@"
+.venv/bin/python -m pytest --durations=15 "$@"
