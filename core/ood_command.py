@@ -15,7 +15,7 @@ import json
 import sys
 from dataclasses import asdict
 
-from core.checkpoints import REGISTRY, list_checkpoints
+from core.checkpoints import REGISTRY, CheckpointError, list_checkpoints
 from core.ood import OodResult, ood_datasets, ood_table
 from core.progress import text_progress
 from core.uncertainty import SCORES
@@ -53,7 +53,7 @@ def cmd_ood(args) -> int:
         results = ood_table(
             checkpoints, datasets, samples=args.samples, n=args.subset, progress=bar
         )
-    except DatasetUnavailable as exc:
+    except (DatasetUnavailable, CheckpointError, ValueError) as exc:  # missing or unknown
         print(f"\n{exc}", file=sys.stderr)
         return 1
     if args.json:
