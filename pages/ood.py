@@ -418,7 +418,7 @@ with table_column:
             {s.title: [results[name][key][metric] for name in models] for key, s in SCORES.items()},
             index=index,
         )
-        st.dataframe(table.style.format("{:.3f}"), key=f"ood_table_{metric}")
+        st.table(table.map("{:.3f}".format))
 if digit_labels:
     st.caption(
         f"Accuracy on {label} (its labels are the original digits) against the MNIST subset: "
@@ -445,11 +445,13 @@ st.caption(
 st.info(honest_caption(evals, score, label, digit_labels))
 
 st.markdown(
-    f"**The {label} inputs each model is surest about** (lowest {SCORES[score].title.lower()})"
+    f"**The {label} inputs each model is surest about** (lowest {SCORES[score].title.lower()}, "
+    "ties broken by the highest mean probability)"
 )
 images = subset_images(dataset, subset)
 for name, (_, outside) in evals.items():
-    surest = torch.argsort(outside.scores[score], stable=True)[:STRIP]
+    order = torch.argsort(outside.scores["max_prob"], stable=True)
+    surest = order[torch.argsort(outside.scores[score][order], stable=True)][:STRIP]
     strip = np.concatenate(list(images[surest, 0].numpy()), axis=1)
     predicted = ", ".join(str(int(k)) for k in outside.predicted[surest])
     st.image(enlarge(strip), caption=f"{ui.model_title(name)}: predicted {predicted}", clamp=True)

@@ -13,6 +13,7 @@ from core.checkpoints import REGISTRY, save_checkpoint
 from core.data import DatasetUnavailable, list_datasets, load_dataset
 from core.models import ModelConfig, build_model
 from core.ood import digit_labelled
+from core.uncertainty import SCORES
 
 PAGE = "../pages/ood.py"
 MODELS = ("bbb_mixture", "mlp", "dropout_mlp")
@@ -69,11 +70,12 @@ def chart_specs(at: AppTest) -> list[str]:
 
 
 def assert_tables_have_a_row_per_model(at: AppTest) -> None:
-    tables = [d.value for d in at.dataframe]
+    tables = [t.value for t in at.table]
     assert len(tables) == 2  # AUROC, FPR at 95 % TPR
     for table in tables:
         assert list(table.index) == TITLES
-        assert ((table >= 0) & (table <= 1)).all().all()
+        assert list(table.columns) == [s.title for s in SCORES.values()]
+        assert table.map(lambda v: 0 <= float(v) <= 1).all().all()
 
 
 def test_every_available_dataset_renders_inside_the_app(small_models):
