@@ -228,12 +228,14 @@ def show_sample(models: list[str], ood: np.ndarray, digit: np.ndarray, label: st
 
 def honest_caption(
     evals: dict[str, tuple[DatasetEvaluation, DatasetEvaluation]],
+    results: dict[str, dict[str, dict[str, float]]],
     score: str,
     label: str,
     digit_labels: bool,
 ) -> str:
-    """What the numbers show, computed from the evaluations on screen. ``digit_labels``: the OOD
-    inputs are altered digits labelled with them, so a confident answer can be right."""
+    """What the numbers show, computed from the evaluations and detection metrics on screen.
+    ``digit_labels``: the OOD inputs are altered digits labelled with them, so a confident
+    answer can be right."""
     title = SCORES[score].title.lower()
     parts = []
     for name, (inside, outside) in evals.items():
@@ -267,9 +269,16 @@ def honest_caption(
         parts.append(
             "None of these inputs is a digit, so every confident answer is a confident mistake."
         )
+    best = []
+    for name, metrics in results.items():
+        top = max(metrics, key=lambda s: metrics[s]["auroc"])
+        auroc = metrics[top]["auroc"]
+        best.append(f"{ui.model_title(name)}: {SCORES[top].title.lower()}, AUROC {auroc:.3f}")
     parts.append(
-        "A Bayesian network is more uncertain on such inputs on average, not on each one: the "
-        "strips below show the inputs each model is surest about."
+        "Best detector per model: "
+        + "; ".join(best)
+        + ". Uncertainty is higher on such inputs on average, not on each one: the strips below "
+        "show the inputs each model is surest about."
     )
     return " ".join(parts)
 
@@ -437,12 +446,14 @@ elif infos[dataset].has_labels:
         + ". Near chance by design: those labels are not digits, so a digit classifier has no "
         "right answer to give."
     )
+inside, outside = evals[models[0]]
 st.caption(
-    f"{subset:,} random inputs from each set, {samples} passes each. A score flags an input as "
+    f"{len(inside):,} random MNIST test digits and {len(outside):,} {label} inputs, {samples} "
+    "passes each. A score flags an input as "
     "OOD when it exceeds a threshold; AUROC is the chance that a random OOD input scores higher "
     "than a random MNIST digit."
 )
-st.info(honest_caption(evals, score, label, digit_labels))
+st.info(honest_caption(evals, results, score, label, digit_labels))
 
 st.markdown(
     f"**The {label} inputs each model is surest about** (lowest {SCORES[score].title.lower()}, "

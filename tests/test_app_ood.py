@@ -97,7 +97,10 @@ def test_every_available_dataset_renders_inside_the_app(small_models):
         digits = digit_labelled(info.name)
         assert ("its labels are the original digits" in captions(at)) == digits
         assert ("Near chance by design" in captions(at)) == (info.has_labels and not digits)
-        assert info.title in at.info[0].value and "confident mistake" in at.info[0].value
+        text = at.info[0].value
+        assert info.title in text and "confident mistake" in text
+        assert all(f"{title}: " in text for title in TITLES)  # a sentence per model
+        assert "Best detector per model" in text
 
 
 def test_unavailable_datasets_are_listed_with_reasons_not_offered(
