@@ -211,6 +211,9 @@ def mnist_test():
 
 @pytest.mark.slow
 def test_snr_pruning_90_percent_of_the_shipped_bbb_keeps_its_test_error(shipped_bbb, mnist_test):
+    """The issue asks for at most +0.5 percentage points at 90 % removed; measured on the
+    shipped bbb_mixture (all 10,000 test images, 5 samples): 1.64 % → 1.63 %. Asserted: at
+    most +0.2 points (Monte-Carlo spread between seeds is about 0.05 points)."""
     from core.evaluate import evaluate_model
 
     before = {k: v.clone() for k, v in shipped_bbb.state_dict().items()}
@@ -218,7 +221,7 @@ def test_snr_pruning_90_percent_of_the_shipped_bbb_keeps_its_test_error(shipped_
     torch.manual_seed(0)
     full = evaluate_model(shipped_bbb, x, y, samples=5)["test_error"]
     pruned = evaluate_model(snr_prune(shipped_bbb, 0.9), x, y, samples=5)["test_error"]
-    assert pruned - full < 0.005, (full, pruned)
+    assert pruned - full <= 0.002, (full, pruned)
     assert all(torch.equal(before[k], v) for k, v in shipped_bbb.state_dict().items())
 
 
