@@ -7,7 +7,7 @@ import streamlit as st
 import torch
 
 from app import ui
-from core.checkpoints import checkpoint_path, list_checkpoints
+from core.checkpoints import CheckpointError, checkpoint_path, list_checkpoints
 from core.data import DatasetUnavailable, load_dataset
 from core.pruning import (
     METHOD_LABELS,
@@ -260,7 +260,11 @@ method = middle.radio(
 percent = right.slider("Weights removed (%)", 0, 99, 75, key="pruning_percent")
 fraction = percent / 100
 
-model = ui.load_model(name)
+try:
+    model = ui.load_model(name)
+except CheckpointError as exc:
+    st.error(f"Cannot load {ui.model_title(name)}: {exc}")
+    st.stop()
 removed = removal_mask(weight_scores(model, method), fraction)
 pruned = remove_weights(model, removed)
 error = seeded_error(pruned, x_test[:QUICK_EXAMPLES], y_test[:QUICK_EXAMPLES], QUICK_SAMPLES)

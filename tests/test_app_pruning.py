@@ -30,7 +30,8 @@ def save_small(name: str, directory, seed: int = 0) -> None:
 
 @pytest.fixture(scope="module")
 def shared_dirs(tmp_path_factory):
-    """Small checkpoints under the registered names (all, and the MLP alone) and a cache."""
+    """Small checkpoints under the registered names (all; the MLP alone; a corrupt BBB) and a
+    cache."""
     from core.data import DatasetUnavailable, load_dataset
 
     try:
@@ -41,13 +42,15 @@ def shared_dirs(tmp_path_factory):
     for name in ("bbb_mixture", "bbb_gaussian", "mlp", "dropout_mlp"):
         save_small(name, root / "all")
     save_small("mlp", root / "mlp_only")
+    (root / "corrupt").mkdir()
+    (root / "corrupt" / "bbb_mixture.pt").write_bytes(b"not a checkpoint")
     return root
 
 
 @pytest.fixture
 def checkpoints(shared_dirs, monkeypatch):
-    """Use the shared small checkpoints (``checkpoints("mlp_only")`` for the MLP alone); curves
-    at the paper's fractions only, to compute less."""
+    """Use the shared small checkpoints (``checkpoints("mlp_only")``, ``checkpoints("corrupt")``
+    for the other folders); curves at the paper's fractions only, to compute less."""
     monkeypatch.setenv("BNN_CACHE_DIR", str(shared_dirs / "cache"))
     monkeypatch.setattr(core.pruning_curve, "CURVE_FRACTIONS", PAPER_FRACTIONS)
 
@@ -130,3 +133,9 @@ def test_page_runs_inside_the_app(checkpoints):
     at.slider(key="pruning_percent").set_value(95).run()
     assert not at.exception, at.exception
     assert "Test error, 95% removed" in metrics(at)
+
+
+def test_a_corrupt_checkpoint_is_named(checkpoints):
+    checkpoints("corrupt")
+    at = run_page()
+    assert len(at.error) == 1 and "bbb_mixture.pt" in at.error[0].value
