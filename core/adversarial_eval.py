@@ -27,8 +27,9 @@ from pathlib import Path
 
 import torch
 
+from core.atomic import atomic_write
 from core.attacks import fgsm_direction, perturb
-from core.checkpoints import _atomic_write, load_checkpoint
+from core.checkpoints import load_checkpoint
 from core.device import default_device
 from core.evalcache import content_hash, resolve_checkpoint
 from core.metrics import auroc
@@ -165,5 +166,5 @@ def cached_curve(
         model, images.to(device), labels.to(device), settings, source=crafter, progress=progress
     )
     text = json.dumps(curve.to_dict()).encode()
-    _atomic_write(file, lambda f: f.write(text))
+    atomic_write(file, lambda f: f.write(text))
     return curve

@@ -18,7 +18,6 @@ import json
 import math
 import os
 import re
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -27,6 +26,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from core.atomic import atomic_write_text
 from core.checkpoints import MIXTURE_PRIOR
 from core.device import default_device, device_name, synchronize
 from core.linfit import fit_line
@@ -308,17 +308,7 @@ def save_result(result: dict, folder: Path | None = None) -> Path:
     folder = folder or bench_dir()
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / result_filename(result)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(result, f, indent=1)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_text(path, json.dumps(result, indent=1) + "\n")
     return path
 
 

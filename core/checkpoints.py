@@ -12,13 +12,12 @@ Each checkpoint ``NAME`` is two files written atomically (temp file in the same 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
+from core.atomic import atomic_write
 from core.models import Model, ModelConfig, build_model
 from core.paths import CHECKPOINT_DIR
 from core.train import TrainConfig
@@ -100,32 +99,16 @@ def checkpoint_path(name: str, directory: Path | None = None) -> Path:
     return (directory or CHECKPOINT_DIR) / f"{name}.pt"
 
 
-def _atomic_write(path: Path, write) -> None:
-    """Write via ``write(file_object)`` to a temp file beside ``path``, then rename over it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; checkpoints are shared files
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def save_checkpoint(name: str, model: Model, metadata: dict, directory: Path | None = None) -> Path:
     """Atomically write ``NAME.pt`` and ``NAME.json``; returns the ``.pt`` path."""
     path = checkpoint_path(name, directory)
     config = model.config.to_dict()
     state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     payload = {"format": FORMAT_VERSION, "model_config": config, "state_dict": state}
-    _atomic_write(path, lambda f: torch.save(payload, f))
+    atomic_write(path, lambda f: torch.save(payload, f))
     meta = {"name": name, "model_config": config, **metadata}
     text = json.dumps(meta, indent=2, sort_keys=True).encode()
-    _atomic_write(path.with_suffix(".json"), lambda f: f.write(text))
+    atomic_write(path.with_suffix(".json"), lambda f: f.write(text))
     return path
 
 

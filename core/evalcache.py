@@ -23,7 +23,8 @@ from pathlib import Path
 
 import torch
 
-from core.checkpoints import _atomic_write, checkpoint_path, load_checkpoint
+from core.atomic import atomic_write
+from core.checkpoints import checkpoint_path, load_checkpoint
 from core.device import default_device
 from core.metrics import calibration
 from core.paths import cache_dir
@@ -180,7 +181,7 @@ def evaluate_dataset(
         except Exception:  # corrupt or from an incompatible version: compute it again
             pass
     result = _compute(path, dataset, split, samples, n, seed, progress)
-    _atomic_write(file, lambda f: torch.save(result.to_dict(), f))
+    atomic_write(file, lambda f: torch.save(result.to_dict(), f))
     return result
 
 

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import torch
 
-from core.checkpoints import _atomic_write, load_checkpoint
+from core.atomic import atomic_write
+from core.checkpoints import load_checkpoint
 from core.device import default_device
 from core.evalcache import content_hash, resolve_checkpoint
 from core.evaluate import evaluate_model
@@ -82,7 +83,7 @@ def _read_points(file: Path) -> dict[str, float]:
 
 def _write_points(file: Path, points: dict[str, float]) -> None:
     text = json.dumps({"errors": points}, sort_keys=True).encode()
-    _atomic_write(file, lambda f: f.write(text))
+    atomic_write(file, lambda f: f.write(text))
 
 
 def _point_key(fraction: float) -> str:
