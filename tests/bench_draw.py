@@ -12,6 +12,7 @@ of the same architecture (same cost) in the cache folder.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -59,19 +60,24 @@ def main() -> None:
     at.sidebar.number_input[0].set_value(args.samples)
     at.run()
     at.switch_page("../pages/draw.py").run()
-    times = []
+    wall, cpu = [], []
     for i in range(args.runs + 2):  # two warm-up runs (the first may score MNIST, once)
         at.session_state["draw_canvas"] = canvas_state("10"[i % 2])
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         at.run()
-        times.append(time.perf_counter() - start)
+        wall.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
         assert not at.exception, at.exception
-    times = sorted(times[2:])
-    print(
-        f"{len(args.models)} models x {args.samples} samples, {args.runs} reruns: "
-        f"median {1000 * statistics.median(times):.0f} ms, "
-        f"p90 {1000 * times[int(0.9 * (len(times) - 1))]:.0f} ms, max {1000 * times[-1]:.0f} ms"
-    )
+    print(f"{len(args.models)} models x {args.samples} samples, {args.runs} reruns")
+    print(f"  wall time: {summary(wall[2:])}")
+    print(f"  CPU time of this process (all threads): {summary(cpu[2:])}")
+    print(f"  load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+
+
+def summary(seconds: list[float]) -> str:
+    ms = sorted(1000 * s for s in seconds)
+    p90 = ms[int(0.9 * (len(ms) - 1))]
+    return f"median {statistics.median(ms):.0f} ms, p90 {p90:.0f} ms, max {ms[-1]:.0f} ms"
 
 
 if __name__ == "__main__":

@@ -123,6 +123,49 @@ def chromium_page(width: int = 1600, height: int = 1200) -> Iterator:
             browser.close()
 
 
+# Timestamps (performance.now()) of every websocket message the page sends and of every time
+# the app's script state becomes "notRunning", for rerun_latency_ms().
+_TIMING_SCRIPT = """
+window.__sent = [];
+window.__idle = [];
+const send = WebSocket.prototype.send;
+WebSocket.prototype.send = function (data) {
+  window.__sent.push(performance.now());
+  return send.call(this, data);
+};
+document.addEventListener("DOMContentLoaded", () => {
+  new MutationObserver((mutations) => {
+    for (const m of mutations) {
+      if (m.target.getAttribute("data-test-script-state") === "notRunning") {
+        window.__idle.push(performance.now());
+      }
+    }
+  }).observe(document.body, {
+    subtree: true, attributes: true, attributeFilter: ["data-test-script-state"],
+  });
+});
+"""
+
+
+def record_timings(page) -> None:
+    """Make the page record message and end-of-run times; call before ``page.goto``."""
+    page.add_init_script(_TIMING_SCRIPT)
+
+
+def messages_sent(page) -> int:
+    """How many websocket messages the page has sent so far (see :func:`record_timings`)."""
+    return page.evaluate("window.__sent.length")
+
+
+def rerun_latency_ms(page, message: int) -> float:
+    """Milliseconds from the page's ``message``-th websocket message (0-based) to the end of
+    the script run that follows, as the browser sees it."""
+    return page.evaluate(
+        "(i) => { const t = window.__sent[i]; return window.__idle.find((u) => u > t) - t; }",
+        message,
+    )
+
+
 def wait_for_script(page, timeout_ms: float = 30_000) -> None:
     """Wait until the app's script is not running. Call it once the page shows something that
     only the awaited run produces: right after an interaction the run may not have started."""

@@ -12,7 +12,15 @@ from app.ui import default_models
 from core import evalcache
 from core.checkpoints import list_checkpoints
 from core.data import DatasetUnavailable
-from tests.browser_util import chromium_page, require_chromium, serve_app, wait_for_script
+from tests.browser_util import (
+    chromium_page,
+    messages_sent,
+    record_timings,
+    require_chromium,
+    rerun_latency_ms,
+    serve_app,
+    wait_for_script,
+)
 
 pytestmark = [pytest.mark.browser, require_chromium()]
 
@@ -67,16 +75,22 @@ def scored_models() -> list[str]:
 
 def test_draw_one_and_zero(scored_models):
     with serve_app() as url, chromium_page() as page:
+        record_timings(page)
         page.goto(f"{url}/draw")
         page.wait_for_selector("canvas.upper-canvas", timeout=30_000)
         wait_for_script(page)
         page.get_by_text("Draw a digit on the black square").wait_for()
         for digit, strokes in STROKES.items():
+            sent = messages_sent(page)
             draw(page, strokes)
             start = time.perf_counter()
             found = predictions(page)
             assert len(found) == len(scored_models)
-            print(f"{digit}: predictions shown {time.perf_counter() - start:.2f} s after mouse-up")
+            print(
+                f"drew {digit}: predictions shown {time.perf_counter() - start:.2f} s after "
+                f"mouse-up; rerun done {rerun_latency_ms(page, sent):.0f} ms after the canvas "
+                f"message ({len(found)} models)"
+            )
             page.get_by_text("What the models see").wait_for()
             for text in found.values():
                 predicted = re.search(r"most probable class: (\d)", text)
