@@ -226,6 +226,37 @@ def show_sample(models: list[str], ood: np.ndarray, digit: np.ndarray, label: st
             ui.show_figure(spread_figure(views["top"], predicted, names), f"ood_{name}_spread")
 
 
+@st.fragment
+def sample_explorer(
+    grid: np.ndarray, digits: np.ndarray, label: str, models: list[str], n: int
+) -> None:
+    """The grid of samples with pick buttons and the picked one's views; a pick reruns only
+    this fragment, not the dataset-level part."""
+    chosen = st.session_state.setdefault(PICK_KEY, 0)
+    for i, column in enumerate(st.columns(GRID)):
+        column.image(enlarge(grid[i]), clamp=True, width="stretch")
+        column.button(
+            f"#{i + 1}",
+            key=f"ood_pick_{i}",
+            on_click=pick,
+            args=(i,),
+            type="primary" if i == chosen else "secondary",
+            width="stretch",
+        )
+    st.subheader("One input, every sampled network")
+    preview, views = st.columns([1, 6])
+    preview.image(enlarge(grid[chosen]), caption=f"{label} #{chosen + 1}", clamp=True)
+    preview.image(enlarge(digits[chosen]), caption="an MNIST test digit", clamp=True)
+    with views:
+        show_sample(models, grid[chosen], digits[chosen], f"{label} #{chosen + 1}", n)
+    st.caption(
+        f"For the picked input and for the MNIST digit: the class each of the {n} sampled "
+        "networks predicts, and the softmax score of the overall predicted class in each of "
+        "them. Confident: all votes on one class and scores near 1. The MLP repeats one "
+        "network, so its votes are unanimous by construction."
+    )
+
+
 def honest_caption(
     evals: dict[str, tuple[DatasetEvaluation, DatasetEvaluation]],
     results: dict[str, dict[str, dict[str, float]]],
@@ -331,30 +362,7 @@ except DatasetUnavailable as exc:
 label = titles[dataset]
 digit_labels = digit_labelled(dataset)
 st.caption(infos[dataset].description)
-chosen = st.session_state.setdefault(PICK_KEY, 0)
-for i, column in enumerate(st.columns(GRID)):
-    column.image(enlarge(grid[i]), clamp=True, width="stretch")
-    column.button(
-        f"#{i + 1}",
-        key=f"ood_pick_{i}",
-        on_click=pick,
-        args=(i,),
-        type="primary" if i == chosen else "secondary",
-        width="stretch",
-    )
-
-st.subheader("One input, every sampled network")
-preview, views = st.columns([1, 6])
-preview.image(enlarge(grid[chosen]), caption=f"{label} #{chosen + 1}", clamp=True)
-preview.image(enlarge(digits[chosen]), caption="an MNIST test digit", clamp=True)
-with views:
-    show_sample(models, grid[chosen], digits[chosen], f"{label} #{chosen + 1}", n)
-st.caption(
-    f"For the picked input and for the MNIST digit: the class each of the {n} sampled networks "
-    "predicts, and the softmax score of the overall predicted class in each of them. Confident: "
-    "all votes on one class and scores near 1. The MLP repeats one network, so its votes are "
-    "unanimous by construction."
-)
+sample_explorer(grid, digits, label, models, n)
 
 st.subheader(f"MNIST test against {label}")
 a, b, c = st.columns(3)
