@@ -9,6 +9,7 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 import core.checkpoints
+from app.ui import SAMPLES_KEY
 from core.checkpoints import REGISTRY, save_checkpoint
 from core.data import DatasetUnavailable, list_datasets, load_dataset
 from core.models import ModelConfig, build_model
@@ -18,7 +19,7 @@ from core.uncertainty import SCORES
 PAGE = "../pages/ood.py"
 MODELS = ("bbb_mixture", "mlp", "dropout_mlp")
 TITLES = [REGISTRY[name].title for name in MODELS]
-SMALL = {"ood_subset": 30, "ood_samples": 10, "sidebar_samples": 8}
+SMALL = {"ood_subset": 30, "ood_samples": 10, SAMPLES_KEY: 8}  # inputs, passes, sidebar passes
 VIEWS = 2 * len(MODELS)  # per model: votes and softmax spread of the picked input
 CHARTS = VIEWS + len(MODELS) + 1  # + score histogram per model, ROC
 
