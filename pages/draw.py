@@ -17,6 +17,8 @@ TEST_INDEX_KEY = "draw_test_index"
 SOURCES = ("Draw", "Upload an image", "MNIST test digit")
 CANVAS_SIZE = 280
 PREVIEW_SCALE = 6
+ENTROPY_HELP = "Uncertainty of the averaged prediction, in nats: 0 when sure, ln 10 ≈ 2.30 at most."
+MI_HELP = "How much the sampled networks disagree with each other, in nats: 0 when they agree."
 
 
 def canvas_image(image_data: np.ndarray | None) -> np.ndarray | None:
@@ -100,8 +102,8 @@ def show_model(name: str, model, x: torch.Tensor, n: int, limits: Thresholds | N
             f"(mean probability {summary.mean[0, top]:.0%})"
         )
     a, b = st.columns(2)
-    a.metric("Predictive entropy", f"{summary.entropy[0]:.3f} nats")
-    b.metric("Mutual information", f"{summary.mutual_information[0]:.3f} nats")
+    a.metric("Predictive entropy", f"{summary.entropy[0]:.3f}", help=ENTROPY_HELP)
+    b.metric("Mutual information", f"{summary.mutual_information[0]:.3f}", help=MI_HELP)
     mean, std = summary.mean[0].numpy(), summary.std[0].numpy()
     ui.show_figure(ui.probability_figure(mean, std), f"{name}_probs")
     ui.show_figure(ui.class_histogram_figure(summary.class_counts[0].numpy()), f"{name}_votes")

@@ -37,7 +37,8 @@ PREDICTION = "[class*='st-key-prediction_']"
 
 
 def draw(page, strokes: list[list[tuple[float, float]]]) -> None:
-    """Draw polylines given in canvas fractions on the canvas, with the mouse."""
+    """Draw polylines given in canvas fractions on the canvas, with the mouse (a move event
+    about every 8 pixels, as a hand would give)."""
     box = page.locator("canvas.upper-canvas").bounding_box()
     for stroke in strokes:
         points = [
@@ -45,8 +46,8 @@ def draw(page, strokes: list[list[tuple[float, float]]]) -> None:
         ]
         page.mouse.move(*points[0])
         page.mouse.down()
-        for x, y in points[1:]:
-            page.mouse.move(x, y, steps=10 if len(points) == 2 else 1)
+        for (x0, y0), (x, y) in zip(points, points[1:], strict=False):
+            page.mouse.move(x, y, steps=max(2, int(math.dist((x0, y0), (x, y)) / 8)))
         page.mouse.up()
 
 
