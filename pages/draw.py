@@ -104,11 +104,14 @@ def show_model(name: str, model, x: torch.Tensor, n: int, limits: Thresholds | N
     a, b = st.columns(2)
     a.metric("Predictive entropy", f"{summary.entropy[0]:.3f}", help=ENTROPY_HELP)
     b.metric("Mutual information", f"{summary.mutual_information[0]:.3f}", help=MI_HELP)
-    mean, std = summary.mean[0].numpy(), summary.std[0].numpy()
-    ui.show_figure(ui.probability_figure(mean, std), f"{name}_probs")
-    ui.show_figure(ui.class_histogram_figure(summary.class_counts[0].numpy()), f"{name}_votes")
-    spread = ui.score_histogram_figure(summary.top_scores[:, 0].numpy(), top)
-    ui.show_figure(spread, f"{name}_spread")
+    figure = ui.predictive_figure(
+        summary.mean[0].numpy(),
+        summary.std[0].numpy(),
+        summary.class_counts[0].numpy(),
+        summary.top_scores[:, 0].numpy(),
+        top,
+    )
+    ui.show_figure(figure, f"{name}_predictive")
 
 
 st.title("Draw a digit")

@@ -4,9 +4,9 @@
 
 Runs the app headless (``AppTest``), sets the canvas state the way the browser's message does
 (a new drawing each run, alternating "1" and "0") and times each full rerun: decoding the canvas
-PNG, preprocessing, ``n`` Monte-Carlo samples per model, summaries, verdicts and nine plotly
-figures. Uses the checkpoints in checkpoints/; a missing one is replaced by an untrained model
-of the same architecture (same cost) in the cache folder.
+PNG, preprocessing, ``n`` Monte-Carlo samples per model, summaries, verdicts and a three-panel
+plotly figure per model. Uses the checkpoints in checkpoints/; a missing one is replaced by an
+untrained model of the same architecture (same cost) in the cache folder.
 """
 
 from __future__ import annotations
