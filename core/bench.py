@@ -35,6 +35,7 @@ from core.models import ModelConfig, build_model
 from core.objective import IMPLEMENTATIONS, minibatch_objective
 from core.paths import REPO_ROOT
 from core.progress import ProgressFn, report
+from core.train import make_optimizer
 
 SCHEMA = 1
 REFERENCE_FILE = "reference-report-seed-a100.json"
@@ -130,7 +131,7 @@ def _stepper(impl: str, config: BenchConfig, device: torch.device) -> Stepper:
     kind = "mlp" if impl == "mlp" else "bbb"
     model = build_model(ModelConfig(kind=kind, hidden=config.hidden, prior=PRIORS[config.prior]))
     model.to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
+    optimizer = make_optimizer(model, config.lr)
     weight = 1.0 / config.epoch_steps
 
     def step(xb: torch.Tensor, yb: torch.Tensor, samples: int) -> None:
