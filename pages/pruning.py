@@ -1,6 +1,8 @@
 """Pruning and weights: remove the weights with the lowest signal-to-noise ratio and watch the
 test error (Blundell et al. 2015, §5.1); the densities of SNR values and of trained weights."""
 
+from dataclasses import dataclass
+
 import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
@@ -12,6 +14,7 @@ from core.data import DatasetUnavailable, load_dataset
 from core.pruning import (
     METHOD_LABELS,
     METHODS,
+    StorageSize,
     cutoff,
     density,
     num_weights,
@@ -56,14 +59,14 @@ def mnist_test() -> tuple[torch.Tensor, torch.Tensor]:
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def unpruned_error(name: str, _version: int) -> float:
+def unpruned_error(name: str, mtime_ns: int) -> float:
     x, y = mnist_test()
     model = ui.load_model(name)
     return seeded_error(model, x[:QUICK_EXAMPLES], y[:QUICK_EXAMPLES], QUICK_SAMPLES)
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
-def snr_summary(name: str, _version: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple]:
+def snr_summary(name: str, mtime_ns: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple]:
     """SNR (dB) of every weight; bin centres and density stacked ``(2, BINS)``; the CDF at the
     centres (over all weights); the plotted range (whole dB, at least ``SNR_FLOOR_DB``)."""
     db = snr_db(weight_scores(ui.load_model(name), "snr"))
@@ -75,7 +78,7 @@ def snr_summary(name: str, _version: int) -> tuple[np.ndarray, np.ndarray, np.nd
 
 
 @st.cache_data(show_spinner="Sampling weights…", max_entries=8)
-def weight_density(name: str, _version: int) -> tuple[np.ndarray, np.ndarray]:
+def weight_density(name: str, mtime_ns: int) -> tuple[np.ndarray, np.ndarray]:
     return density(weight_values(ui.load_model(name), sample=True), BINS, WEIGHT_RANGE)
 
 
@@ -106,33 +109,66 @@ def vline(x: float, **line) -> dict:
     }
 
 
-def snr_figure(name: str, removed: np.ndarray, method: str, fraction: float) -> go.Figure:
+@dataclass(frozen=True)
+class Pruned:
+    """What the page shows of one model pruned by one method to one ratio."""
+
+    error: float  # on the quick test subset
+    size: StorageSize
+    removed_density: np.ndarray | None  # removed weights' share of the SNR density, per bin
+    threshold_db: float | None  # SNR cut-off (SNR pruning with something removed)
+
+
+@st.cache_resource(show_spinner=False, max_entries=1000)
+def pruned_summary(name: str, mtime_ns: int, method: str, percent: int) -> Pruned:
+    """Prune, evaluate on the quick subset and summarise; cached (shared, immutable), so
+    revisiting a slider position costs nothing."""
+    x, y = mnist_test()
+    model = ui.load_model(name)
+    scores = weight_scores(model, method)
+    removed = removal_mask(scores, percent / 100)
+    pruned = remove_weights(model, removed)
+    error = seeded_error(pruned, x[:QUICK_EXAMPLES], y[:QUICK_EXAMPLES], QUICK_SAMPLES)
+    removed_density = None
+    if removed.any():
+        db, _, _, value_range = snr_summary(name, mtime_ns)
+        _, dens = density(torch.from_numpy(db[removed.numpy()]), BINS, value_range)
+        removed_density = dens * removed.float().mean().item()
+    threshold = cutoff(scores, percent / 100) if method == "snr" else None
+    threshold_db = None if threshold is None else snr_db(torch.tensor(threshold)).item()
+    return Pruned(error, storage_size(pruned), removed_density, threshold_db)
+
+
+def snr_figure(name: str, method: str, pruned: Pruned) -> go.Figure:
     """Density and CDF of SNR (dB) over all weights, the removed weights' share of the density
     and, for SNR pruning, the cut-off."""
-    db, (centres, dens), cdf, value_range = snr_summary(name, version(name))
+    _, (centres, dens), cdf, _ = snr_summary(name, version(name))
     traces = [
         go.Scatter(x=centres, y=dens, name="all weights", line={"color": "black"}),
         go.Scatter(x=centres, y=cdf, name="CDF", yaxis="y2", line={"dash": "dot"}),
     ]
-    if removed.any():
-        _, removed_dens = density(torch.from_numpy(db[removed]), BINS, value_range)
+    if pruned.removed_density is not None:
         traces.insert(
             1,
             go.Scatter(
                 x=centres,
-                y=removed_dens * removed.mean(),
+                y=pruned.removed_density,
                 name=f"removed ({METHOD_LABELS[method]})",
                 fill="tozeroy",
                 line={"color": COLORS[method], "width": 0},
             ),
         )
-    threshold = cutoff(torch.from_numpy(db), fraction) if method == "snr" else None
-    shapes = [] if threshold is None else [vline(threshold, color=COLORS["snr"], width=2)]
+    threshold, title = pruned.threshold_db, "Density and CDF of the SNR over all weights"
+    shapes = []
+    if threshold is not None and threshold >= SNR_FLOOR_DB:
+        shapes = [vline(threshold, color=COLORS["snr"], width=2)]
+        title += f" (cut-off at {threshold:.1f} dB)"
+    elif threshold is not None:
+        title += f" (cut-off below {SNR_FLOOR_DB:.0f} dB)"
     return go.Figure(
         traces,
         layout(
-            "Density and CDF of the signal-to-noise ratio over all weights"
-            + (f" (cut-off at {threshold:.1f} dB)" if threshold is not None else ""),
+            title,
             {"title": {"text": "signal-to-noise ratio 10·log10(|μ|/σ) (dB)"}},
             {"title": {"text": "density"}, "rangemode": "tozero"},
             yaxis2={
@@ -265,11 +301,9 @@ try:
 except CheckpointError as exc:
     st.error(f"Cannot load {ui.model_title(name)}: {exc}")
     st.stop()
-removed = removal_mask(weight_scores(model, method), fraction)
-pruned = remove_weights(model, removed)
-error = seeded_error(pruned, x_test[:QUICK_EXAMPLES], y_test[:QUICK_EXAMPLES], QUICK_SAMPLES)
+pruned = pruned_summary(name, version(name), method, percent)
+error, size = pruned.error, pruned.size
 base = unpruned_error(name, version(name))
-size = storage_size(pruned)
 
 a, b, c, d = st.columns(4)
 a.metric("Test error, unpruned", f"{base:.2%}")
@@ -291,7 +325,7 @@ st.caption(
     "(float32) plus an int32 column index, int32 row pointers per layer (CSR), biases dense."
 )
 
-ui.show_figure(snr_figure(name, removed.numpy(), method, fraction), "pruning_snr")
+ui.show_figure(snr_figure(name, method, pruned), "pruning_snr")
 st.caption(
     "Why SNR pruning works: a weight whose mean |μ| is small compared with its posterior "
     "standard deviation σ carries little signal — the posterior says it could just as well be "

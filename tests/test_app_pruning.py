@@ -139,3 +139,17 @@ def test_a_corrupt_checkpoint_is_named(checkpoints):
     checkpoints("corrupt")
     at = run_page()
     assert len(at.error) == 1 and "bbb_mixture.pt" in at.error[0].value
+
+
+def test_a_rewritten_checkpoint_is_evaluated_afresh(checkpoints, tmp_path, monkeypatch):
+    from core.checkpoints import load_checkpoint
+    from core.data import load_dataset
+    from core.pruning_curve import seeded_error
+
+    monkeypatch.setattr(core.checkpoints, "CHECKPOINT_DIR", tmp_path)
+    x, y = load_dataset("mnist", "test")
+    for seed in (1, 2):
+        save_small("bbb_mixture", tmp_path, seed)
+        model = load_checkpoint("bbb_mixture")[0]
+        expected = seeded_error(model, x[:1000], y[:1000], 5)
+        assert metrics(run_page())["Test error, unpruned"] == f"{expected:.2%}"
