@@ -92,7 +92,8 @@ def from_test_set() -> tuple[np.ndarray, str] | None:
 
 def show_model(name: str, model, x: torch.Tensor, n: int, limits: Thresholds | None) -> None:
     """One model's column: verdict, entropy and mutual information, and three plots."""
-    summary = summarize(predictive_samples(model, x, n))
+    with ui.one_torch_thread():
+        summary = summarize(predictive_samples(model, x, n))
     top = int(summary.predicted[0])
     st.subheader(ui.model_title(name))
     with st.container(key=f"prediction_{name}"):
