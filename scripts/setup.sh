@@ -3,22 +3,56 @@
 #   1. a virtual environment in .venv with the pinned requirements
 #      (requirements-dev.txt too when called with --dev),
 #   2. MNIST and FashionMNIST in the data folder (python -m core data).
-# Re-running is cheap: pip is skipped while the requirement files are unchanged.
+# Re-running is cheap: pip is skipped while the requirement files are unchanged, and an existing
+# .venv is reused when it works. A broken one (dangling link, no bin/python, a python that
+# cannot import torch) is named in one line and recreated.
+#
+# Environment:
+#   PYTHON=python3.12   interpreter used to create .venv (default python3, needs >= 3.11)
+#   BNN_TORCH=cpu       install the CPU-only PyTorch build from download.pytorch.org instead of
+#                       PyPI's default Linux build with its ~3 GB of CUDA libraries (needs that
+#                       host to be reachable; the default works with PyPI alone)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 req=requirements.txt
 [ "${1:-}" = "--dev" ] && req=requirements-dev.txt
 python=${PYTHON:-python3}
+torch_build=${BNN_TORCH:-default}
+
+broken=""
+if [ -L .venv ] && [ ! -e .venv ]; then
+  broken="it is a link to a missing folder ($(readlink .venv))"
+elif [ -e .venv ] && [ ! -x .venv/bin/python ]; then
+  broken="it has no working bin/python"
+elif [ -x .venv/bin/python ] && ls .venv/.installed-* >/dev/null 2>&1 \
+  && ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
+  broken="its python cannot import torch"
+fi
+if [ -n "$broken" ]; then
+  echo "== .venv is not a working environment: $broken; recreating it"
+  rm -rf .venv
+fi
 
 if [ ! -x .venv/bin/python ]; then
   echo "== creating .venv"
   "$python" -m venv .venv
 fi
-stamp=.venv/.installed-$(cat requirements*.txt | sha256sum | cut -c1-16)-$(basename "$req" .txt)
+stamp=.venv/.installed-$(cat requirements*.txt | sha256sum | cut -c1-16)-$(basename "$req" .txt)-$torch_build
 if [ ! -f "$stamp" ]; then
-  echo "== installing $req"
-  .venv/bin/python -m pip install --disable-pip-version-check -q -r "$req"
+  echo "== installing $req (torch build: $torch_build)"
+  pip=(.venv/bin/python -m pip install --disable-pip-version-check -q)
+  case "$torch_build" in
+    default) ;;
+    cpu)
+      # torch/torchvision exactly as pinned, CPU wheels; the rest from PyPI as usual.
+      pins=$(grep -E '^(torch|torchvision)==' requirements.txt)
+      # shellcheck disable=SC2086
+      "${pip[@]}" --index-url https://download.pytorch.org/whl/cpu $pins
+      ;;
+    *) echo "BNN_TORCH must be 'cpu' or unset, not '$torch_build'" >&2; exit 1 ;;
+  esac
+  "${pip[@]}" -r "$req"
   .venv/bin/python -c "import torchvision.ops, torchvision.datasets; torchvision.ops.nms" \
     || { echo "torchvision cannot load its compiled ops against this torch" >&2; exit 1; }
   touch "$stamp"
