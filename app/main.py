@@ -6,6 +6,7 @@ pages in :data:`PAGES`. Importing this module (e.g. ``from app.main import PAGES
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,12 +72,32 @@ PAGES = [
 ]
 
 
+THREADS_ENV = "BNN_TORCH_THREADS"
+
+
+def thread_policy() -> int:
+    """Torch's intra-op thread count for the whole server, chosen once at start-up: the value of
+    ``BNN_TORCH_THREADS`` when set, else torch's default. The count is process-wide and every
+    session shares the process, so no page changes it per request."""
+    import streamlit as st
+    import torch
+
+    @st.cache_resource
+    def apply(requested: str) -> int:
+        if requested.isdigit() and int(requested) > 0:
+            torch.set_num_threads(int(requested))
+        return torch.get_num_threads()
+
+    return apply(os.environ.get(THREADS_ENV, "").strip())
+
+
 def main() -> None:
     import streamlit as st
 
     from app.ui import render_sidebar
 
     st.set_page_config(page_title="Bayesian neural network lab", page_icon="🧠", layout="wide")
+    thread_policy()
     pages = [
         st.Page(p.path, title=p.title, icon=p.icon, default=i == 0) for i, p in enumerate(PAGES)
     ]

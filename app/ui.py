@@ -1,43 +1,36 @@
-"""Shared UI for every page: the sidebar and its choices, cached model loading, the cached
-"I don't know" thresholds, image upload decoding and plotly figure helpers.
+"""Shared UI for every page: the sidebar and its choices, cached loaders (models, MNIST test
+set, "I don't know" thresholds) and the one progress runner for expensive cached work.
 
-Pages read the sidebar's choices only through :func:`selected_models`, :func:`selected_names`,
-:func:`sample_count` and :func:`device`; they work with defaults when the sidebar was not drawn
-(e.g. a page run on its own in ``AppTest``).
+Pages read the sidebar's choices only through :func:`selected_models`, :func:`selected_names`
+and :func:`sample_count`; they work with defaults when the sidebar was not drawn (e.g. a page
+run on its own in ``AppTest``). Models and datasets returned here are shared by every session
+of the server: never modify them.
 """
 
 from __future__ import annotations
 
-import io
-from collections.abc import Iterator
-from contextlib import contextmanager
-
-import numpy as np
-import plotly.graph_objects as go
 import streamlit as st
 import torch
-from PIL import Image, ImageOps, UnidentifiedImageError
 
-from core import evalcache
-from core.checkpoints import (
+from core.engine.device import default_device, device_name
+from core.engine.models import Model
+from core.evaluation.uncertainty import Thresholds
+from core.progress import Job, run_all
+from core.storage.checkpoints import (
     REGISTRY,
     CheckpointError,
     checkpoint_path,
     list_checkpoints,
     load_checkpoint,
 )
-from core.device import default_device, device_name
-from core.models import Model
-from core.uncertainty import Thresholds
+from core.studies import evaluations
 
 MODELS_KEY = "sidebar_models"
 SAMPLES_KEY = "sidebar_samples"
 DEFAULT_SAMPLES = 100
 MAX_SAMPLES = 1000
-MAX_UPLOAD_MB = 5
-MAX_IMAGE_SIDE = 4000
 THRESHOLDS_MESSAGE = (
-    'Scoring the MNIST test set for the "I don\'t know" thresholds (once per model)…'
+    'Scoring the MNIST test set for the "I don\'t know" thresholds (once per model)'
 )
 
 
@@ -62,7 +55,8 @@ def device() -> torch.device:
 
 
 def render_sidebar() -> None:
-    """Draw the sidebar: models to compare, Monte-Carlo samples and the device in use."""
+    """Draw the sidebar: models to compare (broken checkpoints listed apart with the reason),
+    Monte-Carlo samples and the device in use."""
     infos = list_checkpoints()
     available = [i.spec.name for i in infos if i.available]
     chosen = st.session_state.get(MODELS_KEY)
@@ -81,7 +75,7 @@ def render_sidebar() -> None:
         if missing:
             with st.expander(f"Unavailable models ({len(missing)})"):
                 for info in missing:
-                    st.caption(f"**{info.spec.title}**: {info.reason}")
+                    st.text(f"{info.spec.title}: {info.reason}")
         st.number_input(
             "Monte-Carlo samples",
             min_value=1,
@@ -103,11 +97,20 @@ def selected_names() -> list[str]:
 
 def sample_count() -> int:
     """Number of Monte-Carlo samples chosen in the sidebar, within 1..MAX_SAMPLES."""
-    n = st.session_state.get(SAMPLES_KEY, DEFAULT_SAMPLES)
-    return int(min(max(n or DEFAULT_SAMPLES, 1), MAX_SAMPLES))
+    n_samples = st.session_state.get(SAMPLES_KEY, DEFAULT_SAMPLES)
+    return int(min(max(n_samples or DEFAULT_SAMPLES, 1), MAX_SAMPLES))
 
 
-# --- models --------------------------------------------------------------------------------
+# --- shared loaders ------------------------------------------------------------------------
+
+
+def version(name: str) -> int:
+    """Changes whenever checkpoint ``name`` is rewritten: pass it to cached functions that take
+    a checkpoint name, so a retrained model is not served from a stale cache."""
+    try:
+        return checkpoint_path(name).stat().st_mtime_ns
+    except OSError as exc:
+        raise CheckpointError(f"{checkpoint_path(name)}: checkpoint file not found") from exc
 
 
 @st.cache_resource(show_spinner="Loading model…", max_entries=32)
@@ -118,14 +121,10 @@ def _load(path: str, mtime_ns: int, device_str: str) -> Model:
 def load_model(name: str) -> Model:
     """The model of checkpoint ``name``, loaded once per process and file version.
 
-    The returned model is shared by all sessions and pages: never modify it. Raises
-    :class:`~core.checkpoints.CheckpointError` naming the file when it is missing or corrupt."""
-    path = checkpoint_path(name)
-    try:
-        mtime_ns = path.stat().st_mtime_ns
-    except OSError as exc:
-        raise CheckpointError(f"checkpoint file {path} not found") from exc
-    return _load(str(path), mtime_ns, str(device()))
+    Shared by all sessions and pages: never modify it. Raises
+    :class:`~core.storage.checkpoints.CheckpointError` naming the file when it is missing or
+    corrupt."""
+    return _load(str(checkpoint_path(name)), version(name), str(device()))
 
 
 def selected_models() -> list[tuple[str, Model]]:
@@ -140,147 +139,51 @@ def selected_models() -> list[tuple[str, Model]]:
     return models
 
 
-@contextmanager
-def one_torch_thread() -> Iterator[None]:
-    """Run per-input work (one image, a few hundred samples) on a single intra-op thread in this
-    script run: splitting such tiny products over threads costs more than it saves, many times
-    more when the cores are busy (Draw page rerun on 2 loaded cores: ~300 ms → ~60 ms)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
+@st.cache_resource(show_spinner="Loading the MNIST test set…")
+def mnist_test() -> tuple[torch.Tensor, torch.Tensor]:
+    """The MNIST test images ``(10000, 1, 28, 28)`` and labels, shared read-only by all
+    sessions. Raises :class:`core.data.DatasetUnavailable`."""
+    from core.data import load_dataset
+
+    return load_dataset("mnist", "test")
+
+
+def require_mnist_test() -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`mnist_test`, or an error naming what is missing and the end of the page run."""
+    from core.data import DatasetUnavailable
+
     try:
-        yield
-    finally:
-        torch.set_num_threads(before)
+        return mnist_test()
+    except DatasetUnavailable as exc:
+        st.error("The MNIST test set is unavailable.")
+        st.text(str(exc))
+        st.stop()
+
+
+# --- expensive cached work -----------------------------------------------------------------
+
+
+def run_jobs(jobs: list[Job], message: str) -> None:
+    """Run the missing pieces of cached work under one progress bar headed ``message`` (shown
+    only when there is something to compute); each job's title prefixes its progress."""
+    if not jobs:
+        return
+    bar = st.progress(0.0, f"{message}…")
+    run_all(jobs, lambda fraction, text: bar.progress(fraction, f"{message}: {text}"))
+    bar.empty()
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def _thresholds(path: str, mtime_ns: int) -> Thresholds:
-    return evalcache.rejection_thresholds(path)
+def _thresholds(name: str, mtime_ns: int) -> Thresholds:
+    return evaluations.rejection_thresholds(name)
 
 
 def rejection_thresholds(names: list[str]) -> dict[str, Thresholds]:
-    """The "I don't know" limits of each checkpoint (:func:`core.evalcache.rejection_thresholds`),
-    computing missing ones (once per checkpoint file, then cached on disk) under a progress bar.
+    """The "I don't know" limits of each checkpoint
+    (:func:`core.studies.evaluations.rejection_thresholds`), computing missing ones (once per
+    checkpoint file, then cached on disk) under a progress bar.
 
     Raises :class:`core.data.DatasetUnavailable` without the MNIST test set."""
-    todo = [n for n in names if not evalcache.is_cached(n, evalcache.IN_DISTRIBUTION)]
-    if todo:
-        bar = st.progress(0.0, THRESHOLDS_MESSAGE)
-        for i, name in enumerate(todo):
-            title = model_title(name)
-            evalcache.rejection_thresholds(
-                name,
-                progress=lambda f, msg, i=i, title=title: bar.progress(
-                    (i + f) / len(todo), f"{THRESHOLDS_MESSAGE} {title}: {msg}"
-                ),
-            )
-        bar.empty()
-    paths = {name: checkpoint_path(name) for name in names}
-    return {name: _thresholds(str(p), p.stat().st_mtime_ns) for name, p in paths.items()}
-
-
-# --- uploaded images -----------------------------------------------------------------------
-
-
-class ImageError(ValueError):
-    """An upload that is not a usable image; the message is meant for the user."""
-
-
-def _decode(data: bytes) -> np.ndarray:
-    """RGBA floats in [0, 1] of a PNG/JPEG file, checked for format and size first."""
-    unreadable = ImageError("This file is not a readable PNG or JPEG image.")
-    try:
-        img = Image.open(io.BytesIO(data))
-    except (UnidentifiedImageError, OSError) as exc:
-        raise unreadable from exc
-    if img.format not in ("PNG", "JPEG"):
-        raise ImageError(f"Expected a PNG or JPEG image, got {img.format}.")
-    if max(img.size) > MAX_IMAGE_SIDE:
-        raise ImageError(
-            f"The image is {img.size[0]}x{img.size[1]} pixels; "
-            f"at most {MAX_IMAGE_SIDE} pixels per side are accepted."
-        )
-    try:
-        return np.asarray(ImageOps.exif_transpose(img).convert("RGBA"), np.float32) / 255.0
-    except (OSError, ValueError, Image.DecompressionBombError) as exc:  # truncated or corrupt
-        raise unreadable from exc
-
-
-def read_image(data: bytes) -> np.ndarray:
-    """Decode a PNG/JPEG upload into a 2-D float image in [0, 1], white ink on black.
-
-    Transparent images use opacity as ink; opaque dark-ink-on-light images (judged from the
-    border) are inverted; the background level is subtracted and the ink stretched to 1.
-    Raises :class:`ImageError` for files over MAX_UPLOAD_MB or MAX_IMAGE_SIDE, or unreadable."""
-    if len(data) > MAX_UPLOAD_MB * 1024 * 1024:
-        raise ImageError(f"The file is larger than {MAX_UPLOAD_MB} MB.")
-    rgba = _decode(data)
-    if rgba[..., 3].min() < 1.0:
-        return rgba[..., 3]
-    grey = rgba[..., :3].mean(-1)
-    border = np.concatenate([grey[0], grey[-1], grey[:, 0], grey[:, -1]])
-    if np.median(border) > 0.5:
-        grey, border = 1.0 - grey, 1.0 - border
-    background = float(np.median(border))
-    span = float(grey.max()) - background
-    if span < 0.1:
-        return np.zeros_like(grey)
-    return np.clip((grey - background) / span, 0.0, 1.0)
-
-
-# --- figures -------------------------------------------------------------------------------
-# Figures are built in one constructor call (plotly's update_* methods are slow), and the Draw
-# page shows one three-panel figure per model: every chart costs the browser a full plot.
-
-CLASS_TICKS = {"tickmode": "linear", "dtick": 1}
-CLASS_AXIS = {**CLASS_TICKS, "title": {"text": "class"}}
-PANEL_TITLE = {"xref": "paper", "yref": "paper", "x": 0, "xanchor": "left", "showarrow": False}
-
-
-def predictive_figure(
-    mean: np.ndarray, std: np.ndarray, counts: np.ndarray, scores: np.ndarray, cls: int
-) -> go.Figure:
-    """Three stacked panels: mean class probabilities with ±1 std error bars across samples;
-    how many sampled networks predicted each class; the histogram over samples of the softmax
-    score of class ``cls`` (the softmax spread)."""
-    classes = np.arange(len(mean))
-    traces = [
-        go.Bar(x=classes, y=mean, error_y={"type": "data", "array": std, "visible": True}),
-        go.Bar(x=classes, y=counts, marker_color="#636efa", xaxis="x2", yaxis="y2"),
-        go.Histogram(
-            x=np.minimum(scores, 0.99999),  # a score of 1 belongs to the last bin, [0.95, 1]
-            xbins={"start": 0.0, "end": 1.0, "size": 0.05},
-            marker_color="#ef553b",
-            xaxis="x3",
-            yaxis="y3",
-        ),
-    ]
-    titles = [
-        "Mean class probability ± std",
-        "Class predicted by each sampled network",
-        f"Spread of the top class ({cls}) across samples",
-    ]
-    domains = [(0.72, 0.94), (0.38, 0.60), (0.07, 0.29)]
-    layout = {
-        "height": 600,
-        "margin": {"l": 10, "r": 10, "t": 10, "b": 10},
-        "showlegend": False,
-        "bargap": 0.15,
-        "annotations": [
-            {**PANEL_TITLE, "y": top + 0.01, "yanchor": "bottom", "text": f"<b>{title}</b>"}
-            for title, (_, top) in zip(titles, domains, strict=True)
-        ],
-        "xaxis": {**CLASS_TICKS, "anchor": "y"},
-        "yaxis": {"domain": domains[0], "range": [0, 1.05], "title": {"text": "probability"}},
-        "xaxis2": {**CLASS_TICKS, "anchor": "y2"},
-        "yaxis2": {"domain": domains[1], "rangemode": "tozero", "title": {"text": "networks"}},
-        "xaxis3": {"anchor": "y3", "range": [0, 1], "title": {"text": f"p({cls})"}},
-        "yaxis3": {"domain": domains[2], "rangemode": "tozero", "title": {"text": "networks"}},
-    }
-    return go.Figure(traces, layout)
-
-
-def show_figure(fig: go.Figure, key: str) -> None:
-    """Render a plotly figure at container width, without the mode bar. ``key`` must be unique
-    on the page: two identical figures without keys are a Streamlit error."""
-    st.plotly_chart(fig, width="stretch", config={"displayModeBar": False}, key=key)
+    jobs = evaluations.evaluation_jobs(names, [evaluations.IN_DISTRIBUTION], title=model_title)
+    run_jobs(jobs, THRESHOLDS_MESSAGE)
+    return {name: _thresholds(name, version(name)) for name in names}

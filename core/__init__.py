@@ -1,3 +1,65 @@
-"""Pure-PyTorch engine of the Bayesian neural network lab (never imports streamlit)."""
+"""Pure-PyTorch engine of the Bayesian neural network lab (never imports streamlit).
 
-__version__ = "0.1.0"
+Packages, from the bottom up:
+
+* :mod:`core.engine`: layers, priors, the model kinds and their registry, the Monte-Carlo
+  sampler, the ELBO estimators and the training loop;
+* :mod:`core.evaluation`: uncertainty summaries, metrics, attacks, pruning — pure functions of
+  models and tensors, no disk;
+* :mod:`core.storage`: paths, atomic writes, checkpoints and the one disk cache;
+* :mod:`core.studies`: what combines them and is cached (dataset evaluations, OOD tables,
+  robustness and pruning curves, speed benchmarks);
+* :mod:`core.data`: the dataset catalogue and loader;
+* :mod:`core.cli`: ``python -m core <command>``, one module per command group.
+
+The names below are the public API.
+"""
+
+from core.data import DatasetUnavailable, list_datasets, load_dataset
+from core.engine.interface import LabModel, ModelConfig, ModelKind
+from core.engine.models import MODEL_CLASSES, build_model
+from core.engine.objective import minibatch_objective
+from core.engine.sampler import predictive_logits, predictive_samples
+from core.engine.train import TrainConfig, train
+from core.evaluation.metrics import evaluate_model
+from core.evaluation.uncertainty import SCORES, PredictiveSummary, summarize
+from core.progress import Job, ProgressFn, run_all
+from core.storage.checkpoints import (
+    REGISTRY,
+    CheckpointError,
+    list_checkpoints,
+    load_checkpoint,
+    save_checkpoint,
+)
+from core.studies.evaluations import evaluate_dataset
+
+__version__ = "0.2.0"
+
+__all__ = [
+    "MODEL_CLASSES",
+    "REGISTRY",
+    "SCORES",
+    "CheckpointError",
+    "DatasetUnavailable",
+    "Job",
+    "LabModel",
+    "ModelConfig",
+    "ModelKind",
+    "PredictiveSummary",
+    "ProgressFn",
+    "TrainConfig",
+    "build_model",
+    "evaluate_dataset",
+    "evaluate_model",
+    "list_checkpoints",
+    "list_datasets",
+    "load_checkpoint",
+    "load_dataset",
+    "minibatch_objective",
+    "predictive_logits",
+    "predictive_samples",
+    "run_all",
+    "save_checkpoint",
+    "summarize",
+    "train",
+]

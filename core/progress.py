@@ -2,7 +2,8 @@
 
 Long functions take ``progress: ProgressFn | None`` and call it with the fraction done in
 [0, 1] and a short message. The CLI renders it as a text bar (:func:`text_progress`), the app
-as ``st.progress``.
+as ``st.progress``. :func:`run_all` runs a list of :class:`Job` s and reports them as one bar;
+a study exposes its missing work as jobs so that pages and the CLI can show one bar for it.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from typing import TextIO
+from dataclasses import dataclass
+from typing import Any, TextIO
 
 ProgressFn = Callable[[float, str], None]
 
@@ -36,3 +38,26 @@ def text_progress(label: str, stream: TextIO | None = None, width: int = 30) -> 
         out.flush()
 
     return draw
+
+
+def share(progress: ProgressFn | None, done: int, total: int, label: str = "") -> ProgressFn:
+    """Progress of step ``done`` (0-based) of ``total`` equal steps, reported as a share of the
+    whole; ``label`` prefixes each message."""
+    prefix = f"{label}: " if label else ""
+    return lambda fraction, message: report(progress, (done + fraction) / total, prefix + message)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One piece of expensive work: ``run(progress)`` computes (and caches) a result; ``title``
+    names it in progress messages."""
+
+    title: str
+    run: Callable[[ProgressFn | None], Any]
+
+
+def run_all(jobs: list[Job], progress: ProgressFn | None = None) -> list[Any]:
+    """Run ``jobs`` in order, reporting them as one progress from 0 to 1; returns the results."""
+    results = [job.run(share(progress, i, len(jobs), job.title)) for i, job in enumerate(jobs)]
+    report(progress, 1.0, "done")
+    return results

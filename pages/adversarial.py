@@ -3,17 +3,23 @@ for each model (naive or EOT gradients, white-box or transferred from the MLP), 
 iterative attack with the trajectory of class probabilities."""
 
 import numpy as np
-import plotly.graph_objects as go
 import streamlit as st
 import torch
 
 from app import ui
-from core.adversarial_eval import EPS_GRID, CurveSettings, RobustnessCurve, cached_curve, is_cached
-from core.attacks import fgsm_direction, perturb, targeted_fgsm
-from core.checkpoints import CheckpointError, checkpoint_path
-from core.data import DatasetUnavailable, load_dataset
-from core.predictive import predictive_samples
-from core.progress import ProgressFn
+from app.figures import show_figure
+from app.figures.adversarial import curve_figure, tile, trajectory_figure
+from core.engine.sampler import predictive_samples
+from core.evaluation.attacks import fgsm_direction, perturb, targeted_fgsm
+from core.storage.checkpoints import CheckpointError
+from core.studies.robustness import (
+    EPS_GRID,
+    CurveSettings,
+    RobustnessCurve,
+    cached_curve,
+    curve_jobs,
+    is_cached,
+)
 
 SOURCE = "mlp"  # transfer attacks are crafted on this checkpoint
 MAX_EPS = 0.3
@@ -24,46 +30,53 @@ GRIDS = {
 }
 SUBSET_SIZES = (200, 500, 1000, 2000, 5000, 10000)
 CURVE_SAMPLES = (10, 20, 50, 100)
-SCALE = 3  # screen pixels per MNIST pixel in the example grid
-COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd")
-COLORS += ("#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
-DASHES = ("solid", "dot")
-
-
-def version(name: str) -> int:
-    """Changes whenever the checkpoint file is rewritten (keys the caches below)."""
-    return checkpoint_path(name).stat().st_mtime_ns
-
-
-@st.cache_resource(show_spinner="Loading the MNIST test set…")
-def mnist_test() -> tuple[torch.Tensor, torch.Tensor]:
-    return load_dataset("mnist", "test")
+CURVES_MESSAGE = "Attacking the test subset (once, then cached on disk)"
+CURVE_PANELS = (  # (column, chart key, curve fields → legend labels, title, y axis), in order
+    (0, "adv_accuracy", {"accuracy": ""}, "Accuracy on FGSM examples", "accuracy"),
+    (0, "adv_entropy", {"entropy": ""}, "Mean predictive entropy", "nats"),
+    (
+        1,
+        "adv_auroc",
+        {"auroc_entropy": "entropy", "auroc_mutual_information": "mutual information"},
+        "AUROC of telling adversarial from clean inputs",
+        "AUROC",
+    ),
+    (1, "adv_mi", {"mutual_information": ""}, "Mean mutual information", "nats"),
+)
 
 
 def grid_digits() -> tuple[torch.Tensor, torch.Tensor]:
-    """The first test image of each class 0–9: ``(10, 1, 28, 28)`` and their labels."""
-    x, y = mnist_test()
+    """The first test image of each class 0–9: ``(10, 1, 28, 28)`` and their labels ``(10,)``."""
+    x, y = ui.mnist_test()
     first = torch.stack([torch.nonzero(y == c)[0, 0] for c in range(10)])
     return x[first], y[first]
 
 
 @st.cache_data(show_spinner="Computing input gradients…", max_entries=64)
-def grid_direction(crafter: str, file_version: int, k: int) -> np.ndarray:
-    """sign(∇ₓ NLL) of model ``crafter`` with k passes on :func:`grid_digits` (seeded)."""
+def grid_direction(crafter: str, file_version: int, n_samples: int) -> np.ndarray:
+    """sign(∇ₓ NLL) ``(10, 1, 28, 28)`` of model ``crafter`` with ``n_samples`` passes per
+    gradient on :func:`grid_digits` (seeded)."""
     x, y = grid_digits()
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
-        return fgsm_direction(ui.load_model(crafter), x, y, k).cpu().numpy()
+        return fgsm_direction(ui.load_model(crafter), x, y, n_samples).cpu().numpy()
 
 
 @st.cache_data(show_spinner="Running the targeted attack…", max_entries=32)
 def targeted(
-    name: str, file_version: int, index: int, target: int, attack: tuple, k: int, n: int
+    name: str,
+    file_version: int,
+    index: int,
+    target: int,
+    attack: tuple,
+    n_samples: int,
+    n_eval_samples: int,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Targeted FGSM on test image ``index``; ``attack`` = (step, steps, ε) in pixel units.
+    """Targeted FGSM on test image ``index``; ``attack`` = (step, steps, ε) in pixel units,
+    ``n_samples`` passes per gradient, ``n_eval_samples`` per recorded prediction.
     Returns the adversarial image ``(28, 28)`` and the probabilities ``(steps + 1, 10)``."""
     step, steps, eps = attack
-    x, _ = mnist_test()
+    x, _ = ui.mnist_test()
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         result = targeted_fgsm(
@@ -73,103 +86,24 @@ def targeted(
             step=step,
             steps=steps,
             eps=eps,
-            samples=k,
-            eval_samples=n,
+            n_samples=n_samples,
+            n_eval_samples=n_eval_samples,
         )
     return result.adversarial[0, 0].cpu().numpy(), result.probs[:, 0].numpy()
 
 
-def tile(rows: list[np.ndarray]) -> np.ndarray:
-    """Stack rows of ``(G, 28, 28)`` images into one enlarged image with grey 2-pixel gaps."""
-    padded = [np.pad(r, ((0, 0), (0, 2), (0, 2)), constant_values=0.35) for r in rows]
-    big = np.concatenate([np.concatenate(list(r), axis=1) for r in padded], axis=0)
-    return np.kron(big, np.ones((SCALE, SCALE), dtype=np.float32))
-
-
-def layout(title: str, x: str, y: dict, shapes: tuple = ()) -> dict:
-    """Plotly layout: small title, axis titles, legend below, optional shapes."""
-    return {
-        "title": {"text": title, "font": {"size": 14}},
-        "xaxis": {"title": {"text": x}},
-        "yaxis": y,
-        "height": 330,
-        "margin": {"l": 10, "r": 10, "t": 40, "b": 10},
-        "legend": {"orientation": "h", "y": -0.3},
-        "shapes": list(shapes),
-    }
-
-
-def curve_figure(
-    curves: dict[str, RobustnessCurve], fields: dict[str, str], title: str, y: str, eps: float
-) -> go.Figure:
-    """One line per model (colour) and field (dash) against ε; the slider's ε dotted."""
-    lines = [
-        go.Scatter(
-            x=curve.eps,
-            y=getattr(curve, field),
-            name=ui.model_title(name) + (f", {label}" if len(fields) > 1 else ""),
-            mode="lines+markers",
-            line={"color": COLORS[i % len(COLORS)], "dash": DASHES[j]},
-        )
-        for i, (name, curve) in enumerate(curves.items())
-        for j, (field, label) in enumerate(fields.items())
-    ]
-    marker = {"type": "line", "x0": eps, "x1": eps, "y0": 0, "y1": 1, "yref": "paper"}
-    marker["line"] = {"dash": "dot", "color": "grey"}
-    axis = "ε (pixel units; images in [0, 1])"
-    return go.Figure(lines, layout(title, axis, {"title": {"text": y}}, (marker,)))
-
-
-def trajectory_figure(probs: np.ndarray, target: int) -> go.Figure:
-    """Class probabilities ``(steps + 1, 10)`` against the iteration; the target in bold."""
-    lines = [
-        go.Scatter(
-            y=probs[:, c],
-            name=f"{c} (target)" if c == target else str(c),
-            mode="lines",
-            line={"width": 4 if c == target else 1.5, "color": COLORS[c]},
-        )
-        for c in range(probs.shape[1])
-    ]
-    y = {"title": {"text": "probability"}, "range": [0, 1.02]}
-    return go.Figure(lines, layout("Class probabilities over the iterations", "iteration", y))
-
-
-def bar_progress(bar, done: int, total: int, title: str) -> ProgressFn:
-    """Report the ``done``-th of ``total`` computations on ``bar``."""
-    return lambda f, message: bar.progress((done + f) / total, f"{title}: {message}")
-
-
-def curves_for(
-    names: list[str], settings: dict[str, CurveSettings], source: str | None
-) -> dict[str, RobustnessCurve]:
-    """Cached curves of ``names`` (settings per model), computing missing ones with a bar."""
-    todo = [n for n in names if not is_cached(n, settings[n], source)]
-    bar = (
-        st.progress(0.0, "Attacking the test subset (once, then cached on disk)…") if todo else None
-    )
-    curves = {}
-    for name in names:
-        progress = None
-        if name in todo:
-            progress = bar_progress(bar, todo.index(name), len(todo), ui.model_title(name))
-        curves[name] = cached_curve(name, settings[name], source, progress=progress)
-    if bar is not None:
-        bar.empty()
-    return curves
+def gradient_passes(crafter: str, k: int) -> int:
+    """Passes per gradient of checkpoint ``crafter``: k when it is stochastic, else 1 (a
+    deterministic model's gradient does not depend on k, so its results are shared)."""
+    return k if ui.load_model(crafter).stochastic else 1
 
 
 def curve_settings(models: dict, k: int, source: str | None, **kw) -> dict[str, CurveSettings]:
-    """Per model: k passes per gradient when the model crafting the attack is stochastic, else 1
-    (a deterministic model's gradient does not depend on k, so its curve is shared)."""
+    """Per model: its settings, with the gradient passes of the model crafting the attack."""
     return {
-        name: CurveSettings(attack_samples=k if stochastic(source or name) else 1, **kw)
+        name: CurveSettings(n_attack_samples=gradient_passes(source or name, k), **kw)
         for name in models
     }
-
-
-def stochastic(name: str) -> bool:
-    return bool(getattr(ui.load_model(name), "stochastic", False))
 
 
 def at_eps(curve: RobustnessCurve, field: str, eps: float) -> tuple[float, float]:
@@ -226,15 +160,11 @@ st.markdown(
     "the examples on the plain MLP and shows them to every model."
 )
 models = dict(ui.selected_models())
-n = ui.sample_count()
+n_samples = ui.sample_count()
 if not models:
     st.warning("Choose at least one trained model in the sidebar.")
     st.stop()
-try:
-    mnist_test()
-except DatasetUnavailable as exc:
-    st.error(f"The MNIST test set is unavailable: {exc}")
-    st.stop()
+test_images, test_labels = ui.require_mnist_test()
 
 eps_col, mode_col, grad_col = st.columns([2, 1, 1])
 eps = eps_col.slider("ε", 0.0, MAX_EPS, 0.1, 0.01, key="adv_eps", format="%.2f")
@@ -261,9 +191,9 @@ pictures.image(tile([x[:, 0].numpy()]), caption="Clean test digits", clamp=True)
 table, shown = {}, set()
 for name, model in models.items():
     crafter = source or name
-    direction = grid_direction(crafter, version(crafter), k if stochastic(crafter) else 1)
+    direction = grid_direction(crafter, ui.version(crafter), gradient_passes(crafter, k))
     adv = perturb(x, torch.from_numpy(direction), eps)
-    prob, pred = predictive_samples(model, adv, n).mean(0).cpu().max(-1)
+    prob, pred = predictive_samples(model, adv, n_samples).mean(0).cpu().max(-1)
     table[ui.model_title(name)] = [
         f"{p} ({q:.0%})" + ("" if p == t else " ✗")
         for p, q, t in zip(pred.tolist(), prob.tolist(), y.tolist(), strict=True)
@@ -276,7 +206,7 @@ for name, model in models.items():
             caption=f"{who}: sign of the gradient (white +ε, black −ε), adversarial digits",
             clamp=True,
         )
-predictions.markdown(f"**Predicted class (mean probability)**, ✗ = wrong, {n} passes")
+predictions.markdown(f"**Predicted class (mean probability)**, ✗ = wrong, {n_samples} passes")
 predictions.dataframe({"true class": [str(t) for t in y.tolist()], **table}, hide_index=True)
 
 # --- curves --------------------------------------------------------------------------------
@@ -291,9 +221,10 @@ curve_samples = samples_col.selectbox(
     help="Monte-Carlo passes of each model's predictive on the attacked test subset.",
 )
 grid = GRIDS[grid_col.selectbox("ε grid", list(GRIDS), key="adv_grid")]
-common = {"eps": grid, "num_images": size, "eval_samples": int(curve_samples)}
+common = {"eps": grid, "n_inputs": size, "n_eval_samples": int(curve_samples)}
 settings = curve_settings(models, k, source, **common)
-curves = curves_for(list(models), settings, source)
+ui.run_jobs(curve_jobs(settings, source, title=ui.model_title), CURVES_MESSAGE)
+curves = {m: cached_curve(m, settings[m], source) for m in models}
 other_k = 1 if k > 1 else DEFAULT_K
 other_settings = curve_settings(models, other_k, source, **common)
 other = None
@@ -302,31 +233,11 @@ if any(other_settings[m] != settings[m] for m in models) and all(
 ):
     other = {m: cached_curve(m, other_settings[m], source) for m in models}
 
-left, right = st.columns(2)
-with left:
-    ui.show_figure(
-        curve_figure(curves, {"accuracy": ""}, "Accuracy on FGSM examples", "accuracy", eps),
-        "adv_accuracy",
-    )
-    ui.show_figure(
-        curve_figure(curves, {"entropy": ""}, "Mean predictive entropy", "nats", eps),
-        "adv_entropy",
-    )
-with right:
-    ui.show_figure(
-        curve_figure(
-            curves,
-            {"auroc_entropy": "entropy", "auroc_mutual_information": "mutual information"},
-            "AUROC of telling adversarial from clean inputs",
-            "AUROC",
-            eps,
-        ),
-        "adv_auroc",
-    )
-    ui.show_figure(
-        curve_figure(curves, {"mutual_information": ""}, "Mean mutual information", "nats", eps),
-        "adv_mi",
-    )
+columns = st.columns(2)
+by_title = {ui.model_title(m): curve for m, curve in curves.items()}
+for side, key, fields, title, axis in CURVE_PANELS:
+    with columns[side]:
+        show_figure(curve_figure(by_title, fields, title, axis, eps), key)
 st.caption(caption(curves, other, eps, k, transfer, size))
 
 # --- targeted attack -----------------------------------------------------------------------
@@ -339,17 +250,22 @@ model_col, digit_col, target_col = st.columns(3)
 target_name = model_col.selectbox(
     "Model", list(models), format_func=ui.model_title, key="adv_target_model"
 )
-index = int(digit_col.number_input("Test image #", 0, len(mnist_test()[1]) - 1, 0, key="adv_idx"))
+index = int(digit_col.number_input("Test image #", 0, len(test_labels) - 1, 0, key="adv_idx"))
 target = int(target_col.selectbox("Target class", range(10), index=3, key="adv_target"))
 step_col, steps_col, budget_col = st.columns(3)
 step = step_col.slider("Step α", 0.002, 0.05, 0.01, 0.002, key="adv_step", format="%.3f")
 steps = steps_col.slider("Iterations", 1, 100, 30, key="adv_steps")
 budget = budget_col.slider("Budget ε", 0.01, MAX_EPS, 0.2, 0.01, key="adv_budget")
-k_target = k if stochastic(target_name) else 1
 adv_image, probs = targeted(
-    target_name, version(target_name), index, target, (step, steps, budget), k_target, n
+    target_name,
+    ui.version(target_name),
+    index,
+    target,
+    (step, steps, budget),
+    gradient_passes(target_name, k),
+    n_samples,
 )
-clean_image = mnist_test()[0][index, 0].numpy()
+clean_image = test_images[index, 0].numpy()
 pictures, plot = st.columns([1, 2])
 with pictures:
     st.image(
@@ -363,7 +279,7 @@ with pictures:
         clamp=True,
     )
     st.caption(
-        f"Clean (label {int(mnist_test()[1][index])}), perturbation (scaled to ±ε), adversarial."
+        f"Clean (label {int(test_labels[index])}), perturbation (scaled to ±ε), adversarial."
     )
     st.metric(
         f"p(target {target}) after {steps} iterations",
@@ -372,4 +288,4 @@ with pictures:
     )
     st.markdown(f"Predicted class: {int(probs[0].argmax())} → **{int(probs[-1].argmax())}**")
 with plot:
-    ui.show_figure(trajectory_figure(probs, target), "adv_trajectory")
+    show_figure(trajectory_figure(probs, target), "adv_trajectory")

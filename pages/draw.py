@@ -6,10 +6,13 @@ import torch
 from streamlit_drawable_canvas import st_canvas
 
 from app import ui
-from core.data import DatasetUnavailable, load_dataset
+from app.figures import show_figure
+from app.figures.predictive import predictive_figure
+from core.data import DatasetUnavailable
 from core.data.preprocess import mnist_style
-from core.predictive import predictive_samples
-from core.uncertainty import Thresholds, summarize, verdict
+from core.data.upload import MAX_PIXELS, MAX_UPLOAD_MB, ImageError, read_image
+from core.engine.sampler import predictive_samples
+from core.evaluation.uncertainty import Thresholds, summarize, verdict
 
 CANVAS_KEY = "draw_canvas"
 SOURCE_KEY = "draw_source"
@@ -52,34 +55,31 @@ def from_canvas() -> tuple[np.ndarray, str] | None:
 def from_upload() -> tuple[np.ndarray, str] | None:
     """The uploaded image, MNIST-style, and its name; None with a prompt or an error."""
     upload = st.file_uploader(
-        "PNG or JPEG, any size; dark ink on a light background is inverted",
+        f"PNG or JPEG, up to {MAX_UPLOAD_MB} MB and {MAX_PIXELS / 1e6:.0f} megapixels; "
+        "dark ink on a light background is inverted",
         type=["png", "jpg", "jpeg"],
-        max_upload_size=ui.MAX_UPLOAD_MB,
+        max_upload_size=MAX_UPLOAD_MB,
         key="draw_upload",
     )
     if upload is None:
         st.info("Upload a picture of a single digit.")
         return None
     try:
-        image = ui.read_image(upload.getvalue())
-        return mnist_style(image), upload.name
-    except ui.ImageError as exc:
-        st.error(f"{upload.name}: {exc}")
+        image = read_image(upload.getvalue())
+        return mnist_style(image), f"uploaded file: {upload.name}"
+    except ImageError as exc:
+        problem = str(exc)
     except ValueError:
-        st.error(f"{upload.name}: no digit found, the image is blank.")
+        problem = "no digit found, the image is blank."
+    st.error("The upload cannot be used.")
+    st.text(f"{upload.name}: {problem}")  # the file name is user text: never Markdown
     return None
-
-
-@st.cache_resource(show_spinner="Loading the MNIST test set…")
-def mnist_test() -> tuple[torch.Tensor, torch.Tensor]:
-    """The MNIST test images and labels, shared read-only by all sessions."""
-    return load_dataset("mnist", "test")
 
 
 def from_test_set() -> tuple[np.ndarray, str] | None:
     """A random MNIST test digit (re-drawn by the button) with its true label shown."""
     try:
-        images, labels = mnist_test()
+        images, labels = ui.mnist_test()
     except DatasetUnavailable as exc:
         st.error(f"The MNIST test set is unavailable: {exc}")
         return None
@@ -90,10 +90,11 @@ def from_test_set() -> tuple[np.ndarray, str] | None:
     return images[i, 0].numpy(), f"MNIST test digit #{i} (a {int(labels[i])})"
 
 
-def show_model(name: str, model, x: torch.Tensor, n: int, limits: Thresholds | None) -> None:
+def show_model(
+    name: str, model, x: torch.Tensor, n_samples: int, limits: Thresholds | None
+) -> None:
     """One model's column: verdict, entropy and mutual information, and three plots."""
-    with ui.one_torch_thread():
-        summary = summarize(predictive_samples(model, x, n))
+    summary = summarize(predictive_samples(model, x, n_samples))
     top = int(summary.predicted[0])
     st.subheader(ui.model_title(name))
     with st.container(key=f"prediction_{name}"):
@@ -105,19 +106,19 @@ def show_model(name: str, model, x: torch.Tensor, n: int, limits: Thresholds | N
     a, b = st.columns(2)
     a.metric("Predictive entropy", f"{summary.entropy[0]:.3f}", help=ENTROPY_HELP)
     b.metric("Mutual information", f"{summary.mutual_information[0]:.3f}", help=MI_HELP)
-    figure = ui.predictive_figure(
+    figure = predictive_figure(
         summary.mean[0].numpy(),
         summary.std[0].numpy(),
         summary.class_counts[0].numpy(),
         summary.top_scores[:, 0].numpy(),
         top,
     )
-    ui.show_figure(figure, f"{name}_predictive")
+    show_figure(figure, f"{name}_predictive")
 
 
 st.title("Draw a digit")
 models = ui.selected_models()
-n = ui.sample_count()
+n_samples = ui.sample_count()
 
 source_col, seen_col = st.columns([3, 2])
 with source_col:
@@ -128,7 +129,8 @@ if picked is not None:
     with seen_col:
         st.markdown("**What the models see** (28×28)")
         big = np.kron(image, np.ones((PREVIEW_SCALE, PREVIEW_SCALE), dtype=np.float32))
-        st.image(big, caption=what, clamp=True)
+        st.image(big, clamp=True)
+        st.text(what)  # may hold a file name: user text is shown literally, never as Markdown
     if not models:
         st.warning("Choose at least one trained model in the sidebar.")
     try:
@@ -139,4 +141,4 @@ if picked is not None:
     x = torch.from_numpy(np.ascontiguousarray(image, dtype=np.float32))[None, None]
     for column, (name, model) in zip(st.columns(max(len(models), 1)), models, strict=False):
         with column:
-            show_model(name, model, x, n, limits.get(name))
+            show_model(name, model, x, n_samples, limits.get(name))

@@ -1,12 +1,14 @@
 """Timing page: training time per epoch vs Monte-Carlo samples S for the three ELBO
 implementations, run in-app or loaded from saved results (``benchmarks/*.json``)."""
 
-import plotly.graph_objects as go
 import streamlit as st
 import torch
 
-from app.ui import show_figure
-from core.bench import (
+from app.figures import show_figure
+from app.figures.timing import LABELS, slope_figure, time_figure
+from core.engine.device import default_device, device_name
+from core.engine.objective import IMPLEMENTATIONS
+from core.studies.training_speed import (
     BenchConfig,
     bench_dir,
     load_results,
@@ -14,15 +16,8 @@ from core.bench import (
     save_result,
     slope_speedups,
 )
-from core.device import default_device, device_name
-from core.objective import IMPLEMENTATIONS
 
 RESULT_KEY = "timing_result"
-TASKS = ("MNIST classification", "1-D regression (coming)")
-LABELS = {"sequential": "sequential", "vmap": "vmap", "vmap_lrt": "vmap + LRT"}
-COLORS = {"sequential": "#ef553b", "vmap": "#636efa", "vmap_lrt": "#00cc96"}
-DASHES = ("dash", "dot", "dashdot", "longdash")
-SYMBOLS = ("circle", "square", "diamond", "triangle-up")
 
 
 def run_label(name: str, result: dict) -> str:
@@ -30,57 +25,6 @@ def run_label(name: str, result: dict) -> str:
     if result.get("reference"):
         return f"Reference: {result['device']} ({result['source']})"
     return f"{result['device']} · {(result.get('date') or '')[:10]} ({name})"
-
-
-def add_run(fig: go.Figure, result: dict, suffix: str = "", style: int = 0) -> None:
-    """Measured epoch times (markers) and fitted lines a + b·S per implementation; ``style``
-    picks the marker and dash that tell runs apart."""
-    for impl, fit in result["fits"].items():
-        rows = sorted(
-            (r for r in result["timings"] if r["impl"] == impl), key=lambda r: r["samples"]
-        )
-        xs = [r["samples"] for r in rows]
-        name = LABELS.get(impl, impl) + suffix
-        color = COLORS.get(impl)
-        fig.add_trace(
-            go.Scatter(
-                x=xs,
-                y=[r["epoch_seconds"] for r in rows],
-                mode="markers",
-                name=name,
-                legendgroup=name,
-                marker={"color": color, "size": 8, "symbol": SYMBOLS[style % len(SYMBOLS)]},
-            )
-        )
-        if fit and xs:
-            line = [fit["intercept"] + fit["slope"] * s for s in (min(xs), max(xs))]
-            fig.add_trace(
-                go.Scatter(
-                    x=[min(xs), max(xs)],
-                    y=line,
-                    mode="lines",
-                    name=f"{name} fit",
-                    legendgroup=name,
-                    showlegend=False,
-                    line={"color": color, "dash": DASHES[style % len(DASHES)]},
-                )
-            )
-    if result.get("mlp"):
-        fig.add_hline(
-            y=result["mlp"]["epoch_seconds"],
-            line={"color": "grey", "dash": "dot"},
-            annotation_text="plain MLP" + suffix,
-        )
-
-
-def time_figure(fig: go.Figure) -> go.Figure:
-    fig.update_layout(
-        height=380,
-        margin={"l": 10, "r": 10, "t": 30, "b": 10},
-        xaxis={"title": {"text": "Monte-Carlo samples S"}, "dtick": 1},
-        yaxis={"title": {"text": "training time per epoch (s)"}, "rangemode": "tozero"},
-    )
-    return fig
 
 
 def fit_rows(result: dict, run: str | None = None) -> list[dict]:
@@ -101,35 +45,9 @@ def fit_rows(result: dict, run: str | None = None) -> list[dict]:
     return rows
 
 
-def slope_figure(runs: dict[str, dict]) -> go.Figure:
-    """Grouped bars of the fitted slope per implementation, one colour per run; reference
-    runs are hatched."""
-    fig = go.Figure()
-    for label, result in runs.items():
-        fits = {impl: f for impl, f in result["fits"].items() if f}
-        fig.add_trace(
-            go.Bar(
-                x=[LABELS.get(impl, impl) for impl in fits],
-                y=[f["slope"] for f in fits.values()],
-                name=label,
-                marker_pattern_shape="/" if result.get("reference") else "",
-            )
-        )
-    fig.update_layout(
-        height=340,
-        barmode="group",
-        margin={"l": 10, "r": 10, "t": 30, "b": 10},
-        yaxis={"title": {"text": "slope b (s per epoch per extra sample)"}},
-        legend={"orientation": "h", "y": -0.2},
-    )
-    return fig
-
-
 def show_result(result: dict) -> None:
     """Plot, fit table, speedups and goals of one benchmark result."""
-    fig = go.Figure()
-    add_run(fig, result)
-    show_figure(time_figure(fig), key="timing_run_figure")
+    show_figure(time_figure([(result, "")]), key="timing_run_figure")
     st.dataframe(fit_rows(result), hide_index=True)
     speedups = result["speedups"]
     if speedups:
@@ -151,7 +69,6 @@ def show_result(result: dict) -> None:
 
 def run_section() -> None:
     st.subheader("Run a benchmark")
-    task = st.radio("Task", TASKS, horizontal=True, key="timing_task")
     cols = st.columns(2)
     impls = cols[0].multiselect(
         "Implementations",
@@ -160,10 +77,10 @@ def run_section() -> None:
         format_func=LABELS.get,
         key="timing_impls",
     )
-    samples = cols[1].multiselect(
+    sample_counts = cols[1].multiselect(
         "Sample counts S", list(range(1, 11)), default=[1, 2, 4, 8], key="timing_samples"
     )
-    cols = st.columns(4)
+    cols = st.columns(3)
     steps = cols[0].number_input("Timed steps per point", 1, 500, 4, key="timing_steps")
     rounds = cols[1].number_input(
         "Rounds",
@@ -173,28 +90,21 @@ def run_section() -> None:
         help="Passes over all points; each point's median is used.",
         key="timing_rounds",
     )
-    threads = cols[2].number_input(
-        "CPU threads",
-        1,
-        64,
-        torch.get_num_threads(),
-        help="On a busy machine 1 thread gives steadier timings.",
-        key="timing_threads",
-    )
-    with_mlp = cols[3].checkbox("Plain MLP floor", value=True, key="timing_mlp")
+    with_mlp = cols[2].checkbox("Plain MLP floor", value=True, key="timing_mlp")
     st.caption(
-        f"Device: {device_name(default_device())}. Each point times {steps} training steps "
+        f"Device: {device_name(default_device())}. The run uses the server's "
+        f"{torch.get_num_threads()} CPU threads as they were set at its start: the page never "
+        "changes them (they are shared by every session; `python -m core bench --threads N` "
+        f"times with another count). Each point times {steps} training steps "
         f"(after 2 untimed warm-up steps) in each of {rounds} rounds and extrapolates the median "
         "to an epoch of 469 steps (60,000 images, batch 128). Timings on a shared machine are "
         "noisy."
     )
-    if task != TASKS[0]:
-        st.info("The 1-D regression benchmark is coming; only MNIST classification runs now.")
-    ready = task == TASKS[0] and impls and samples
+    ready = impls and sample_counts
     if st.button("Run benchmark", type="primary", disabled=not ready, key="timing_run"):
         config = BenchConfig(
             impls=tuple(impls),
-            samples=tuple(samples),
+            n_samples=tuple(sample_counts),
             steps=int(steps),
             warmup=2,
             repeats=int(rounds),
@@ -202,7 +112,7 @@ def run_section() -> None:
         )
         bar = st.progress(0.0, text="starting")
         st.session_state[RESULT_KEY] = run_benchmark(
-            config, threads=int(threads), progress=lambda f, m: bar.progress(f, text=m)
+            config, progress=lambda f, m: bar.progress(f, text=m)
         )
         bar.empty()
     result = st.session_state.get(RESULT_KEY)
@@ -229,11 +139,9 @@ def saved_section() -> None:
         key="timing_saved",
     )
     if chosen:
-        fig = go.Figure()
-        for i, name in enumerate(chosen):
-            suffix = f" · {ours[name]['device']} {(ours[name]['date'] or '')[:10]}"
-            add_run(fig, ours[name], suffix if len(chosen) > 1 else "", i)
-        show_figure(time_figure(fig), key="timing_saved_figure")
+        suffixes = {n: f" · {ours[n]['device']} {(ours[n]['date'] or '')[:10]}" for n in chosen}
+        shown = [(ours[n], suffixes[n] if len(chosen) > 1 else "") for n in chosen]
+        show_figure(time_figure(shown), key="timing_saved_figure")
     runs = {run_label(n, ours[n]): ours[n] for n in chosen}
     runs |= {run_label(n, r): r for n, r in references.items()}
     if runs:

@@ -2,31 +2,28 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-import core.checkpoints
+import core.storage.checkpoints
 from app import ui
-from core.adversarial_eval import CurveSettings, is_cached
-from core.checkpoints import REGISTRY, checkpoint_path, save_checkpoint
-from core.device import default_device
-from core.models import ModelConfig, build_model
+from core.engine.device import default_device
+from core.engine.models import ModelConfig, build_model
+from core.storage.checkpoints import REGISTRY, checkpoint_path, save_checkpoint
+from core.studies.robustness import CurveSettings, is_cached
 
 PAGE = "../pages/adversarial.py"
 NAMES = ("bbb_gaussian", "mlp", "dropout_mlp")
 
 
 @pytest.fixture
-def checkpoint_dir(tmp_path, monkeypatch):
-    """Small 784-16-10 checkpoints under the registered names, and an empty on-disk cache."""
-    from core.data import DatasetUnavailable, load_dataset
-
-    try:
-        load_dataset("mnist", "test")
-    except DatasetUnavailable as exc:
-        pytest.skip(f"MNIST unavailable: {exc}")
-    monkeypatch.setattr(core.checkpoints, "CHECKPOINT_DIR", tmp_path / "checkpoints")
+def checkpoint_dir(tmp_path, monkeypatch, mnist_small):
+    """Small 784-16-10 checkpoints under the registered names, and an empty on-disk cache;
+    skips without MNIST (``mnist_small``)."""
+    monkeypatch.setattr(core.storage.checkpoints, "CHECKPOINT_DIR", tmp_path / "checkpoints")
     monkeypatch.setenv("BNN_CACHE_DIR", str(tmp_path / "cache"))
     for seed, name in enumerate(NAMES):
         torch.manual_seed(seed)
@@ -49,6 +46,11 @@ def captions(at: AppTest) -> str:
     return " ".join(c.value for c in at.caption)
 
 
+def chart(at: AppTest, index: int) -> dict:
+    """The plotly figure (data and layout) of the page's ``index``-th chart."""
+    return json.loads(at.get("plotly_chart")[index].proto.spec)
+
+
 def test_page_renders_examples_curves_and_targeted_attack_at_several_eps(checkpoint_dir):
     at = run_page()
     assert at.title[0].value == "Adversarial examples"
@@ -60,9 +62,13 @@ def test_page_renders_examples_curves_and_targeted_attack_at_several_eps(checkpo
         table = at.dataframe[0].value
         assert list(table["true class"]) == [str(c) for c in range(10)]
         assert set(table.columns) == {"true class", *(ui.model_title(n) for n in NAMES)}
+        accuracy = chart(at, 0)  # one line per model, named by title; ε marked
+        assert accuracy["layout"]["title"]["text"] == "Accuracy on FGSM examples"
+        assert [t["name"] for t in accuracy["data"]] == [ui.model_title(n) for n in NAMES]
+        assert accuracy["layout"]["shapes"][0]["x0"] == eps
     assert "Accuracy at ε = 0.2 (white-box, naive, k = 1, 200 test images)" in captions(at)
     assert "gradient noise" in captions(at)
-    settings = CurveSettings(num_images=200)
+    settings = CurveSettings(n_inputs=200)
     assert all(is_cached(name, settings) for name in NAMES)
 
 
@@ -71,11 +77,13 @@ def test_eot_and_transfer_modes_compute_their_own_curves(checkpoint_dir):
     at.radio(key="adv_grad").set_value("EOT (k passes)").run()
     assert not at.exception, at.exception
     assert "EOT, k = 20" in captions(at) and "With naive (k = 1) gradients:" in captions(at)
-    assert is_cached("bbb_gaussian", CurveSettings(num_images=200, attack_samples=20))
+    assert is_cached("bbb_gaussian", CurveSettings(n_inputs=200, n_attack_samples=20))
+    # the deterministic MLP's gradient does not depend on k: its naive curve is reused
+    assert not is_cached("mlp", CurveSettings(n_inputs=200, n_attack_samples=20))
     at.radio(key="adv_mode").set_value("Transfer from the MLP").run()
     assert not at.exception, at.exception
     assert "transferred from the MLP" in captions(at)
-    assert is_cached("dropout_mlp", CurveSettings(num_images=200), source="mlp")
+    assert is_cached("dropout_mlp", CurveSettings(n_inputs=200), source="mlp")
 
 
 def test_targeted_attack_raises_the_target_probability(checkpoint_dir):

@@ -12,13 +12,14 @@ import torch
 from PIL import Image, ImageDraw
 from streamlit.testing.v1 import AppTest
 
-import core.checkpoints
-import core.evalcache
-from app.ui import ImageError, load_model, read_image
-from core.checkpoints import REGISTRY, list_checkpoints, save_checkpoint
+import core.storage.checkpoints
+import core.studies.evaluations
+from app.ui import load_model
 from core.data import DatasetUnavailable
-from core.models import build_model
-from core.uncertainty import SCORES
+from core.data.upload import ImageError, read_image
+from core.engine.models import build_model
+from core.evaluation.uncertainty import SCORES
+from core.storage.checkpoints import REGISTRY, list_checkpoints, save_checkpoint
 
 MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
 MODELS = ("bbb_gaussian", "mlp", "dropout_mlp")
@@ -49,15 +50,18 @@ def canvas_state(digit: str) -> dict:
 
 
 LIMITS = {score: {"p90": 0.5, "p99": 1.5} for score in SCORES}
+REAL_EVALUATION_JOBS = core.studies.evaluations.evaluation_jobs
 
 
 @pytest.fixture
 def untrained(tmp_path, monkeypatch):
     """Untrained BBB, MLP and MC dropout checkpoints in place of checkpoints/, with fixed
     "I don't know" thresholds (scoring MNIST with untrained models would be slow and useless)."""
-    monkeypatch.setattr(core.checkpoints, "CHECKPOINT_DIR", tmp_path)
-    monkeypatch.setattr(core.evalcache, "is_cached", lambda *args, **kwargs: True)
-    monkeypatch.setattr(core.evalcache, "rejection_thresholds", lambda *args, **kwargs: LIMITS)
+    monkeypatch.setattr(core.storage.checkpoints, "CHECKPOINT_DIR", tmp_path)
+    monkeypatch.setattr(core.studies.evaluations, "evaluation_jobs", lambda *args, **kwargs: [])
+    monkeypatch.setattr(
+        core.studies.evaluations, "rejection_thresholds", lambda *args, **kwargs: LIMITS
+    )
     for name in MODELS:
         save_checkpoint(name, build_model(REGISTRY[name].model), {"note": "untrained, for tests"})
 
@@ -93,22 +97,22 @@ def test_drawing_gives_prediction_and_verdict_per_model(untrained):
     assert not at.info  # the prompt is gone
 
 
-def test_missing_thresholds_are_computed_once_with_progress(untrained, monkeypatch):
+def test_missing_thresholds_are_computed_with_progress(untrained, monkeypatch, tmp_path):
     calls = []
 
-    def compute(name, *, progress=None, **kwargs):
-        calls.append((name, progress is not None))
+    def compute(name, dataset, *, progress=None, **kwargs):
+        calls.append((name, dataset, progress is not None))
         if progress:
             progress(0.5, "halfway")
-        return LIMITS
 
-    monkeypatch.setattr(core.evalcache, "is_cached", lambda name, *a, **k: (name, True) in calls)
-    monkeypatch.setattr(core.evalcache, "rejection_thresholds", compute)
+    monkeypatch.setenv("BNN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(core.studies.evaluations, "evaluation_jobs", REAL_EVALUATION_JOBS)
+    monkeypatch.setattr(core.studies.evaluations, "evaluate_dataset", compute)
     at = draw_page()
     at.session_state["draw_canvas"] = canvas_state("1")
     at.run()
     assert not at.exception, at.exception
-    assert calls[: len(MODELS)] == [(name, True) for name in MODELS]  # with a progress bar
+    assert calls[: len(MODELS)] == [(name, "mnist", True) for name in MODELS]  # with a bar
     assert len(verdicts(at)) == len(MODELS)
 
 
@@ -116,8 +120,8 @@ def test_without_mnist_predictions_come_without_verdicts(untrained, monkeypatch)
     def unavailable(*args, **kwargs):
         raise DatasetUnavailable("MNIST not found in /nowhere")
 
-    monkeypatch.setattr(core.evalcache, "is_cached", lambda *args, **kwargs: False)
-    monkeypatch.setattr(core.evalcache, "rejection_thresholds", unavailable)
+    monkeypatch.setattr(core.studies.evaluations, "evaluation_jobs", REAL_EVALUATION_JOBS)
+    monkeypatch.setattr(core.studies.evaluations, "evaluate_dataset", unavailable)
     at = draw_page()
     at.session_state["draw_canvas"] = canvas_state("0")
     at.run()
@@ -126,18 +130,25 @@ def test_without_mnist_predictions_come_without_verdicts(untrained, monkeypatch)
     assert all("no verdict" in v for v in verdicts(at)) and len(verdicts(at)) == len(MODELS)
 
 
+def upload_problem(at: AppTest) -> str:
+    """The user-facing error of a rejected upload (the file name is shown as plain text)."""
+    assert at.error and "cannot be used" in at.error[0].value
+    return " ".join(t.value for t in at.text)
+
+
 def test_bad_uploads_show_errors_and_the_session_recovers(untrained):
     at = draw_page()
     at.radio(key="draw_source").set_value("Upload an image").run()
     uploader = at.file_uploader[0]
     uploader.set_value(("digit.png", b"this is not an image", "image/png")).run()
-    assert "not a readable PNG or JPEG" in at.error[0].value and not verdicts(at)
-    huge = png_bytes(Image.new("L", (4001, 8)))
-    at.file_uploader[0].set_value(("wide.png", huge, "image/png")).run()
-    assert "4001x8" in at.error[0].value and not verdicts(at)
+    assert "not a readable PNG or JPEG" in upload_problem(at) and not verdicts(at)
+    huge = png_bytes(Image.new("L", (2100, 2000)))
+    at.file_uploader[0].set_value(("big.png", huge, "image/png")).run()
+    assert "2100×2000" in upload_problem(at) and "megapixels" in upload_problem(at)
+    assert not verdicts(at)
     blank = png_bytes(Image.new("L", (50, 50), 255))
     at.file_uploader[0].set_value(("blank.png", blank, "image/png")).run()
-    assert "blank" in at.error[0].value
+    assert "blank" in upload_problem(at)
     photo = png_bytes(digit_image("0", 600, ink=20, paper=230, mode="RGB"), "JPEG")
     at.file_uploader[0].set_value(("zero.jpg", photo, "image/jpeg")).run()
     assert not at.exception and not at.error

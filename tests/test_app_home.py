@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import core.checkpoints
+import core.storage.checkpoints
 from app.main import PAGES
-from core.checkpoints import REGISTRY, save_checkpoint
-from core.models import build_model
+from core.engine.models import build_model
+from core.storage.checkpoints import REGISTRY, save_checkpoint
 
 MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
 
@@ -18,7 +18,7 @@ MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
 @pytest.fixture
 def checkpoint_dir(tmp_path, monkeypatch):
     """An empty checkpoint folder in place of checkpoints/."""
-    monkeypatch.setattr(core.checkpoints, "CHECKPOINT_DIR", tmp_path)
+    monkeypatch.setattr(core.storage.checkpoints, "CHECKPOINT_DIR", tmp_path)
     return tmp_path
 
 
@@ -48,8 +48,10 @@ def test_sidebar_defaults_to_bbb_mlp_and_dropout(checkpoint_dir):
     models = at.sidebar.multiselect[0]
     assert models.value == ["bbb_mixture", "mlp", "dropout_mlp"]
     assert "bbb_lrt" not in models.options  # not trained here: listed, not selectable
-    captions = " ".join(c.value for c in at.sidebar.caption)
-    assert "bbb_lrt.pt not found" in captions and "Device: " in captions
+    reasons = " ".join(t.value for t in at.sidebar.text)
+    assert "bbb_lrt.pt: checkpoint file not found" in reasons
+    assert "python -m core train bbb_lrt" in reasons
+    assert "Device: " in at.sidebar.caption[-1].value
     assert at.sidebar.number_input[0].value == 100
 
 
@@ -82,6 +84,7 @@ def test_corrupt_checkpoint_is_named_and_the_rest_works(checkpoint_dir):
     at = run_app()
     at.switch_page("../pages/draw.py").run()
     assert not at.exception, at.exception
-    errors = [e.value for e in at.error]
-    assert len(errors) == 1 and "dropout_mlp.pt" in errors[0] and "corrupt" in errors[0]
-    assert at.title[0].value == "Draw a digit"
+    assert at.sidebar.multiselect[0].options == ["MLP"]  # the broken file is not offered
+    reasons = [t.value for t in at.sidebar.text if "corrupt or truncated" in t.value]
+    assert len(reasons) == 1 and "dropout_mlp.pt" in reasons[0]
+    assert not at.error and at.title[0].value == "Draw a digit"

@@ -8,13 +8,15 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-import core.checkpoints
+import core.storage.checkpoints
 from app.ui import SAMPLES_KEY
-from core.checkpoints import REGISTRY, save_checkpoint
 from core.data import DatasetUnavailable, list_datasets, load_dataset
-from core.models import ModelConfig, build_model
-from core.ood import digit_labelled
-from core.uncertainty import SCORES
+from core.engine.interface import ModelConfig
+from core.engine.models import build_model
+from core.evaluation.uncertainty import SCORES
+from core.storage.checkpoints import REGISTRY, save_checkpoint
+from core.studies.evaluations import IN_DISTRIBUTION, evaluate_dataset
+from core.studies.ood import best_score, compare, digit_labelled, ood_behaviour
 
 PAGE = "../pages/ood.py"
 MODELS = ("bbb_mixture", "mlp", "dropout_mlp")
@@ -29,12 +31,12 @@ def small_dirs(tmp_path_factory) -> tuple[Path, Path]:
     """784-16-10 checkpoints under the registered names, and an evaluation cache shared by the
     tests of this module (keys hash the checkpoint bytes, so sharing is safe)."""
     try:
-        load_dataset("mnist", "test", n=1)
+        load_dataset("mnist", "test", n_inputs=1)
     except DatasetUnavailable as exc:
         pytest.skip(f"MNIST unavailable: {exc}")
     root = tmp_path_factory.mktemp("ood")
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(core.checkpoints, "CHECKPOINT_DIR", root / "checkpoints")
+        mp.setattr(core.storage.checkpoints, "CHECKPOINT_DIR", root / "checkpoints")
         for i, name in enumerate(MODELS):
             torch.manual_seed(i)
             config = ModelConfig.from_dict({**REGISTRY[name].model.to_dict(), "hidden": [16]})
@@ -45,7 +47,7 @@ def small_dirs(tmp_path_factory) -> tuple[Path, Path]:
 @pytest.fixture
 def small_models(small_dirs, monkeypatch) -> None:
     checkpoints, cache = small_dirs
-    monkeypatch.setattr(core.checkpoints, "CHECKPOINT_DIR", checkpoints)
+    monkeypatch.setattr(core.storage.checkpoints, "CHECKPOINT_DIR", checkpoints)
     monkeypatch.setenv("BNN_CACHE_DIR", str(cache))
 
 
@@ -77,6 +79,28 @@ def assert_tables_have_a_row_per_model(at: AppTest) -> None:
         assert list(table.index) == TITLES
         assert list(table.columns) == [s.title for s in SCORES.values()]
         assert table.map(lambda v: 0 <= float(v) <= 1).all().all()
+
+
+def assert_caption_states_the_core_numbers(at: AppTest, score: str) -> None:
+    """The caption's percentages and best detectors are :func:`ood_behaviour`'s and
+    :func:`best_score`'s on the evaluations the page shows."""
+    text = at.info[0].value
+    dataset = at.selectbox(key="ood_dataset").value
+    settings = {"n_samples": SMALL["ood_samples"], "n_inputs": SMALL["ood_subset"]}
+    for name, title in zip(MODELS, TITLES, strict=True):
+        inside, outside = (
+            evaluate_dataset(name, d, **settings) for d in (IN_DISTRIBUTION, dataset)
+        )
+        behaviour = ood_behaviour(inside, outside, score)
+        assert f"{title}**: {behaviour.calm:.0%} of the" in text
+        if behaviour.confident_mistakes is None:
+            assert f"{behaviour.confident:.0%} get a mean probability" in text
+        else:
+            assert f"{behaviour.confident_mistakes:.0%} are confident mistakes" in text
+        metrics = compare(inside, outside)
+        best = best_score(metrics)
+        auroc = metrics[best]["auroc"]
+        assert f"{title}: {SCORES[best].title.lower()}, AUROC {auroc:.3f}" in text
 
 
 def test_every_available_dataset_renders_inside_the_app(small_models):
@@ -147,3 +171,4 @@ def test_score_selector_redraws_from_the_disk_cache(small_models, small_dirs):
     assert sorted(evaluations.iterdir()) == files
     assert chart_specs(at)[VIEWS:] != before
     assert "predictive entropy" in at.info[0].value
+    assert_caption_states_the_core_numbers(at, "predictive_entropy")

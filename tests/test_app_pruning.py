@@ -9,14 +9,14 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-import core.checkpoints
-import core.pruning_curve
+import core.storage.checkpoints
+import core.studies.pruning_curves
 from app import ui
-from core.checkpoints import REGISTRY, checkpoint_path, save_checkpoint
-from core.device import default_device
-from core.models import ModelConfig, build_model
-from core.pruning import METHODS
-from core.pruning_curve import PAPER_ERRORS, PAPER_FRACTIONS, missing_fractions
+from core.engine.device import default_device
+from core.engine.models import ModelConfig, build_model
+from core.evaluation.pruning import METHODS
+from core.storage.checkpoints import REGISTRY, checkpoint_path, save_checkpoint
+from core.studies.pruning_curves import PAPER_ERRORS, PAPER_FRACTIONS, missing_fractions
 
 PAGE = "../pages/pruning.py"
 WEIGHTS = 784 * 16 + 16 * 10  # of the small 784-16-10 networks
@@ -52,10 +52,10 @@ def checkpoints(shared_dirs, monkeypatch):
     """Use the shared small checkpoints (``checkpoints("mlp_only")``, ``checkpoints("corrupt")``
     for the other folders); curves at the paper's fractions only, to compute less."""
     monkeypatch.setenv("BNN_CACHE_DIR", str(shared_dirs / "cache"))
-    monkeypatch.setattr(core.pruning_curve, "CURVE_FRACTIONS", PAPER_FRACTIONS)
+    monkeypatch.setattr(core.studies.pruning_curves, "CURVE_FRACTIONS", PAPER_FRACTIONS)
 
     def use(which: str = "all") -> None:
-        monkeypatch.setattr(core.checkpoints, "CHECKPOINT_DIR", shared_dirs / which)
+        monkeypatch.setattr(core.storage.checkpoints, "CHECKPOINT_DIR", shared_dirs / which)
 
     use()
     return use
@@ -142,11 +142,11 @@ def test_a_corrupt_checkpoint_is_named(checkpoints):
 
 
 def test_a_rewritten_checkpoint_is_evaluated_afresh(checkpoints, tmp_path, monkeypatch):
-    from core.checkpoints import load_checkpoint
     from core.data import load_dataset
-    from core.pruning_curve import seeded_error
+    from core.evaluation.metrics import seeded_error
+    from core.storage.checkpoints import load_checkpoint
 
-    monkeypatch.setattr(core.checkpoints, "CHECKPOINT_DIR", tmp_path)
+    monkeypatch.setattr(core.storage.checkpoints, "CHECKPOINT_DIR", tmp_path)
     x, y = load_dataset("mnist", "test")
     for seed in (1, 2):
         save_small("bbb_mixture", tmp_path, seed)

@@ -6,9 +6,10 @@ import shutil
 from pathlib import Path
 
 import pytest
+import torch
 from streamlit.testing.v1 import AppTest
 
-from core.bench import REFERENCE_FILE, fits, goals, save_result, speedups
+from core.studies.training_speed import REFERENCE_FILE, fits, goals, save_result, speedups
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = str(ROOT / "pages" / "timing.py")
@@ -59,14 +60,15 @@ def bench_folder(tmp_path, monkeypatch):
 
 
 def run_page() -> AppTest:
+    """The page on its own, run once: it must render without an exception."""
     at = AppTest.from_file(PAGE, default_timeout=60).run()
     assert not at.exception, at.exception
+    assert at.title[0].value == "Training speed"
     return at
 
 
 def test_saved_runs_and_reference_render_without_benchmarking(bench_folder):
     at = run_page()
-    assert at.title[0].value == "Training speed"
     saved = at.multiselect(key="timing_saved")
     assert saved.value == ["nvidia-h100-2026-11-21.json"]  # newest first
     assert len(saved.options) == 2  # the reference is not offered as one of our runs
@@ -91,10 +93,15 @@ def test_empty_folder_explains_how_to_save(tmp_path, monkeypatch):
     assert at.multiselect(key="timing_saved").options == []
 
 
-def test_regression_task_is_shown_as_coming(bench_folder):
+def test_only_the_mnist_benchmark_is_offered_on_the_servers_threads(bench_folder):
     at = run_page()
-    at.radio(key="timing_task").set_value("1-D regression (coming)").run()
-    assert any("coming" in i.value for i in at.info)
+    assert not at.radio  # no task choice: MNIST classification is the only benchmark
+    assert not any("coming" in e.value for e in (*at.info, *at.caption, *at.markdown))
+    number_inputs = [n.key for n in at.number_input]
+    assert number_inputs == ["timing_steps", "timing_rounds"]  # no per-request thread count
+    assert any(f"server's {torch.get_num_threads()} CPU threads" in c.value for c in at.caption)
+    assert not at.button(key="timing_run").disabled
+    at.multiselect(key="timing_samples").set_value([]).run()
     assert at.button(key="timing_run").disabled
 
 
@@ -117,11 +124,13 @@ def test_tiny_in_app_run_then_save(bench_folder):
     at.multiselect(key="timing_samples").set_value([1])
     at.number_input(key="timing_steps").set_value(1)
     at.number_input(key="timing_rounds").set_value(1)
-    at.number_input(key="timing_threads").set_value(1)
     at.checkbox(key="timing_mlp").set_value(False)
+    threads = torch.get_num_threads()
     at.button(key="timing_run").click().run()
     assert not at.exception, at.exception
+    assert torch.get_num_threads() == threads  # the process-wide setting is left alone
     result = at.session_state["timing_result"]
+    assert result["threads"] == threads
     assert [(r["impl"], r["samples"]) for r in result["timings"]] == [("vmap_lrt", 1)]
     at.button(key="timing_save").click().run()
     assert not at.exception, at.exception

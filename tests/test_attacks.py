@@ -11,14 +11,15 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import core.checkpoints
-from core.adversarial_eval import CurveSettings, RobustnessCurve, is_cached, robustness_curve
-from core.attack_command import register
-from core.attacks import fgsm, input_gradient, predictive_log_probs, targeted_fgsm
-from core.checkpoints import REGISTRY, load_checkpoint, save_checkpoint
-from core.cli import COMMAND_MODULES
-from core.models import ModelConfig, build_model
-from core.train import TrainConfig, train
+import core.storage.checkpoints
+from core.cli import COMMANDS
+from core.cli import attack as attack_command
+from core.cli.attack import register
+from core.engine.models import ModelConfig, build_model
+from core.engine.train import TrainConfig, train
+from core.evaluation.attacks import fgsm, input_gradient, predictive_log_probs, targeted_fgsm
+from core.storage.checkpoints import REGISTRY, load_checkpoint, save_checkpoint
+from core.studies.robustness import CurveSettings, RobustnessCurve, is_cached, robustness_curve
 
 KINDS = ("mlp", "dropout", "bbb")
 
@@ -68,7 +69,7 @@ def test_fgsm_zero_eps_leaves_inputs_unchanged(models, batch, kind):
 @pytest.mark.parametrize("eps", [0.05, 0.2, 0.5])
 def test_fgsm_stays_in_unit_box_and_raises_loss(models, batch, kind, eps):
     x, y = batch
-    adv = fgsm(models[kind], x, y, eps, samples=10)
+    adv = fgsm(models[kind], x, y, eps, n_samples=10)
     assert adv.min() >= 0 and adv.max() <= 1
     assert (adv - x).abs().max() <= eps + 1e-6
     assert nll(models[kind], adv, y) > nll(models[kind], x, y)
@@ -78,7 +79,7 @@ def test_fgsm_stays_in_unit_box_and_raises_loss(models, batch, kind, eps):
 def test_targeted_attack_increases_target_probability(models, batch, kind):
     x, y = batch
     target = (y + 1) % 10
-    result = targeted_fgsm(models[kind], x, target, step=0.02, steps=10, eps=0.15, samples=5)
+    result = targeted_fgsm(models[kind], x, target, step=0.02, steps=10, eps=0.15, n_samples=5)
     assert result.probs.shape == (11, len(x), 10)
     p_target = result.probs[:, torch.arange(len(x)), target].mean(-1)
     assert p_target[-1] > p_target[0] + 0.05
@@ -90,15 +91,15 @@ def test_eot_gradient_differs_from_naive_and_is_less_noisy(models, batch):
     model, (x, y) = models["bbb"], batch
     assert min(layer.weight_sigma.min().item() for layer in model.layers) > 0
     torch.manual_seed(0)
-    reference = input_gradient(model, x, y, samples=2000)
-    naive, eot = input_gradient(model, x, y, samples=1), input_gradient(model, x, y, samples=64)
+    reference = input_gradient(model, x, y, n_samples=2000)
+    naive, eot = input_gradient(model, x, y, n_samples=1), input_gradient(model, x, y, n_samples=64)
     assert not torch.allclose(naive, eot)
     assert (eot - reference).norm() < 0.5 * (naive - reference).norm()
 
 
 def test_eot_gradient_of_deterministic_model_does_not_depend_on_k(models, batch):
     x, y = batch
-    one, many = (input_gradient(models["mlp"], x, y, samples=k) for k in (1, 8))
+    one, many = (input_gradient(models["mlp"], x, y, n_samples=k) for k in (1, 8))
     torch.testing.assert_close(one, many)
 
 
@@ -106,8 +107,8 @@ def test_eot_gradient_of_deterministic_model_does_not_depend_on_k(models, batch)
 def test_attacks_leave_the_cached_model_unchanged(models, batch, kind):
     model, (x, y) = models[kind], batch
     before = {k: v.clone() for k, v in model.state_dict().items()}
-    fgsm(model, x, y, 0.1, samples=4)
-    targeted_fgsm(model, x[:4], 3, steps=3, samples=4)
+    fgsm(model, x, y, 0.1, n_samples=4)
+    targeted_fgsm(model, x[:4], 3, steps=3, n_samples=4)
     after = model.state_dict()
     assert all(torch.equal(before[k], after[k]) for k in before)
     assert all(not p.requires_grad and p.grad is None for p in model.parameters())
@@ -115,7 +116,7 @@ def test_attacks_leave_the_cached_model_unchanged(models, batch, kind):
 
 def test_robustness_curve_falls_with_eps_and_detects_nothing_at_zero(models, batch):
     x, y = batch
-    settings = CurveSettings(eps=(0.0, 0.1, 0.3), attack_samples=4, eval_samples=10)
+    settings = CurveSettings(eps=(0.0, 0.1, 0.3), n_attack_samples=4, n_eval_samples=10)
     curve = robustness_curve(models["bbb"], x, y, settings)
     assert curve.eps == (0.0, 0.1, 0.3)
     assert curve.accuracy[0] > curve.accuracy[1] > curve.accuracy[2]
@@ -143,13 +144,13 @@ def test_attack_command_prints_naive_eot_and_transfer_rows(tmp_path, monkeypatch
         load_dataset("mnist", "test")
     except DatasetUnavailable as exc:
         pytest.skip(f"MNIST unavailable: {exc}")
-    monkeypatch.setattr(core.checkpoints, "CHECKPOINT_DIR", tmp_path / "checkpoints")
+    monkeypatch.setattr(core.storage.checkpoints, "CHECKPOINT_DIR", tmp_path / "checkpoints")
     monkeypatch.setenv("BNN_CACHE_DIR", str(tmp_path / "cache"))
     for name in ("bbb_gaussian", "mlp"):
         config = {**REGISTRY[name].model.to_dict(), "hidden": [16]}
         save_checkpoint(name, build_model(ModelConfig.from_dict(config)), {})
     argv = ["attack", "--images", "100", "--eps", "0", "0.1", "--k", "4", "--json"]
-    assert "core.attack_command" in COMMAND_MODULES
+    assert attack_command in COMMANDS
     assert run_attack(argv) == 0
     out = json.loads(capsys.readouterr().out)
     rows = [(r["checkpoint"], r["attack"]) for r in out["results"]]

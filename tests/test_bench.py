@@ -9,8 +9,10 @@ import random
 import pytest
 import torch
 
-from core import bench_command
-from core.bench import (
+from core.cli import COMMANDS
+from core.cli import bench as bench_command
+from core.evaluation.linfit import fit_line
+from core.studies.training_speed import (
     REFERENCE_FILE,
     BenchConfig,
     bench_dir,
@@ -23,10 +25,8 @@ from core.bench import (
     slope_speedups,
     speedups,
 )
-from core.cli import COMMAND_MODULES
-from core.linfit import fit_line
 
-TINY = BenchConfig(samples=(1, 3), steps=2, warmup=1, hidden=(8,), data="random")
+TINY = BenchConfig(n_samples=(1, 3), steps=2, warmup=1, hidden=(8,), data="random")
 
 
 def test_fit_line_recovers_an_exact_line():
@@ -73,14 +73,14 @@ def test_tiny_benchmark_is_well_formed(tiny_result):
     assert set(r["goals"]) == {"lrt_S1_over_mlp"}  # S = 10 not measured
 
 
-def test_rounds_progress_and_threads():
+def test_rounds_progress_and_no_thread_changes():
     seen = []
     config = BenchConfig(
-        impls=("vmap_lrt",), samples=(2,), steps=1, warmup=0, repeats=3, hidden=(4,)
+        impls=("vmap_lrt",), n_samples=(2,), steps=1, warmup=0, repeats=3, hidden=(4,)
     )
     threads = torch.get_num_threads()
-    result = run_benchmark(config, threads=1, progress=lambda f, m: seen.append(f))
-    assert torch.get_num_threads() == threads and result["threads"] == 1
+    result = run_benchmark(config, progress=lambda f, m: seen.append(f))
+    assert torch.get_num_threads() == threads and result["threads"] == threads
     assert (
         seen[0] == 0.0 and seen[-1] == 1.0 and seen == sorted(seen) and len(seen) == 7
     )  # 2 points × 3 rounds + done
@@ -110,8 +110,8 @@ def test_config_validation():
     with pytest.raises(ValueError):
         BenchConfig(impls=("loop",))
     with pytest.raises(ValueError):
-        BenchConfig(samples=(0, 1))
-    assert BenchConfig(samples=(4, 1, 4)).samples == (1, 4)
+        BenchConfig(n_samples=(0, 1))
+    assert BenchConfig(n_samples=(4, 1, 4)).n_samples == (1, 4)
 
 
 def test_save_and_load_round_trip(tiny_result, tmp_path):
@@ -135,7 +135,7 @@ def test_committed_reference_is_labelled_and_has_no_invented_numbers():
 
 
 def test_cli_json(capsys, monkeypatch, tmp_path):
-    assert "core.bench_command" in COMMAND_MODULES
+    assert bench_command in COMMANDS
     monkeypatch.setenv("BNN_BENCH_DIR", str(tmp_path))
     parser = argparse.ArgumentParser()
     bench_command.register(parser.add_subparsers())
@@ -160,6 +160,6 @@ def test_mnist_batches_come_from_load_dataset(monkeypatch):
         return torch.rand(500, 1, 28, 28), torch.randint(0, 10, (500,))
 
     monkeypatch.setattr(core.data, "load_dataset", fake_load, raising=False)
-    config = BenchConfig(impls=("vmap",), samples=(1,), steps=1, warmup=1, hidden=(4,))
+    config = BenchConfig(impls=("vmap",), n_samples=(1,), steps=1, warmup=1, hidden=(4,))
     result = run_benchmark(config)
     assert calls == [("mnist", "train")] and result["data"] == "mnist"

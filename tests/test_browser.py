@@ -9,9 +9,9 @@ import time
 import pytest
 
 from app.ui import default_models
-from core import evalcache
-from core.checkpoints import list_checkpoints
 from core.data import DatasetUnavailable
+from core.storage.checkpoints import list_checkpoints
+from core.studies import evaluations
 from tests.browser_util import (
     chromium_page,
     messages_sent,
@@ -68,7 +68,7 @@ def scored_models() -> list[str]:
     names = default_models([i.spec.name for i in list_checkpoints() if i.available])
     try:
         for name in names:
-            evalcache.rejection_thresholds(name)
+            evaluations.rejection_thresholds(name)
     except DatasetUnavailable:
         pass  # the page then shows predictions without verdicts
     return names

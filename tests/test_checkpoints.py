@@ -10,16 +10,16 @@ import sys
 import pytest
 import torch
 
-from core import checkpoints
-from core.checkpoints import (
+from core.engine.models import ModelConfig, build_model
+from core.storage import checkpoints
+from core.storage.checkpoints import (
     REGISTRY,
     CheckpointError,
     list_checkpoints,
     load_checkpoint,
     save_checkpoint,
 )
-from core.models import ModelConfig, build_model
-from core.paths import REPO_ROOT
+from core.storage.paths import REPO_ROOT
 
 TINY = ModelConfig(kind="bbb", hidden=(8,), prior=checkpoints.MIXTURE_PRIOR)
 
@@ -71,9 +71,9 @@ def test_mismatched_file_and_missing_file_give_clear_errors(tmp_path):
     payload = torch.load(path, weights_only=True)
     payload["model_config"]["hidden"] = [9]
     torch.save(payload, path)
-    with pytest.raises(CheckpointError, match="tiny.pt does not match"):
+    with pytest.raises(CheckpointError, match="tiny.pt: the weights do not match"):
         load_checkpoint(path)
-    with pytest.raises(CheckpointError, match="nothere.pt not found"):
+    with pytest.raises(CheckpointError, match="nothere.pt: checkpoint file not found"):
         load_checkpoint(tmp_path / "nothere.pt")
 
 
@@ -115,5 +115,5 @@ def test_cli_evaluate_json_schema():
         check=True,
     ).stdout
     result = json.loads(out)
-    assert {"test_error", "nll", "samples"} <= set(result)
-    assert result["samples"] == 2 and 0 <= result["test_error"] < 0.05
+    assert {"test_error", "nll", "n_samples"} <= set(result)
+    assert result["n_samples"] == 2 and 0 <= result["test_error"] < 0.05

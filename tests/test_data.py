@@ -152,10 +152,10 @@ def test_real_loader_shapes_ranges_and_classes(shared_path, name, split, count, 
 
 def test_subsets_are_seeded_prefixes_and_the_cache_cannot_be_corrupted():
     need("mnist")
-    small, small_labels = load_dataset("mnist", n=20, seed=3)
-    large, large_labels = load_dataset("mnist", n=50, seed=3)
+    small, small_labels = load_dataset("mnist", n_inputs=20, seed=3)
+    large, large_labels = load_dataset("mnist", n_inputs=50, seed=3)
     assert torch.equal(small, large[:20]) and torch.equal(small_labels, large_labels[:20])
-    assert not torch.equal(small, load_dataset("mnist", n=20, seed=4)[0])
+    assert not torch.equal(small, load_dataset("mnist", n_inputs=20, seed=4)[0])
     images, labels = load_dataset("mnist")
     images.zero_()
     labels.zero_()
@@ -168,9 +168,9 @@ def test_subsets_are_seeded_prefixes_and_the_cache_cannot_be_corrupted():
 
 @pytest.mark.parametrize("name", ["gaussian_noise", "uniform_noise", "font_letters"])
 def test_generated_sets_reproducible_by_seed(name):
-    images, labels = load_dataset(name, n=40, seed=1)
-    same, same_labels = load_dataset(name, n=40, seed=1)
-    other, _ = load_dataset(name, n=40, seed=2)
+    images, labels = load_dataset(name, n_inputs=40, seed=1)
+    same, same_labels = load_dataset(name, n_inputs=40, seed=1)
+    other, _ = load_dataset(name, n_inputs=40, seed=2)
     assert images.shape == (40, 1, 28, 28) and images.dtype == torch.float32
     assert 0.0 <= images.min() and images.max() <= 1.0
     assert torch.equal(images, same) and not torch.equal(images, other)
@@ -186,12 +186,12 @@ def test_default_sizes_of_noise_sets():
 
 def test_mnist_derived_sets():
     need("mnist")
-    digits, digit_labels = load_dataset("mnist", n=30, seed=5)
-    inverted, labels = load_dataset("inverted_mnist", n=30, seed=5)
+    digits, digit_labels = load_dataset("mnist", n_inputs=30, seed=5)
+    inverted, labels = load_dataset("inverted_mnist", n_inputs=30, seed=5)
     assert torch.allclose(inverted, 1.0 - digits) and torch.equal(labels, digit_labels)
-    rotated, labels = load_dataset("rotated_mnist", n=30, seed=5)
-    assert torch.equal(rotated, load_dataset("rotated_mnist", n=30, seed=5)[0])
-    assert not torch.equal(rotated, load_dataset("rotated_mnist", n=30, seed=6)[0])
+    rotated, labels = load_dataset("rotated_mnist", n_inputs=30, seed=5)
+    assert torch.equal(rotated, load_dataset("rotated_mnist", n_inputs=30, seed=5)[0])
+    assert not torch.equal(rotated, load_dataset("rotated_mnist", n_inputs=30, seed=6)[0])
     assert torch.equal(labels, digit_labels) and 0.0 <= rotated.min() and rotated.max() <= 1.0
     assert (rotated - digits).abs().mean() > 0.05
 
@@ -357,7 +357,7 @@ def test_mnist_style_blank_thin_and_tiny():
 
 def test_mnist_style_ignores_position_and_scale():
     need("mnist")
-    digits = load_dataset("mnist", n=30, seed=0)[0][:, 0].numpy()
+    digits = load_dataset("mnist", n_inputs=30, seed=0)[0][:, 0].numpy()
     for digit in digits:
         reference = mnist_style(digit)
         shifted = np.zeros((280, 280), np.float32)

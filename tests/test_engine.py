@@ -8,11 +8,11 @@ import threading
 import pytest
 import torch
 
-from core.layers import BayesLinear
-from core.models import BayesMLP, ModelConfig, build_model
-from core.objective import kl_weight, minibatch_objective
-from core.priors import GaussianPrior, ScaleMixturePrior, blundell_mixture_grid
-from core.train import TrainConfig, train
+from core.engine.layers import BayesLinear
+from core.engine.models import BayesMLP, ModelConfig, build_model
+from core.engine.objective import kl_weight, minibatch_objective
+from core.engine.priors import GaussianPrior, ScaleMixturePrior, blundell_mixture_grid
+from core.engine.train import TrainConfig, train
 
 MIXTURE = {"kind": "mixture", "pi": 0.5, "sigma1": 1.0, "sigma2": math.exp(-6)}
 
@@ -78,7 +78,7 @@ def test_sequential_and_vmap_agree_exactly_with_same_noise(prior):
     noise = model.draw_noise(4, 8, lrt=False)
     results = []
     for impl in ("sequential", "vmap"):
-        terms = minibatch_objective(model, x, y, samples=4, weight=1e-2, impl=impl, noise=noise)
+        terms = minibatch_objective(model, x, y, n_samples=4, weight=1e-2, impl=impl, noise=noise)
         grads = torch.autograd.grad(terms.loss, list(model.parameters()))
         results.append((terms, grads))
     (a, ga), (b, gb) = results
@@ -97,7 +97,7 @@ def test_three_implementations_estimate_the_same_objective():
     for impl in ("sequential", "vmap", "vmap_lrt"):
         losses, grads = [], []
         for _ in range(150):
-            terms = minibatch_objective(model, x, y, samples=2, weight=1e-3, impl=impl)
+            terms = minibatch_objective(model, x, y, n_samples=2, weight=1e-3, impl=impl)
             g = torch.autograd.grad(terms.nll, [model.layers[0].bias_mu])[0]
             losses.append(terms.loss.detach()), grads.append(g)
         draws[impl] = (torch.stack(losses), torch.stack(grads))
@@ -134,7 +134,7 @@ def test_short_training_run_gets_far_below_chance(mnist_small, kind, impl):
     (xtr, ytr), test = mnist_small
     torch.manual_seed(0)
     model = build_model(ModelConfig(kind=kind, hidden=(100,), lrt=impl == "vmap_lrt"))
-    config = TrainConfig(epochs=3, batch_size=64, lr=2e-3, impl=impl, eval_samples=5)
+    config = TrainConfig(epochs=3, batch_size=64, lr=2e-3, impl=impl, n_eval_samples=5)
     result = train(model, config, (xtr, ytr), test, device=torch.device("cpu"))
     assert result.history[-1].test_error < 0.25  # chance is 0.9
     assert result.history[-1].test_error < result.history[0].test_error + 0.05

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from core.metrics import (
+from core.evaluation.metrics import (
     accuracy_coverage,
     auroc,
     average_precision,
@@ -113,12 +113,12 @@ def test_accuracy_coverage_rejects_uncertain_first():
 
 
 def test_evaluate_model_reports_calibration():
-    from core.evaluate import evaluate_model
-    from core.models import ModelConfig, build_model
+    from core.engine.models import ModelConfig, build_model
+    from core.evaluation.metrics import evaluate_model
 
     torch.manual_seed(0)
     model = build_model(ModelConfig(kind="dropout", hidden=(16,)))
     x, y = torch.rand(50, 1, 28, 28), torch.randint(0, 10, (50,))
-    metrics = evaluate_model(model, x, y, samples=5)
-    assert {"test_error", "nll", "ece", "brier", "samples", "num_examples"} <= set(metrics)
+    metrics = evaluate_model(model, x, y, n_samples=5)
+    assert {"test_error", "nll", "ece", "brier", "n_samples", "num_examples"} <= set(metrics)
     assert 0 <= metrics["ece"] <= 1 and 0 <= metrics["test_error"] <= 1

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from core.checkpoints import checkpoint_path
 from core.data import DatasetUnavailable
-from core.ood import ood_report
+from core.storage.checkpoints import checkpoint_path
+from core.studies.ood import ood_result
 
 CHECKPOINT = "bbb_mixture"
 
@@ -20,7 +20,7 @@ def test_mutual_information_separates_mnist_from_uniform_noise(tmp_path, monkeyp
         )
     monkeypatch.setenv("BNN_CACHE_DIR", str(tmp_path))
     try:
-        report = ood_report(CHECKPOINT, "uniform_noise", samples=20, n=500)
+        metrics = ood_result(CHECKPOINT, "uniform_noise", n_samples=20, n_inputs=500).metrics
     except DatasetUnavailable as exc:
         pytest.skip(f"MNIST unavailable: {exc}")
-    assert report["mutual_information"]["auroc"] > 0.95
+    assert metrics["mutual_information"]["auroc"] > 0.95

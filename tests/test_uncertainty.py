@@ -7,9 +7,9 @@ import math
 import pytest
 import torch
 
-from core.models import ModelConfig, build_model
-from core.predictive import predictive_samples
-from core.uncertainty import (
+from core.engine.models import ModelConfig, build_model
+from core.engine.sampler import predictive_samples
+from core.evaluation.uncertainty import (
     CONFIDENT,
     REJECT,
     SCORES,
@@ -99,14 +99,14 @@ def test_lrt_and_weight_sampling_predictives_agree_in_distribution():
 
 
 def test_bench_predictive_reports_times_and_goals():
-    from core.predictive_bench import GOALS, bench_predictive
+    from core.studies.predictive_speed import GOALS, bench_predictive
 
     model = build_model(ModelConfig(kind="bbb", hidden=(16,)))
     seen = []
     result = bench_predictive(
         model,
         torch.rand(30, 1, 28, 28),
-        samples=5,
+        n_samples=5,
         repeats=3,
         warmup=1,
         progress=lambda f, m: seen.append(f),

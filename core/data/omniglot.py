@@ -22,7 +22,7 @@ from PIL import Image
 
 from core.data import locate
 from core.data.preprocess import mnist_style
-from core.paths import data_dir
+from core.storage.paths import data_dir
 
 VERSION = 1  # bump when the processing changes, so stale processed files are not used
 ZIPS = ("images_background_small1.zip", "images_background_small2.zip")

@@ -17,7 +17,7 @@ from core.data.locate import DatasetUnavailable, searched
 from core.data.sources import supply_hint
 
 Batch = tuple[torch.Tensor, torch.Tensor | None]
-Loader = Callable[[str, int | None, int], Batch]  # (split, n, seed) -> batch
+Loader = Callable[[str, int | None, int], Batch]  # (split, n_inputs, seed) -> batch
 Check = Callable[[], tuple[bool, str]]
 NOISE_SIZE = 10_000  # default number of images of the noise sets
 FONT_LETTERS_SIZE = 2_600  # default number of rendered letters (rendering takes ~1 ms each)
@@ -46,10 +46,13 @@ class DatasetInfo:
         return self._availability()
 
 
-def _finish(images: torch.Tensor, labels: torch.Tensor, n: int | None, seed: int) -> Batch:
-    """Cached uint8 ``(N, 28, 28)`` -> fresh float32 ``(n, 1, 28, 28)`` (the cache stays intact)."""
-    if n is not None:
-        order = torch.randperm(len(images), generator=torch.Generator().manual_seed(seed))[:n]
+def _finish(images: torch.Tensor, labels: torch.Tensor, n_inputs: int | None, seed: int) -> Batch:
+    """Cached uint8 ``(N, 28, 28)`` -> fresh float32 ``(n_inputs, 1, 28, 28)`` (the cache stays
+    intact)."""
+    if n_inputs is not None:
+        order = torch.randperm(len(images), generator=torch.Generator().manual_seed(seed))[
+            :n_inputs
+        ]
         images, labels = images[order], labels[order]
     return images.unsqueeze(1).float().div_(255.0), labels.clone()
 
@@ -72,30 +75,32 @@ def _require(check: Check) -> None:
 
 
 def _torchvision_set(cls_name: str, check: Check) -> Loader:
-    def load(split: str, n: int | None, seed: int) -> Batch:
+    def load(split: str, n_inputs: int | None, seed: int) -> Batch:
         _require(check)
         root = real.torchvision_folder(cls_name).parent.parent  # torchvision adds <Name>/raw
-        return _finish(*real.load_torchvision(cls_name, split == "train", root), n, seed)
+        return _finish(*real.load_torchvision(cls_name, split == "train", root), n_inputs, seed)
 
     return load
 
 
 def _test_idx_set(subdir: str, check: Check) -> Loader:
-    def load(split: str, n: int | None, seed: int) -> Batch:
+    def load(split: str, n_inputs: int | None, seed: int) -> Batch:
         _require(check)
-        return _finish(*real.load_test_idx(real.test_idx_folder(subdir)), n, seed)
+        return _finish(*real.load_test_idx(real.test_idx_folder(subdir)), n_inputs, seed)
 
     return load
 
 
-def _load_omniglot(split: str, n: int | None, seed: int) -> Batch:
+def _load_omniglot(split: str, n_inputs: int | None, seed: int) -> Batch:
     _require(_omniglot_check)
-    return _finish(*omniglot.load_omniglot(omniglot.find_zips()), n, seed)
+    return _finish(*omniglot.load_omniglot(omniglot.find_zips()), n_inputs, seed)
 
 
-def _load_font_letters(split: str, n: int | None, seed: int) -> Batch:
+def _load_font_letters(split: str, n_inputs: int | None, seed: int) -> Batch:
     _require(synthetic.font_available)
-    images, labels = synthetic.font_letters(FONT_LETTERS_SIZE if n is None else n, seed)
+    images, labels = synthetic.font_letters(
+        FONT_LETTERS_SIZE if n_inputs is None else n_inputs, seed
+    )
     return _finish(images, labels, None, seed)
 
 
@@ -107,18 +112,38 @@ def _mnist_derived(check: Check) -> Check:
     return derived
 
 
-def _inverted_mnist(split: str, n: int | None, seed: int) -> Batch:
-    images, labels = load_dataset("mnist", "test", n=n, seed=seed)
+def _inverted_mnist(split: str, n_inputs: int | None, seed: int) -> Batch:
+    images, labels = load_dataset("mnist", "test", n_inputs=n_inputs, seed=seed)
     return 1.0 - images, labels
 
 
-def _rotated_mnist(split: str, n: int | None, seed: int) -> Batch:
-    images, labels = load_dataset("mnist", "test", n=n, seed=seed)
+def _rotated_mnist(split: str, n_inputs: int | None, seed: int) -> Batch:
+    images, labels = load_dataset("mnist", "test", n_inputs=n_inputs, seed=seed)
     return synthetic.rotate(images, seed), labels
 
 
 def _generated() -> tuple[bool, str]:
     return True, "generated in code"
+
+
+def _noise_set(
+    name: str, title: str, what: str, generate: Callable[[int, int], torch.Tensor]
+) -> DatasetInfo:
+    """An unlabelled synthetic set of ``generate(n_inputs, seed)`` images."""
+    return DatasetInfo(
+        name=name,
+        title=title,
+        description=f"{what}; {NOISE_SIZE:,} images unless a number is asked for.",
+        license="generated in code; no external data",
+        has_labels=False,
+        num_classes=0,
+        synthetic=True,
+        _availability=_generated,
+        _load=lambda split, n_inputs, seed: (
+            generate(NOISE_SIZE if n_inputs is None else n_inputs, seed),
+            None,
+        ),
+    )
 
 
 _mnist_check = _found("MNIST", "mnist", lambda: real.torchvision_folder("MNIST"))
@@ -212,35 +237,18 @@ _DATASETS = (
         _availability=_omniglot_check,
         _load=_load_omniglot,
     ),
-    DatasetInfo(
-        name="gaussian_noise",
-        title="Gaussian noise",
-        description="Independent Gaussian pixels with MNIST's pixel mean (0.13) and standard "
-        f"deviation (0.31), clipped to [0, 1]; {NOISE_SIZE:,} images unless n is given.",
-        license="generated in code; no external data",
-        has_labels=False,
-        num_classes=0,
-        synthetic=True,
-        _availability=_generated,
-        _load=lambda split, n, seed: (
-            synthetic.gaussian_noise(NOISE_SIZE if n is None else n, seed),
-            None,
-        ),
+    _noise_set(
+        "gaussian_noise",
+        "Gaussian noise",
+        "Independent Gaussian pixels with MNIST's pixel mean (0.13) and standard deviation "
+        "(0.31), clipped to [0, 1]",
+        synthetic.gaussian_noise,
     ),
-    DatasetInfo(
-        name="uniform_noise",
-        title="Uniform noise",
-        description="Independent uniform pixels in [0, 1]; "
-        f"{NOISE_SIZE:,} images unless n is given.",
-        license="generated in code; no external data",
-        has_labels=False,
-        num_classes=0,
-        synthetic=True,
-        _availability=_generated,
-        _load=lambda split, n, seed: (
-            synthetic.uniform_noise(NOISE_SIZE if n is None else n, seed),
-            None,
-        ),
+    _noise_set(
+        "uniform_noise",
+        "Uniform noise",
+        "Independent uniform pixels in [0, 1]",
+        synthetic.uniform_noise,
     ),
     DatasetInfo(
         name="inverted_mnist",
@@ -273,7 +281,7 @@ _DATASETS = (
         title="Font letters",
         description="Random capitals A-Z rendered from a font with size, stroke and slant "
         "jitter, then size-normalised and centred like MNIST digits; "
-        f"{FONT_LETTERS_SIZE:,} images unless n is given. Label = letter (A=0).",
+        f"{FONT_LETTERS_SIZE:,} images unless a number is asked for. Label = letter (A=0).",
         license="generated in code from Pillow's built-in font, Aileron Regular by Sora "
         "Sagano (dotcolon.net, CC0)",
         has_labels=True,
@@ -301,21 +309,22 @@ def dataset_info(name: str) -> DatasetInfo:
 
 
 def load_dataset(
-    name: str, split: str = "test", *, n: int | None = None, seed: int = 0
+    name: str, split: str = "test", *, n_inputs: int | None = None, seed: int = 0
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Images float32 ``(N, 1, 28, 28)`` in [0, 1] and labels int64 ``(N,)`` (None if unlabelled).
 
     ``split``: "train" or "test" (only MNIST and Fashion-MNIST have "train").
-    ``n``: for file-backed and MNIST-derived sets, a random subset of ``min(n, N)`` images: the
-    first ``n`` of a permutation seeded by ``seed``, so a larger ``n`` extends a smaller one;
-    None gives the whole set in file order. Synthetic sets generate ``n`` images (their default
-    size when None) from ``seed``: same seed, identical tensors.
+    ``n_inputs``: for file-backed and MNIST-derived sets, a random subset of
+    ``min(n_inputs, N)`` images: the first ``n_inputs`` of a permutation seeded by ``seed``, so
+    a larger ``n_inputs`` extends a smaller one; None gives the whole set in file order.
+    Synthetic sets generate ``n_inputs`` images (their default size when None) from ``seed``:
+    same seed, identical tensors.
     Files are read once per process and cached; every call returns fresh tensors.
     Raises :class:`DatasetUnavailable` (what is missing, how to supply it) and ValueError.
     """
     info = dataset_info(name)
     if split not in info.splits:
         raise ValueError(f"{info.title} has no {split!r} split (has: {', '.join(info.splits)})")
-    if n is not None and n < 0:
-        raise ValueError(f"n must be >= 0, got {n}")
-    return info._load(split, n, seed)
+    if n_inputs is not None and n_inputs < 0:
+        raise ValueError(f"n_inputs must be >= 0, got {n_inputs}")
+    return info._load(split, n_inputs, seed)

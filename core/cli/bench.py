@@ -1,0 +1,106 @@
+"""CLI: ``python -m core bench`` — training time per epoch of the ELBO implementations.
+
+Examples::
+
+    python -m core bench          # S = 1…10, all implementations, 3 rounds of 10 timed steps
+    python -m core bench --samples 1,2,4,8 --steps 10 --impl vmap,vmap_lrt
+    python -m core bench --threads 2 --save   # a reference run → benchmarks/<device>-<date>.json
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import torch
+
+from core.engine.objective import IMPLEMENTATIONS
+from core.progress import text_progress
+from core.studies.training_speed import (
+    PRIORS,
+    BenchConfig,
+    run_benchmark,
+    save_result,
+    slope_speedups,
+)
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    return tuple(int(t) for t in text.split(",") if t.strip())
+
+
+def _impls(text: str) -> tuple[str, ...]:
+    return tuple(t.strip() for t in text.split(",") if t.strip())
+
+
+def format_result(result: dict) -> str:
+    """A human-readable summary: epoch seconds per S and implementation, fits, goals."""
+    impls = list(result["fits"])
+    epoch = {(r["impl"], r["samples"]): r["epoch_seconds"] for r in result["timings"]}
+    samples = sorted({r["samples"] for r in result["timings"]})
+    lines = [
+        f"device {result['device']}, data {result['data']}, {result['config']['steps']} timed "
+        f"steps → epoch of {result['epoch_steps']} steps; seconds per epoch:",
+        "   S " + "".join(f"{i:>12s}" for i in impls),
+    ]
+    for s in samples:
+        lines.append(
+            f"{s:4d} " + "".join(f"{epoch.get((i, s), float('nan')):12.1f}" for i in impls)
+        )
+    if result["mlp"]:
+        lines.append(f"plain MLP (floor): {result['mlp']['epoch_seconds']:.1f} s per epoch")
+    speed = slope_speedups(result["fits"])
+    for impl, fit in result["fits"].items():
+        if fit:
+            lines.append(
+                f"{impl:>10s}: time = {fit['intercept']:.2f} + {fit['slope']:.2f}·S s "
+                f"(R² {fit['r2']:.3f}, slope speedup ×{speed.get(impl, float('nan')):.2f})"
+            )
+    for name, goal in result["goals"].items():
+        status = "met" if goal["met"] else "NOT met"
+        lines.append(f"goal {name}: {goal['value']:.2f} (target {goal['target']}) {status}")
+    return "\n".join(lines)
+
+
+def cmd_bench(args) -> int:
+    config = BenchConfig(
+        impls=_impls(args.impl),
+        n_samples=_ints(args.samples),
+        steps=args.steps,
+        warmup=args.warmup,
+        repeats=args.repeats,
+        hidden=_ints(args.hidden),
+        prior=args.prior,
+        data=args.data,
+        include_mlp=not args.no_mlp,
+    )
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = torch.device(args.device) if args.device else None
+    result = run_benchmark(config, device=device, progress=text_progress("bench"))
+    if args.json:
+        json.dump(result, sys.stdout)
+        print()
+    else:
+        print(format_result(result))
+    if args.save:
+        print(f"saved {save_result(result)}", file=sys.stderr)
+    return 0
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("bench", help="time training epochs of the ELBO implementations")
+    p.add_argument("--samples", default="1,2,3,4,5,6,7,8,9,10", help="comma-separated S values")
+    p.add_argument("--steps", type=int, default=10, help="timed steps per point and round")
+    p.add_argument("--warmup", type=int, default=3, help="untimed steps before timing")
+    p.add_argument("--repeats", type=int, default=3, help="rounds over all points; median used")
+    p.add_argument("--impl", default=",".join(IMPLEMENTATIONS), help="comma-separated")
+    p.add_argument("--hidden", default="400,400", help="hidden layer sizes")
+    p.add_argument("--prior", choices=sorted(PRIORS), default="gaussian")
+    p.add_argument("--data", choices=("mnist", "random"), default="mnist")
+    p.add_argument("--no-mlp", action="store_true", help="skip the plain-MLP floor")
+    p.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch default)")
+    p.add_argument("--device", default="", help="cpu or cuda (default: CUDA when available)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--save", action="store_true", help="write benchmarks/<device>-<date>.json")
+    p.set_defaults(func=cmd_bench)

@@ -1,0 +1,39 @@
+"""Device selection (CUDA when present, CPU otherwise) and the machine facts stored with results."""
+
+from __future__ import annotations
+
+import platform
+
+import torch
+
+
+def default_device() -> torch.device:
+    """``cuda`` when a GPU is visible, else ``cpu``."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def device_name(device: torch.device | None = None) -> str:
+    """Human-readable name of a device, e.g. ``'NVIDIA H100'`` or ``'cpu (2 threads)'``."""
+    device = device or default_device()
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return f"cpu ({torch.get_num_threads()} threads)"
+
+
+def synchronize(device: torch.device) -> None:
+    """Wait for queued GPU work so wall-clock timings are honest."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def library_versions() -> dict:
+    """Versions recorded with results, so runs from different machines can be compared."""
+    import numpy
+    import torchvision
+
+    return {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "torchvision": torchvision.__version__,
+        "numpy": numpy.__version__,
+    }

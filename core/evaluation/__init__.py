@@ -1,0 +1,1 @@
+"""Pure evaluation of models and predictions: uncertainty, metrics, attacks, pruning (no disk)."""

@@ -1,0 +1,200 @@
+"""Metrics on per-input arrays (torch, no sklearn): OOD detection, calibration, rejection.
+
+OOD detection treats the out-of-distribution inputs as positives and an uncertainty score
+(higher = more uncertain) as the detector: AUROC, AUPR (average precision) and the FPR at 95 %
+TPR. Calibration uses the mean predictive probabilities: ECE over 15 equal-width confidence
+bins, reliability-diagram data, NLL (nats) and the Brier score. Inputs may be tensors, arrays
+or lists; results are Python floats or CPU tensors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from core.engine.interface import LabModel
+from core.engine.sampler import predictive_samples
+
+ECE_BINS = 15
+
+
+def _vec(x, dtype=torch.float64) -> torch.Tensor:
+    return torch.as_tensor(x).detach().cpu().to(dtype).reshape(-1)
+
+
+def _scores_and_labels(scores_in, scores_out) -> tuple[torch.Tensor, torch.Tensor]:
+    a, b = _vec(scores_in), _vec(scores_out)
+    if len(a) == 0 or len(b) == 0:
+        raise ValueError("need at least one in-distribution and one OOD score")
+    return torch.cat([a, b]), torch.cat([torch.zeros(len(a)), torch.ones(len(b))]).double()
+
+
+def auroc(scores_in, scores_out) -> float:
+    """Area under the ROC curve: P(score of an OOD input > score of an in-distribution input),
+    ties counting ½ (Mann–Whitney U from average ranks). 1 = perfect, 0.5 = chance."""
+    scores, positive = _scores_and_labels(scores_in, scores_out)
+    _, inverse, counts = torch.unique(scores, return_inverse=True, return_counts=True)
+    ends = counts.cumsum(0).double()
+    ranks = (ends - (counts - 1) / 2)[inverse]  # 1-based, ties get their average rank
+    n_pos = positive.sum()
+    n_neg = len(scores) - n_pos
+    u = ranks[positive.bool()].sum() - n_pos * (n_pos + 1) / 2
+    return (u / (n_pos * n_neg)).item()
+
+
+@dataclass(frozen=True)
+class RocCurve:
+    """ROC points, one per distinct threshold (descending) after a leading (0, 0) at +inf.
+
+    An input is flagged OOD when its score ≥ threshold. fpr, tpr, precision: ``(K + 1,)``
+    (precision is 1 at the leading point)."""
+
+    thresholds: torch.Tensor
+    fpr: torch.Tensor
+    tpr: torch.Tensor
+    precision: torch.Tensor
+
+
+def roc_curve(scores_in, scores_out) -> RocCurve:
+    """The ROC curve of detecting OOD inputs by thresholding the score; ties form one point."""
+    scores, positive = _scores_and_labels(scores_in, scores_out)
+    order = torch.argsort(scores, descending=True, stable=True)
+    scores, positive = scores[order], positive[order]
+    # index of the last input of each group of tied scores
+    last = torch.cat(
+        [torch.nonzero(scores[1:] != scores[:-1]).flatten(), torch.tensor([len(scores) - 1])]
+    )
+    tp = positive.cumsum(0)[last]
+    fp = (last + 1).double() - tp
+    zero = torch.zeros(1, dtype=torch.float64)
+    return RocCurve(
+        thresholds=torch.cat([torch.tensor([torch.inf], dtype=torch.float64), scores[last]]),
+        fpr=torch.cat([zero, fp / fp[-1]]),
+        tpr=torch.cat([zero, tp / tp[-1]]),
+        precision=torch.cat([torch.ones(1, dtype=torch.float64), tp / (tp + fp)]),
+    )
+
+
+def average_precision(scores_in, scores_out) -> float:
+    """AUPR with OOD as positive: Σ_k (R_k − R_{k−1}) P_k over the ROC thresholds."""
+    curve = roc_curve(scores_in, scores_out)
+    return (torch.diff(curve.tpr) * curve.precision[1:]).sum().item()
+
+
+def fpr_at_tpr(scores_in, scores_out, tpr: float = 0.95) -> float:
+    """FPR at the highest threshold whose TPR reaches ``tpr`` (lower is better)."""
+    curve = roc_curve(scores_in, scores_out)
+    first = torch.nonzero(curve.tpr >= tpr - 1e-12)[0, 0]
+    return curve.fpr[first].item()
+
+
+def ood_metrics(scores_in, scores_out) -> dict[str, float]:
+    """``{"auroc", "aupr", "fpr95"}`` of detecting ``scores_out`` among ``scores_in``."""
+    return {
+        "auroc": auroc(scores_in, scores_out),
+        "aupr": average_precision(scores_in, scores_out),
+        "fpr95": fpr_at_tpr(scores_in, scores_out, 0.95),
+    }
+
+
+@dataclass(frozen=True)
+class Reliability:
+    """Reliability-diagram data for ``bins`` equal-width confidence bins (lo, hi].
+
+    edges: ``(bins + 1,)``; confidence, accuracy: ``(bins,)`` means per bin (NaN when empty);
+    count: ``(bins,)`` inputs per bin."""
+
+    edges: torch.Tensor
+    confidence: torch.Tensor
+    accuracy: torch.Tensor
+    count: torch.Tensor
+
+    @property
+    def ece(self) -> float:
+        """Expected calibration error: Σ_b (n_b / N) |accuracy_b − confidence_b|."""
+        gap = (self.accuracy - self.confidence).abs().nan_to_num(0.0)
+        return (gap * self.count).sum().item() / max(int(self.count.sum()), 1)
+
+
+def reliability(confidence, correct, bins: int = ECE_BINS) -> Reliability:
+    """Bin inputs by ``confidence`` (probability of the predicted class, ``(N,)``); ``correct``
+    ``(N,)`` says whether each prediction was right."""
+    conf, hit = _vec(confidence), _vec(correct)
+    edges = torch.linspace(0, 1, bins + 1, dtype=torch.float64)
+    index = torch.bucketize(conf, edges[1:-1])
+    count = torch.bincount(index, minlength=bins)
+    per_bin = count.clamp_min(1).double()
+    empty = count == 0
+    mean_conf = torch.bincount(index, weights=conf, minlength=bins) / per_bin
+    mean_hit = torch.bincount(index, weights=hit, minlength=bins) / per_bin
+    nan = torch.tensor(torch.nan, dtype=torch.float64)
+    return Reliability(edges, mean_conf.where(~empty, nan), mean_hit.where(~empty, nan), count)
+
+
+def _probs_labels(probs, labels) -> tuple[torch.Tensor, torch.Tensor]:
+    p = torch.as_tensor(probs).detach().cpu().double()
+    return p, torch.as_tensor(labels).detach().cpu().long().reshape(-1)
+
+
+def nll(probs, labels) -> float:
+    """Mean negative log-likelihood (nats) of ``labels (N,)`` under ``probs (N, C)``."""
+    p, y = _probs_labels(probs, labels)
+    return -torch.log(p.gather(1, y[:, None]).clamp_min(1e-12)).mean().item()
+
+
+def brier(probs, labels) -> float:
+    """Multi-class Brier score: mean over inputs of Σ_c (p_c − 1[y = c])², in [0, 2]."""
+    p, y = _probs_labels(probs, labels)
+    return ((p - torch.nn.functional.one_hot(y, p.shape[1])) ** 2).sum(1).mean().item()
+
+
+def calibration(probs, labels, bins: int = ECE_BINS) -> dict[str, float]:
+    """``{"accuracy", "ece", "nll", "brier"}`` of mean predictive ``probs (N, C)``."""
+    p, y = _probs_labels(probs, labels)
+    confidence, predicted = p.max(1)
+    correct = predicted == y
+    return {
+        "accuracy": correct.double().mean().item(),
+        "ece": reliability(confidence, correct, bins).ece,
+        "nll": nll(p, y),
+        "brier": brier(p, y),
+    }
+
+
+def accuracy_coverage(scores, correct) -> tuple[torch.Tensor, torch.Tensor]:
+    """Accuracy against coverage when rejecting the most uncertain inputs first.
+
+    Returns ``(coverage, accuracy)``, ``(N,)`` each: keeping the ``k`` inputs with the lowest
+    ``scores`` gives coverage k/N and accuracy = fraction of them ``correct``."""
+    s, hit = _vec(scores), _vec(correct)
+    kept = torch.arange(1, len(s) + 1, dtype=torch.float64)
+    hits = hit[torch.argsort(s, stable=True)].cumsum(0)
+    return kept / len(s), hits / kept
+
+
+@torch.no_grad()
+def evaluate_model(model: LabModel, x: torch.Tensor, y: torch.Tensor, n_samples: int) -> dict:
+    """Metrics of the predictive mean of ``n_samples`` passes on images ``x`` and labels ``y``.
+
+    Returns ``test_error`` (fraction), ``nll`` (mean nats per example), ``ece`` (expected
+    calibration error, 15 bins), ``brier`` (multi-class Brier score), ``n_samples`` and
+    ``num_examples`` (see :func:`calibration`)."""
+    probs, y = predictive_samples(model, x, n_samples).mean(0).cpu(), y.cpu()
+    metrics = calibration(probs, y)
+    return {
+        "test_error": (probs.argmax(-1) != y).double().mean().item(),
+        "nll": metrics["nll"],
+        "ece": metrics["ece"],
+        "brier": metrics["brier"],
+        "n_samples": n_samples,
+        "num_examples": len(y),
+    }
+
+
+def seeded_error(model: LabModel, x: torch.Tensor, y: torch.Tensor, n_samples: int) -> float:
+    """Test error of the ``n_samples``-pass predictive mean with fixed Monte-Carlo noise (seed 0,
+    the global RNG is left as it was), so repeated evaluations agree."""
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        return evaluate_model(model, x, y, n_samples)["test_error"]

@@ -1,0 +1,187 @@
+"""Per-input summaries of a Monte-Carlo predictive, uncertainty scores and the "I don't know" rule.
+
+Input: softmax probabilities ``(n_samples, B, C)`` of ``n_samples`` stochastic passes on ``B``
+inputs, as returned by :func:`core.engine.sampler.predictive_samples`; below n = ``n_samples``.
+Entropies are in nats (natural log).
+
+* predictive entropy H[p̄] of the mean p̄ = (1/n) Σ_s p_s: total uncertainty;
+* expected entropy E_s[H[p_s]]: the aleatoric part (each network is unsure by itself);
+* mutual information H[p̄] − E_s[H[p_s]] ≥ 0: the epistemic part (the networks disagree);
+* variation ratio 1 − (votes for the modal class)/n, votes being the per-sample argmax classes.
+
+:data:`SCORES` names the scores used for OOD detection and rejection (higher = more uncertain).
+The rejection rule (:func:`verdict`) compares a score with its 90th and 99th percentiles on the
+MNIST test set (:func:`rejection_limits`; cached per model by
+:func:`core.studies.evaluations.rejection_thresholds`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import torch
+
+Thresholds = Mapping[str, Mapping[str, float]]
+"""Per score name, its ``{"p90": value, "p99": value}`` on the MNIST test set."""
+
+DEFAULT_SCORE = "predictive_entropy"
+CONFIDENT, UNSURE, REJECT = "confident", "unsure", "reject"
+
+
+def entropy(p: torch.Tensor) -> torch.Tensor:
+    """Entropy in nats along the last (class) dim; 0·log 0 = 0."""
+    return -torch.special.xlogy(p, p).sum(-1)
+
+
+@dataclass(frozen=True)
+class PredictiveSummary:
+    """Summaries of ``n_samples`` passes on ``B`` inputs with ``C`` classes (all on the CPU).
+
+    mean, std: ``(B, C)`` mean and standard deviation (over samples, no Bessel correction) of
+    each class's probability. predicted: ``(B,)`` argmax of ``mean``. class_counts: ``(B, C)``
+    how many samples voted for each class (argmax per sample). top_scores: ``(n, B)`` the
+    "softmax spread", each sample's probability of the predicted class; top_std: ``(B,)`` its
+    std. entropy (predictive), expected_entropy, mutual_information: ``(B,)`` nats; the mutual
+    information is exactly 0 when all passes agree (e.g. a deterministic MLP), not rounding noise.
+    variation_ratio: ``(B,)`` in [0, 1 − 1/C].
+    """
+
+    n_samples: int
+    mean: torch.Tensor
+    std: torch.Tensor
+    predicted: torch.Tensor
+    class_counts: torch.Tensor
+    top_scores: torch.Tensor
+    top_std: torch.Tensor
+    entropy: torch.Tensor
+    expected_entropy: torch.Tensor
+    mutual_information: torch.Tensor
+    variation_ratio: torch.Tensor
+
+    def __len__(self) -> int:
+        return self.predicted.shape[0]
+
+    def scores(self) -> dict[str, torch.Tensor]:
+        """Every score of :data:`SCORES`, ``(B,)`` each."""
+        return {name: score(self) for name, score in SCORES.items()}
+
+
+@torch.no_grad()
+def summarize(probs: torch.Tensor) -> PredictiveSummary:
+    """Summaries of softmax probabilities ``probs (n, B, C)``; see :class:`PredictiveSummary`."""
+    if probs.dim() != 3:
+        raise ValueError(f"probs must be (n, B, C), got shape {tuple(probs.shape)}")
+    probs = probs.detach().float().cpu()
+    n, _, c = probs.shape
+    mean = probs.mean(0)
+    predicted = mean.argmax(-1)
+    counts = torch.nn.functional.one_hot(probs.argmax(-1), c).sum(0)
+    top = probs.gather(-1, predicted.expand(n, -1).unsqueeze(-1)).squeeze(-1)
+    total, expected = entropy(mean), entropy(probs).mean(0)
+    agree = (probs == probs[:1]).all(-1).all(0)  # (B,) all passes identical
+    return PredictiveSummary(
+        n_samples=n,
+        mean=mean,
+        std=probs.std(0, correction=0),
+        predicted=predicted,
+        class_counts=counts,
+        top_scores=top,
+        top_std=top.std(0, correction=0),
+        entropy=total,
+        expected_entropy=expected,
+        mutual_information=(total - expected).clamp_min(0.0).masked_fill(agree, 0.0),
+        variation_ratio=1.0 - counts.max(-1).values.float() / n,
+    )
+
+
+@dataclass(frozen=True)
+class Score:
+    """An uncertainty score of each input, ``(B,)``: higher means more uncertain. ``short`` is
+    a compact label for table headers; ``unit`` is "nats" or "" (a fraction)."""
+
+    title: str
+    short: str
+    unit: str
+    description: str
+    of: Callable[[PredictiveSummary], torch.Tensor]
+
+    def __call__(self, summary: PredictiveSummary) -> torch.Tensor:
+        return self.of(summary)
+
+
+SCORES: dict[str, Score] = {
+    "predictive_entropy": Score(
+        "Predictive entropy",
+        "H",
+        "nats",
+        "entropy of the mean prediction (total)",
+        lambda s: s.entropy,
+    ),
+    "mutual_information": Score(
+        "Mutual information",
+        "MI",
+        "nats",
+        "predictive minus expected entropy: how much the sampled networks disagree (epistemic)",
+        lambda s: s.mutual_information,
+    ),
+    "expected_entropy": Score(
+        "Expected entropy",
+        "E[H]",
+        "nats",
+        "mean entropy of the sampled networks' predictions (aleatoric)",
+        lambda s: s.expected_entropy,
+    ),
+    "variation_ratio": Score(
+        "Variation ratio",
+        "VR",
+        "",
+        "fraction of sampled networks not voting for the most voted class",
+        lambda s: s.variation_ratio,
+    ),
+    "max_prob": Score(
+        "1 − max probability",
+        "1-maxp",
+        "",
+        "one minus the largest mean class probability",
+        lambda s: 1.0 - s.mean.max(-1).values,
+    ),
+    "softmax_std": Score(
+        "Softmax spread (std)",
+        "std",
+        "",
+        "standard deviation over samples of the predicted class's probability",
+        lambda s: s.top_std,
+    ),
+}
+
+
+def rejection_limits(values: torch.Tensor) -> dict[str, float]:
+    """``{"p90", "p99"}``: the 90th and 99th percentiles of one score's in-distribution values."""
+    q = torch.quantile(values.double(), torch.tensor([0.90, 0.99], dtype=torch.float64))
+    return {"p90": q[0].item(), "p99": q[1].item()}
+
+
+def judge(values: torch.Tensor, limits: Mapping[str, float]) -> list[str]:
+    """Per input: :data:`REJECT` above ``limits["p99"]``, :data:`UNSURE` above ``"p90"``, else
+    :data:`CONFIDENT`."""
+    return [
+        REJECT if v > limits["p99"] else UNSURE if v > limits["p90"] else CONFIDENT
+        for v in values.tolist()
+    ]
+
+
+def verdict(
+    summary: PredictiveSummary, thresholds: Thresholds, score: str = DEFAULT_SCORE
+) -> list[str]:
+    """A plain sentence per input: ``"3, confident"``, ``"probably 8, but unsure"`` or
+    ``"I don't know"``, by :func:`judge` on ``score`` with the model's ``thresholds``."""
+    sentences = {
+        CONFIDENT: "{}, confident",
+        UNSURE: "probably {}, but unsure",
+        REJECT: "I don't know",
+    }
+    categories = judge(SCORES[score](summary), thresholds[score])
+    return [
+        sentences[c].format(k) for c, k in zip(categories, summary.predicted.tolist(), strict=True)
+    ]

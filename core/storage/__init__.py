@@ -1,0 +1,1 @@
+"""Where things live on disk: paths, atomic writes, checkpoints and the one result cache."""

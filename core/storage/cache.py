@@ -1,0 +1,82 @@
+"""The one on-disk cache of expensive results, keyed by content.
+
+A :class:`CacheEntry` is one result of one study: ``cache_dir()/<study>/<digest>.<format>``,
+where the digest hashes the study's :data:`version`, the SHA-256 of every checkpoint file the
+result depends on (:func:`core.storage.checkpoints.content_hash`, so a retrained checkpoint gets
+new results) and the settings. Entries are written atomically and read back with
+``torch.load(weights_only=True)`` (tensors) or as JSON; an absent, corrupt or incompatible entry
+reads as ``None`` and is simply computed again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from core.storage.atomic import atomic_write
+from core.storage.checkpoints import content_hash, resolve_checkpoint
+from core.storage.paths import cache_dir
+
+FORMATS = ("json", "pt")
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    """Where one result lives and how it is stored (``"json"`` or ``"pt"`` tensors)."""
+
+    path: Path
+    format: str
+
+    def exists(self) -> bool:
+        return self.path.is_file()
+
+    def load(self) -> Any | None:
+        """The stored value, or None when absent or unreadable (then it is recomputed)."""
+        try:
+            if self.format == "json":
+                return json.loads(self.path.read_text())
+            return torch.load(self.path, weights_only=True)
+        except Exception:  # absent, truncated, corrupt or from an incompatible version
+            return None
+
+    def save(self, value: Any) -> None:
+        """Store ``value`` atomically (JSON-serialisable, or tensors for ``"pt"``)."""
+        if self.format == "json":
+            text = json.dumps(value, sort_keys=True).encode()
+            atomic_write(self.path, lambda f: f.write(text))
+        else:
+            atomic_write(self.path, lambda f: torch.save(value, f))
+
+
+def cache_entry(
+    study: str,
+    version: int,
+    *,
+    checkpoints: tuple[str | Path | None, ...] = (),
+    settings: dict | None = None,
+    format: str = "json",
+    prefix: str = "",
+) -> CacheEntry:
+    """The entry of ``study`` for these checkpoints (registry names or ``.pt`` paths; None for
+    "no checkpoint", e.g. a white-box attack's missing source) and JSON-serialisable
+    ``settings``. ``prefix`` makes file names readable (e.g. the dataset)."""
+    if format not in FORMATS:
+        raise ValueError(f"cache format must be one of {FORMATS}, got {format!r}")
+    key = json.dumps(
+        {
+            "version": version,
+            "checkpoints": [
+                None if c is None else content_hash(resolve_checkpoint(c)) for c in checkpoints
+            ],
+            "settings": settings or {},
+        },
+        sort_keys=True,
+    )
+    digest = hashlib.sha256(key.encode()).hexdigest()[:32]
+    name = f"{prefix}-{digest}" if prefix else digest
+    return CacheEntry(cache_dir() / study / f"{name}.{format}", format)

@@ -1,0 +1,43 @@
+"""Where the project keeps data, caches and checkpoints.
+
+- ``BNN_DATA_DIR``: the writable data folder (default ``<repo>/data``, git-ignored).
+- ``BNN_DATA_PATH``: extra read-only folders searched after it, separated by ``os.pathsep``
+  (e.g. ``../shared/datasets`` in CI).
+- ``BNN_CACHE_DIR``: on-disk evaluation cache (default ``<repo>/.cache``, git-ignored).
+- user-trained models: ``<data folder>/models`` (:func:`user_model_dir`).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CHECKPOINT_DIR = Path(os.environ.get("BNN_CHECKPOINT_DIR") or REPO_ROOT / "checkpoints")
+"""The shipped checkpoints (``BNN_CHECKPOINT_DIR`` overrides, e.g. for tests)."""
+
+
+def data_dir() -> Path:
+    """The writable data folder where prepared datasets are stored."""
+    return Path(os.environ.get("BNN_DATA_DIR") or REPO_ROOT / "data").expanduser().resolve()
+
+
+def data_search_path() -> list[Path]:
+    """All folders searched for datasets: the data folder first, then ``BNN_DATA_PATH``."""
+    extra = [
+        Path(p).expanduser().resolve()
+        for p in os.environ.get("BNN_DATA_PATH", "").split(os.pathsep)
+        if p
+    ]
+    return [data_dir(), *extra]
+
+
+def cache_dir() -> Path:
+    """Folder of the on-disk evaluation cache."""
+    return Path(os.environ.get("BNN_CACHE_DIR") or REPO_ROOT / ".cache").expanduser().resolve()
+
+
+def user_model_dir() -> Path:
+    """Where models trained by users are saved (``<data folder>/models``), never the shipped
+    ``checkpoints/`` folder."""
+    return data_dir() / "models"

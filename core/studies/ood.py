@@ -1,0 +1,166 @@
+"""Out-of-distribution detection: MNIST test inputs against another dataset's, per score.
+
+Each uncertainty score of :data:`core.evaluation.uncertainty.SCORES` is used as a detector
+(higher = more likely OOD) and rated by AUROC, AUPR and FPR at 95 % TPR
+(:func:`core.evaluation.metrics.ood_metrics`). Evaluations come from the disk cache
+(:func:`core.studies.evaluations.evaluate_dataset`); the MNIST side uses the same subset size
+``n_inputs`` as the OOD side. For ROC plots use :func:`core.evaluation.metrics.roc_curve` on the
+two evaluations' ``scores``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from core.evaluation.metrics import ood_metrics
+from core.evaluation.uncertainty import rejection_limits
+from core.progress import ProgressFn, report, share
+from core.studies.evaluations import IN_DISTRIBUTION, DatasetEvaluation, evaluate_dataset
+
+CONFIDENT_PROB = 0.9  # a mean probability at least this high counts as a confident answer
+
+
+def ood_datasets() -> list[str]:
+    """Names of the datasets other than MNIST whose files are available now."""
+    from core.data import list_datasets
+
+    return [
+        info.name
+        for info in list_datasets()
+        if info.name != IN_DISTRIBUTION and info.availability()[0]
+    ]
+
+
+def digit_labelled(dataset: str) -> bool:
+    """Whether ``dataset`` is labelled with MNIST's digit classes (e.g. rotated MNIST), so the
+    accuracy of a MNIST model on it means something."""
+    from core.data import dataset_info
+
+    info = dataset_info(dataset)
+    return info.has_labels and info.class_names == dataset_info(IN_DISTRIBUTION).class_names
+
+
+@dataclass(frozen=True)
+class OodResult:
+    """One checkpoint against one OOD dataset.
+
+    metrics: score name → ``{"auroc", "aupr", "fpr95"}``; ood_accuracy: accuracy on the OOD
+    inputs where they are labelled with digits (:func:`digit_labelled`), None otherwise."""
+
+    checkpoint: str
+    dataset: str
+    n_samples: int
+    num_in: int
+    num_out: int
+    ood_accuracy: float | None
+    metrics: dict[str, dict[str, float]]
+
+
+def compare(inside: DatasetEvaluation, outside: DatasetEvaluation) -> dict[str, dict[str, float]]:
+    """Score name → ``{"auroc", "aupr", "fpr95"}`` of detecting ``outside`` among ``inside``."""
+    return {name: ood_metrics(inside.scores[name], outside.scores[name]) for name in inside.scores}
+
+
+def best_score(metrics: dict[str, dict[str, float]]) -> str:
+    """The score name with the highest AUROC in :func:`compare`'s result."""
+    return max(metrics, key=lambda s: metrics[s]["auroc"])
+
+
+def ood_result(
+    checkpoint: str | Path,
+    ood_dataset: str,
+    *,
+    n_samples: int = 100,
+    n_inputs: int | None = None,
+    progress: ProgressFn | None = None,
+) -> OodResult:
+    """Detection of ``ood_dataset`` among MNIST test inputs (``n_inputs`` of each, all when
+    None) by ``checkpoint`` (registry name or ``.pt`` path), ``n_samples`` passes per input."""
+    inside, outside = (
+        evaluate_dataset(
+            checkpoint,
+            dataset,
+            n_samples=n_samples,
+            n_inputs=n_inputs,
+            progress=share(progress, i, 2),
+        )
+        for i, dataset in enumerate((IN_DISTRIBUTION, ood_dataset))
+    )
+    return OodResult(
+        checkpoint=Path(checkpoint).stem,
+        dataset=ood_dataset,
+        n_samples=n_samples,
+        num_in=len(inside),
+        num_out=len(outside),
+        ood_accuracy=outside.accuracy if digit_labelled(ood_dataset) else None,
+        metrics=compare(inside, outside),
+    )
+
+
+def ood_table(
+    checkpoints: list[str],
+    datasets: list[str],
+    *,
+    n_samples: int = 100,
+    n_inputs: int | None = None,
+    progress: ProgressFn | None = None,
+) -> list[OodResult]:
+    """:func:`ood_result` of every checkpoint against every dataset."""
+    pairs = [(c, d) for c in checkpoints for d in datasets]
+    results = [
+        ood_result(
+            c, d, n_samples=n_samples, n_inputs=n_inputs, progress=share(progress, i, len(pairs))
+        )
+        for i, (c, d) in enumerate(pairs)
+    ]
+    report(progress, 1.0, "done")
+    return results
+
+
+@dataclass(frozen=True)
+class OodBehaviour:
+    """How one model treats the OOD inputs, by one score (fractions of the OOD inputs).
+
+    calm: score no higher than the model's 90th percentile on MNIST (it would answer
+    "confident"); confident: mean probability ≥ :data:`CONFIDENT_PROB` for some class;
+    confident_mistakes: confident and wrong (only for digit-labelled sets, else None);
+    common_class: the class most often given confidently (None when none is);
+    constant_score: the score is the same for every input, so it cannot tell them apart."""
+
+    calm: float
+    confident: float
+    confident_mistakes: float | None
+    common_class: int | None
+    constant_score: bool
+
+
+def ood_behaviour(
+    inside: DatasetEvaluation, outside: DatasetEvaluation, score: str
+) -> OodBehaviour:
+    """:class:`OodBehaviour` of one model from its MNIST and OOD evaluations."""
+    p90 = rejection_limits(inside.scores[score])["p90"]
+    sure = outside.mean.max(-1).values >= CONFIDENT_PROB
+    mistakes = None
+    if outside.labels is not None and digit_labelled(outside.dataset):
+        mistakes = (sure & ~outside.correct).float().mean().item()
+    common = None
+    if sure.any():
+        common = int(torch.bincount(outside.predicted[sure], minlength=10).argmax())
+    values = torch.cat([inside.scores[score], outside.scores[score]])
+    return OodBehaviour(
+        calm=(outside.scores[score] <= p90).float().mean().item(),
+        confident=sure.float().mean().item(),
+        confident_mistakes=mistakes,
+        common_class=common,
+        constant_score=bool((values == values[0]).all()),
+    )
+
+
+def surest_inputs(evaluation: DatasetEvaluation, score: str, count: int) -> torch.Tensor:
+    """Indices ``(count,)`` of the inputs with the lowest ``score`` (the model is surest about
+    them), ties broken by the highest mean probability."""
+    order = torch.argsort(evaluation.scores["max_prob"], stable=True)
+    return order[torch.argsort(evaluation.scores[score][order], stable=True)][:count]

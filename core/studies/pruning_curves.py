@@ -1,0 +1,130 @@
+"""Test error against the pruned fraction, cached on disk, and Blundell et al.'s table.
+
+A curve is the MNIST test error (all 10,000 images, predictive mean of ``n_samples`` passes)
+of the model pruned to each fraction in ``fractions``. Each point is stored as soon as it is
+computed in the disk cache (:func:`core.storage.cache.cache_entry`), keyed by the checkpoint
+file's contents, the method, the number of samples and the seed — so an interrupted
+computation resumes where it stopped, and a retrained checkpoint gets a new curve.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from core.engine.device import default_device
+from core.evaluation.metrics import seeded_error
+from core.evaluation.pruning import prune
+from core.progress import Job, ProgressFn, report
+from core.storage.cache import CacheEntry, cache_entry
+from core.storage.checkpoints import load_checkpoint
+
+CURVE_FRACTIONS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 0.98, 0.99)
+CURVE_SAMPLES = 10
+CACHE_VERSION = 2
+
+# Blundell et al. (2015), Table 2: SNR pruning of their 2×1200-unit BBB network (scale-mixture
+# prior) on MNIST; test error in percent.
+PAPER_FRACTIONS = (0.0, 0.5, 0.75, 0.95, 0.98)
+PAPER_WEIGHTS = ("2.4m", "1.2m", "600k", "120k", "48k")
+PAPER_ERRORS = (1.24, 1.24, 1.24, 1.29, 1.39)
+
+
+@dataclass(frozen=True)
+class PruningCurve:
+    """Test errors (fractions in [0, 1]) of a model pruned by ``method`` to ``fractions``."""
+
+    method: str
+    fractions: tuple[float, ...]
+    errors: tuple[float, ...]
+    n_samples: int
+
+    def error_at(self, fraction: float) -> float:
+        return self.errors[self.fractions.index(fraction)]
+
+
+def curve_entry(checkpoint: str | Path, method: str, n_samples: int, seed: int) -> CacheEntry:
+    """Where the points of one curve are cached."""
+    settings = {"method": method, "n_samples": n_samples, "seed": seed, "data": "mnist/test"}
+    return cache_entry("pruning", CACHE_VERSION, checkpoints=(checkpoint,), settings=settings)
+
+
+def _read_points(entry: CacheEntry) -> dict[str, float]:
+    try:
+        return {k: float(v) for k, v in entry.load()["errors"].items()}
+    except (KeyError, TypeError, ValueError, AttributeError):  # absent, corrupt, other version
+        return {}
+
+
+def _point_key(fraction: float) -> str:
+    return f"{fraction:.6f}"
+
+
+def missing_fractions(
+    checkpoint: str | Path,
+    method: str,
+    fractions: tuple[float, ...] | None = None,
+    n_samples: int = CURVE_SAMPLES,
+    seed: int = 0,
+) -> list[float]:
+    """The fractions of a curve (default :data:`CURVE_FRACTIONS`) not cached yet."""
+    points = _read_points(curve_entry(checkpoint, method, n_samples, seed))
+    return [f for f in fractions or CURVE_FRACTIONS if _point_key(f) not in points]
+
+
+def cached_pruning_curve(
+    checkpoint: str | Path,
+    method: str,
+    fractions: tuple[float, ...] | None = None,
+    n_samples: int = CURVE_SAMPLES,
+    seed: int = 0,
+    progress: ProgressFn | None = None,
+) -> PruningCurve:
+    """The curve of checkpoint ``checkpoint`` (registry name or ``.pt`` path) on the full MNIST
+    test set at ``fractions`` (default :data:`CURVE_FRACTIONS`); points not cached yet are
+    computed (reporting progress) and cached one by one, so an interrupted computation resumes
+    where it stopped. ``seed`` only matters for ``"random"`` pruning."""
+    fractions = tuple(fractions or CURVE_FRACTIONS)
+    entry = curve_entry(checkpoint, method, n_samples, seed)
+    points = _read_points(entry)
+    missing = [f for f in fractions if _point_key(f) not in points]
+    if missing:
+        from core.data import load_dataset
+
+        model = load_checkpoint(checkpoint, default_device())[0]
+        x, y = load_dataset("mnist", "test")
+        for i, fraction in enumerate(missing):
+            report(progress, i / len(missing), f"{fraction:.0%} removed")
+            pruned = prune(model, fraction, method, seed)
+            points[_point_key(fraction)] = seeded_error(pruned, x, y, n_samples)
+            entry.save({"errors": points})
+        report(progress, 1.0, "done")
+    errors = tuple(points[_point_key(f)] for f in fractions)
+    return PruningCurve(method, fractions, errors, n_samples)
+
+
+def pruning_jobs(curves: list[tuple[str, str, str]]) -> list[Job]:
+    """A :class:`~core.progress.Job` per ``(checkpoint, method, title)`` curve with points not
+    cached yet."""
+    return [
+        Job(title, lambda progress, c=c, m=m: cached_pruning_curve(c, m, progress=progress))
+        for c, m, title in curves
+        if missing_fractions(c, m)
+    ]
+
+
+def paper_table(curves: dict[str, PruningCurve], total_weights: int) -> list[dict[str, str]]:
+    """Rows in the format of the paper's Table 2 at ``PAPER_FRACTIONS``: our weight count and
+    test error per method (from ``curves``, keyed by method label) beside the paper's."""
+    rows = []
+    for fraction, paper_weights, paper_error in zip(
+        PAPER_FRACTIONS, PAPER_WEIGHTS, PAPER_ERRORS, strict=True
+    ):
+        kept = total_weights - round(fraction * total_weights)
+        row = {"Proportion removed": f"{fraction:.0%}", "Weights (ours)": f"{kept:,}"}
+        for label, curve in curves.items():
+            row[f"Test error, {label}"] = f"{curve.error_at(fraction):.2%}"
+        row["Weights (paper, 2×1200)"] = paper_weights
+        row["Test error (paper, 2×1200, SNR)"] = f"{paper_error:.2f}%"
+        rows.append(row)
+    return rows

@@ -1,0 +1,319 @@
+"""Training-speed benchmark of the three S-sample ELBO implementations (issue 3 item 9).
+
+For each implementation and sample count S, a fixed number of training steps (objective,
+backward and Adam step on a 784-400-400-10 :class:`~core.engine.models.BayesMLP`) is timed after a
+few untimed warm-up steps and extrapolated to one epoch (60,000 examples at batch 128 → 469
+steps). A plain MLP trained on the same batches gives the floor. Per implementation the epoch
+times are fitted by ``time = a + b·S`` (:mod:`core.evaluation.linfit`); the slope b is the cost
+of one extra sample per epoch.
+
+Results are plain JSON-serialisable dicts (see :func:`run_benchmark`), saved under
+``benchmarks/`` (``BNN_BENCH_DIR`` overrides) for comparison across machines.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import os
+import re
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from core.engine.device import default_device, device_name, library_versions, synchronize
+from core.engine.models import ModelConfig, build_model
+from core.engine.objective import IMPLEMENTATIONS, minibatch_objective
+from core.engine.train import make_optimizer
+from core.evaluation.linfit import fit_line
+from core.progress import ProgressFn, report
+from core.storage.atomic import atomic_write_text
+from core.storage.checkpoints import MIXTURE_PRIOR
+from core.storage.paths import REPO_ROOT
+
+SCHEMA = 1
+REFERENCE_FILE = "reference-report-seed-a100.json"
+PRIORS = {"gaussian": {"kind": "gaussian", "sigma": 1.0}, "mixture": MIXTURE_PRIOR}
+"""The priors of the registered ``bbb_gaussian`` and ``bbb_mixture`` checkpoints."""
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """What to time. ``steps`` timed steps per (implementation, S) after ``warmup`` untimed
+    ones, in ``repeats`` rounds over all points (the median per-step time is used, so a load
+    spike on a shared machine spoils one round, not a whole point); an epoch is
+    ``ceil(train_size / batch_size)`` steps. ``prior``: a key of :data:`PRIORS`. ``data``:
+    ``"mnist"`` (random tensors when MNIST is unavailable) or ``"random"``."""
+
+    impls: tuple[str, ...] = IMPLEMENTATIONS
+    n_samples: tuple[int, ...] = tuple(range(1, 11))
+    steps: int = 20
+    warmup: int = 3
+    repeats: int = 1
+    batch_size: int = 128
+    train_size: int = 60_000
+    hidden: tuple[int, ...] = (400, 400)
+    prior: str = "gaussian"
+    lr: float = 1e-3
+    data: str = "mnist"
+    include_mlp: bool = True
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        bad = [i for i in self.impls if i not in IMPLEMENTATIONS]
+        if bad or not self.impls:
+            raise ValueError(f"impls must be a non-empty subset of {IMPLEMENTATIONS}, got {bad}")
+        if not self.n_samples or min(self.n_samples) < 1:
+            raise ValueError("n_samples must be a non-empty list of counts ≥ 1")
+        if self.steps < 1 or self.warmup < 0 or self.repeats < 1:
+            raise ValueError("steps and repeats must be ≥ 1, warmup ≥ 0")
+        if self.prior not in PRIORS:
+            raise ValueError(f"prior must be one of {sorted(PRIORS)}, got {self.prior!r}")
+        if self.data not in ("mnist", "random"):
+            raise ValueError("data must be 'mnist' or 'random'")
+        object.__setattr__(self, "impls", tuple(self.impls))
+        object.__setattr__(self, "n_samples", tuple(sorted({int(s) for s in self.n_samples})))
+        object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))
+
+    @property
+    def epoch_steps(self) -> int:
+        """Optimiser steps in one epoch (469 for 60,000 examples at batch 128)."""
+        return math.ceil(self.train_size / self.batch_size)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d.update(impls=list(self.impls), n_samples=list(self.n_samples), hidden=list(self.hidden))
+        return d
+
+
+def _mnist_pool(n: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    from core.data import load_dataset
+
+    images, labels = load_dataset("mnist", "train")
+    idx = torch.randperm(len(images), generator=gen)[:n]
+    x = images[idx].float()
+    return (x / 255.0 if x.max() > 1 else x), labels[idx].long()
+
+
+def _batches(config: BenchConfig, device: torch.device) -> tuple[torch.Tensor, torch.Tensor, str]:
+    """A fixed pool of ``warmup + steps`` batches shared by every run, and its provenance."""
+    n = (config.warmup + config.steps) * config.batch_size
+    gen = torch.Generator().manual_seed(config.seed)
+    x = y = None
+    source = "random"
+    if config.data == "mnist":
+        try:
+            x, y = _mnist_pool(n, gen)
+            source = "mnist"
+        except Exception as error:  # any data problem: time on random tensors instead
+            source = f"random (MNIST unavailable: {error})"
+    if x is None:
+        x = torch.rand(n, 1, 28, 28, generator=gen)
+        y = torch.randint(0, 10, (n,), generator=gen)
+    shape = (config.warmup + config.steps, config.batch_size)
+    return x.reshape(*shape, 1, 28, 28).to(device), y.reshape(shape).to(device), source
+
+
+Stepper = Callable[[torch.Tensor, torch.Tensor, int], None]
+
+
+def _stepper(impl: str, config: BenchConfig, device: torch.device) -> Stepper:
+    """``step(x, y, n_samples)``: one training step (objective, backward, Adam) of a model for
+    ``impl`` (or ``"mlp"``: plain cross-entropy), seeded alike for every implementation and
+    shared by all its sample counts (parameter values do not change the cost of a step)."""
+    torch.manual_seed(config.seed)
+    kind = "mlp" if impl == "mlp" else "bbb"
+    model = build_model(ModelConfig(kind=kind, hidden=config.hidden, prior=PRIORS[config.prior]))
+    model.to(device)
+    optimizer = make_optimizer(model, config.lr)
+    weight = 1.0 / config.epoch_steps
+
+    def step(xb: torch.Tensor, yb: torch.Tensor, n_samples: int) -> None:
+        if impl == "mlp":
+            loss = F.cross_entropy(model(xb), yb, reduction="sum")
+        else:
+            loss = minibatch_objective(
+                model, xb, yb, n_samples=n_samples, weight=weight, impl=impl
+            ).loss
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+
+    return step
+
+
+def _time_block(step: Stepper, n_samples: int, config: BenchConfig, x, y) -> float:
+    """Seconds per step over the ``steps`` timed batches (after the warm-up batches)."""
+    synchronize(x.device)
+    start = time.perf_counter()
+    for i in range(config.warmup, config.warmup + config.steps):
+        step(x[i], y[i], n_samples)
+    synchronize(x.device)
+    return (time.perf_counter() - start) / config.steps
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else 0.5 * (ordered[mid - 1] + ordered[mid])
+
+
+def _row(impl: str, n_samples: int | None, per_step: list[float], epoch_steps: int) -> dict:
+    step_seconds = _median(per_step)
+    return {
+        "impl": impl,
+        "samples": n_samples,
+        "step_seconds": step_seconds,
+        "epoch_seconds": step_seconds * epoch_steps,
+        "repeat_step_seconds": per_step,
+    }
+
+
+def run_benchmark(
+    config: BenchConfig | None = None,
+    *,
+    device: torch.device | None = None,
+    progress: ProgressFn | None = None,
+) -> dict:
+    """Time every (implementation, S) of ``config`` and return the result dict.
+
+    Keys: ``schema``, ``reference`` (False), ``source``, ``task``, ``device``,
+    ``device_type``, ``threads``, ``versions``, ``date`` (ISO, UTC), ``config``,
+    ``epoch_steps``, ``data``, ``timings`` (rows ``impl, samples, step_seconds,
+    epoch_seconds, repeat_step_seconds``; ``samples`` is the row's S), ``mlp`` (the floor row,
+    or None), ``fits`` (impl → ``intercept`` s, ``slope`` s per sample, ``r2``; None with a
+    single S), ``speedups`` (rows ``impl, samples, speedup`` = sequential time / impl time),
+    and ``goals`` (see :func:`goals`). Rounds, then sample counts, are the outer loops, so
+    load changes on a shared machine hit all implementations alike. It runs on the process's
+    torch threads (the CLI's ``--threads`` sets them once for its process; the app never
+    changes them per request)."""
+    return _run(config or BenchConfig(), device or default_device(), progress)
+
+
+def _run(config: BenchConfig, device: torch.device, progress: ProgressFn | None) -> dict:
+    x, y, source = _batches(config, device)
+    jobs = [(impl, s) for s in config.n_samples for impl in config.impls]
+    if config.include_mlp:
+        jobs.insert(0, ("mlp", None))
+    steppers = {impl: _stepper(impl, config, device) for impl, _ in jobs}
+    per_step: dict[tuple, list[float]] = {job: [] for job in jobs}
+    total = len(jobs) * config.repeats
+    for r in range(config.repeats):
+        for k, (impl, s) in enumerate(jobs):
+            label = "plain MLP" if s is None else f"{impl}, S={s}"
+            report(progress, (r * len(jobs) + k) / total, f"round {r + 1}: {label}")
+            if r == 0:
+                for i in range(config.warmup):
+                    steppers[impl](x[i], y[i], s or 1)
+            per_step[(impl, s)].append(_time_block(steppers[impl], s or 1, config, x, y))
+    rows = [_row(impl, s, per_step[(impl, s)], config.epoch_steps) for impl, s in jobs]
+    timings = [row for row in rows if row["impl"] != "mlp"]
+    mlp = next((row for row in rows if row["impl"] == "mlp"), None)
+    report(progress, 1.0, "done")
+    result = {
+        "schema": SCHEMA,
+        "reference": False,
+        "source": "python -m core bench",
+        "task": "mnist",
+        "device": device_name(device),
+        "device_type": device.type,
+        "threads": torch.get_num_threads(),
+        "versions": library_versions(),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "config": config.to_dict(),
+        "epoch_steps": config.epoch_steps,
+        "data": source,
+        "timings": timings,
+        "mlp": mlp,
+    }
+    result["fits"] = fits(timings)
+    result["speedups"] = speedups(timings)
+    result["goals"] = goals(result)
+    return result
+
+
+def fits(timings: list[dict]) -> dict[str, dict | None]:
+    """Per implementation, the least-squares line of epoch seconds against S (None if < 2 S)."""
+    out = {}
+    for impl in dict.fromkeys(r["impl"] for r in timings):
+        rows = [r for r in timings if r["impl"] == impl]
+        if len({r["samples"] for r in rows}) < 2:
+            out[impl] = None
+            continue
+        line = fit_line([r["samples"] for r in rows], [r["epoch_seconds"] for r in rows])
+        out[impl] = line.to_dict()
+    return out
+
+
+def speedups(timings: list[dict]) -> list[dict]:
+    """Rows ``impl, samples, speedup``: sequential epoch time ÷ this implementation's (×)."""
+    base = {r["samples"]: r["epoch_seconds"] for r in timings if r["impl"] == "sequential"}
+    return [
+        {
+            "impl": r["impl"],
+            "samples": r["samples"],
+            "speedup": base[r["samples"]] / r["epoch_seconds"],
+        }
+        for r in timings
+        if r["samples"] in base
+    ]
+
+
+def slope_speedups(fit_dict: dict[str, dict | None]) -> dict[str, float]:
+    """Sequential slope ÷ each implementation's slope, where both are known (×)."""
+    seq = (fit_dict.get("sequential") or {}).get("slope")
+    return {impl: seq / f["slope"] for impl, f in fit_dict.items() if seq and f and f.get("slope")}
+
+
+def goals(result: dict) -> dict[str, dict]:
+    """The issue's targets, where measured: vmap+LRT at S = 10 ≥ 2× faster than sequential at
+    S = 10 (``value`` = speedup), and BBB-LRT at S = 1 ≤ 3× the plain MLP epoch (``value`` =
+    ratio of epoch times)."""
+    epoch = {(r["impl"], r["samples"]): r["epoch_seconds"] for r in result["timings"]}
+    out = {}
+    if ("vmap_lrt", 10) in epoch and ("sequential", 10) in epoch:
+        value = epoch[("sequential", 10)] / epoch[("vmap_lrt", 10)]
+        out["vmap_lrt_S10_speedup"] = {"value": value, "target": 2.0, "met": value >= 2.0}
+    if ("vmap_lrt", 1) in epoch and result.get("mlp"):
+        value = epoch[("vmap_lrt", 1)] / result["mlp"]["epoch_seconds"]
+        out["lrt_S1_over_mlp"] = {"value": value, "target": 3.0, "met": value <= 3.0}
+    return out
+
+
+def bench_dir() -> Path:
+    """Folder of saved benchmark results (``BNN_BENCH_DIR`` or ``<repo>/benchmarks``)."""
+    return Path(os.environ.get("BNN_BENCH_DIR") or REPO_ROOT / "benchmarks").expanduser()
+
+
+def result_filename(result: dict) -> str:
+    """``<device-slug>-<YYYY-MM-DD>.json``, e.g. ``cpu-2-threads-2026-11-21.json``."""
+    slug = re.sub(r"[^a-z0-9]+", "-", result["device"].lower()).strip("-") or "device"
+    return f"{slug}-{result['date'][:10]}.json"
+
+
+def save_result(result: dict, folder: Path | None = None) -> Path:
+    """Write ``result`` atomically to ``folder/<device-slug>-<date>.json``; returns the path."""
+    folder = folder or bench_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / result_filename(result)
+    atomic_write_text(path, json.dumps(result, indent=1) + "\n")
+    return path
+
+
+def load_results(folder: Path | None = None) -> dict[str, dict]:
+    """Saved results by file name (newest date first); unreadable files are skipped."""
+    folder = folder or bench_dir()
+    out = {}
+    for path in sorted(folder.glob("*.json")):
+        try:
+            result = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(result, dict) and "fits" in result:
+            out[path.name] = result
+    return dict(sorted(out.items(), key=lambda kv: kv[1].get("date") or "", reverse=True))

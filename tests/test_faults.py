@@ -1,0 +1,312 @@
+"""Faults a classroom or a careless user can cause, one test (or a few) per defect of issue 22.
+
+Each test reproduces the probe that found the defect: overlapping reruns and the process-wide
+thread count, a small file holding a huge image, a training run killed mid-way, a damaged
+checkpoint, user text rendered as Markdown, a server open to every network. New faults go here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import tomllib
+from pathlib import Path
+
+import pytest
+import torch
+from PIL import Image
+from streamlit.testing.v1 import AppTest
+
+import core.storage.checkpoints
+from core.data import DatasetUnavailable, load_dataset
+from core.engine.models import build_model
+from core.engine.sampler import predictive_samples
+from core.evaluation.uncertainty import summarize
+from core.storage.atomic import atomic_write_text
+from core.storage.checkpoints import REGISTRY, save_checkpoint
+from core.storage.paths import REPO_ROOT, data_search_path
+from tests.test_app_draw import MAIN
+
+SHIPPED = REPO_ROOT / "checkpoints"
+
+
+def run_cli(
+    *args: str, env: dict | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "core", *args],
+        cwd=REPO_ROOT,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture
+def untrained_models(tmp_path, monkeypatch):
+    """Small untrained BBB, MLP and dropout checkpoints in place of checkpoints/, and the
+    "I don't know" thresholds made instant (they are not what these tests probe)."""
+    import core.studies.evaluations as evaluations
+
+    monkeypatch.setattr(core.storage.checkpoints, "CHECKPOINT_DIR", tmp_path)
+    monkeypatch.setattr(evaluations, "evaluation_jobs", lambda *args, **kwargs: [])
+    limits = {"p90": 0.5, "p99": 1.5}
+    monkeypatch.setattr(
+        evaluations, "rejection_thresholds", lambda *a, **k: dict.fromkeys(SCORE_NAMES, limits)
+    )
+    for name in ("bbb_gaussian", "mlp", "dropout_mlp"):
+        save_checkpoint(name, build_model(REGISTRY[name].model), {"note": "untrained"})
+    return tmp_path
+
+
+SCORE_NAMES = (
+    "predictive_entropy",
+    "mutual_information",
+    "expected_entropy",
+    "variation_ratio",
+    "max_prob",
+    "softmax_std",
+)
+
+
+# --- 1. no request changes the process-wide thread count ----------------------------------
+
+
+def test_overlapping_per_input_predictions_leave_the_thread_count_alone():
+    """What the Draw page does per model and rerun, from 8 sessions at once."""
+    model = build_model(REGISTRY["bbb_gaussian"].model).eval().requires_grad_(False)
+    before = torch.get_num_threads()
+    torch.set_num_threads(3)  # a value no code would pick by itself
+    start, errors = threading.Barrier(8), []
+
+    def session() -> None:
+        try:
+            start.wait()
+            for _ in range(20):
+                summarize(predictive_samples(model, torch.rand(1, 1, 28, 28), 100))
+        except Exception as exc:  # reported below
+            errors.append(repr(exc))
+
+    sessions = [threading.Thread(target=session) for _ in range(8)]
+    try:
+        for s in sessions:
+            s.start()
+        for s in sessions:
+            s.join()
+        assert errors == [] and torch.get_num_threads() == 3
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_no_page_or_shared_module_sets_torch_threads():
+    offenders = [
+        str(path.relative_to(REPO_ROOT))
+        for folder in ("app", "pages", "core/studies", "core/engine", "core/evaluation")
+        for path in (REPO_ROOT / folder).rglob("*.py")
+        if "set_num_threads" in path.read_text() and path.name != "main.py"
+    ]
+    assert offenders == []  # only app/main.py's start-up policy and the CLI's --threads
+
+
+# --- 2. a small file with a huge image ------------------------------------------------------
+
+
+def png_file(tmp_path: Path, size: int, mode: str = "RGBA") -> Path:
+    image = Image.new(mode, (size, size), (0, 0, 0, 0)[: len(mode)])
+    image.paste(
+        (255,) * len(mode), (size // 3, size // 8, size // 3 + size // 10, size - size // 8)
+    )
+    buf = io.BytesIO()
+    image.save(buf, "PNG")
+    path = tmp_path / f"{size}.png"
+    path.write_bytes(buf.getvalue())
+    return path
+
+
+PEAK_RSS_SCRIPT = """
+import importlib.util, sys
+# Load the decoder alone (not the core package, whose torch import would dwarf the peak).
+spec = importlib.util.spec_from_file_location("upload", "core/data/upload.py")
+upload = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(upload)
+
+
+def peak_kb():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+
+
+data = open(sys.argv[1], "rb").read()
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")  # reset the peak: a child starts with its parent's
+before = peak_kb()
+try:
+    image = upload.read_image(data)
+    outcome = f"accepted {image.shape[0]}x{image.shape[1]}"
+except upload.ImageError as exc:
+    outcome = f"rejected: {exc}"
+print(f"{(peak_kb() - before) / 1024:.1f}")
+print(outcome)
+"""
+
+
+@pytest.mark.parametrize("side", [4000, 2000])
+def test_big_image_uploads_are_rejected_or_decoded_within_50_mb(tmp_path, side):
+    path = png_file(tmp_path, side)
+    assert path.stat().st_size < 200_000  # a small file ...
+    result = subprocess.run(
+        [sys.executable, "-c", PEAK_RSS_SCRIPT, str(path)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    growth_mb, outcome = result.stdout.strip().splitlines()
+    print(f"{side}x{side} RGBA PNG ({path.stat().st_size} bytes): +{growth_mb} MB, {outcome}")
+    assert float(growth_mb) <= 50.0  # ... never costs the server more than ~50 MB
+    if side == 4000:
+        assert outcome.startswith("rejected") and "megapixels" in outcome
+    else:
+        assert outcome == "accepted 500x500"  # reduced 4× while decoding
+
+
+# --- 3 and 4. a killed training run ----------------------------------------------------------
+
+
+def mnist_available() -> bool:
+    try:
+        load_dataset("mnist", "test", n_inputs=1)
+    except DatasetUnavailable:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not mnist_available(), reason="MNIST unavailable")
+def test_killed_training_leaves_shipped_checkpoints_intact_and_no_temporaries(tmp_path):
+    shipped = {p.name: sha256(p) for p in SHIPPED.glob("*.pt")}
+    data = tmp_path / "data"
+    search = os.pathsep.join(str(p) for p in data_search_path())
+    env = {"BNN_DATA_DIR": str(data), "BNN_DATA_PATH": search, "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "core", "train", "mlp", "--epochs", "50", "--train-subset", "2000"],
+        cwd=REPO_ROOT,
+        env={**os.environ, **env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    user_model = data / "models" / "mlp.pt"
+    try:
+        deadline = time.monotonic() + 240
+        while not user_model.is_file() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert user_model.is_file(), "no epoch finished in time"
+        time.sleep(0.3)  # well into a later epoch (or a save)
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    assert {p.name: sha256(p) for p in SHIPPED.glob("*.pt")} == shipped
+    folder = user_model.parent
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], text=True, capture_output=True
+    ).stdout.strip()
+    (folder / f".mlp.pt.{dead}.abcd1234.tmp").write_bytes(b"")  # a writer that is gone
+    atomic_write_text(folder / "note.txt", "the next write")
+    assert sorted(p.name for p in folder.iterdir() if p.suffix == ".tmp") == []
+
+
+def test_promote_replaces_a_shipped_file_only_with_a_loadable_model(tmp_path, monkeypatch):
+    shipped, user = tmp_path / "shipped", tmp_path / "user"
+    monkeypatch.setattr(core.storage.checkpoints, "CHECKPOINT_DIR", shipped)
+    old = save_checkpoint("mlp", build_model(REGISTRY["mlp"].model), {"v": 1}, shipped)
+    before = old.read_bytes()
+    (user / "mlp.pt").parent.mkdir()
+    (user / "mlp.pt").write_bytes(b"half a model")
+    with pytest.raises(core.storage.checkpoints.CheckpointError, match="corrupt"):
+        core.storage.checkpoints.promote("mlp", user)
+    assert old.read_bytes() == before
+    new = save_checkpoint("mlp", build_model(REGISTRY["mlp"].model), {"v": 2}, user)
+    assert core.storage.checkpoints.promote("mlp", user) == old
+    assert old.read_bytes() == new.read_bytes() and before != new.read_bytes()
+    assert core.storage.checkpoints.read_metadata(old)["v"] == 2
+
+
+# --- 5. damaged files give one clear line --------------------------------------------------
+
+
+@pytest.fixture
+def damaged_copy(tmp_path) -> Path:
+    """A copy of the shipped folder with ``mlp.pt`` truncated to half its size."""
+    folder = tmp_path / "checkpoints"
+    shutil.copytree(SHIPPED, folder)
+    blob = (folder / "mlp.pt").read_bytes()
+    (folder / "mlp.pt").write_bytes(blob[: len(blob) // 2])
+    return folder
+
+
+def test_truncated_checkpoint_one_line_exit_1_and_list_marks_it(damaged_copy):
+    env = {"BNN_CHECKPOINT_DIR": str(damaged_copy)}
+    result = run_cli("evaluate", "--checkpoint", "mlp", "--samples", "1", env=env)
+    print(result.stderr)
+    assert result.returncode == 1
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in result.stderr
+    assert "mlp.pt" in lines[0] and "corrupt or truncated" in lines[0]
+    assert "git checkout checkpoints/mlp.pt" in lines[0]
+    listing = run_cli("list", env=env)
+    assert listing.returncode == 0
+    (row,) = [line for line in listing.stdout.splitlines() if line.startswith("mlp ")]
+    assert "BROKEN" in row and "corrupt" in row
+    healthy = [line for line in listing.stdout.splitlines() if line.startswith("bbb_gaussian")]
+    assert "test error" in healthy[0]
+
+
+def test_malformed_metadata_is_reported_not_ignored(damaged_copy):
+    (damaged_copy / "bbb_lrt.json").write_text("{not json")
+    listing = run_cli("list", env={"BNN_CHECKPOINT_DIR": str(damaged_copy)})
+    (row,) = [line for line in listing.stdout.splitlines() if line.startswith("bbb_lrt")]
+    assert "BROKEN" in row and "bbb_lrt.json" in row and "not valid JSON" in row
+
+
+def test_missing_dataset_is_one_line(tmp_path):
+    result = run_cli(
+        "evaluate", "--checkpoint", "mlp", env={"BNN_DATA_DIR": str(tmp_path), "BNN_DATA_PATH": ""}
+    )
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert len([line for line in result.stderr.splitlines() if line.strip()]) == 1
+
+
+# --- 6. user text is never Markdown --------------------------------------------------------
+
+
+def test_a_markdown_file_name_is_shown_literally(untrained_models):
+    at = AppTest.from_file(MAIN, default_timeout=120).run()
+    at.switch_page("../pages/draw.py").run()
+    at.radio(key="draw_source").set_value("Upload an image").run()
+    name = "[click me](http://evil.example) ![x](http://evil.example/x.png) **bold**.png"
+    at.file_uploader[0].set_value((name, b"not an image", "image/png")).run()
+    assert not at.exception
+    assert any(name in t.value for t in at.text)  # shown as plain text, character for character
+    rendered = [m.value for m in (*at.markdown, *at.error, *at.caption, *at.info)]
+    assert not any("evil.example" in value for value in rendered)
+
+
+# --- 7. served to this computer only by default --------------------------------------------
+
+
+def test_server_binds_to_loopback_by_default():
+    config = tomllib.loads((REPO_ROOT / ".streamlit" / "config.toml").read_text())
+    assert config["server"]["address"] == "127.0.0.1"
