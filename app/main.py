@@ -18,7 +18,14 @@ if str(REPO_ROOT) not in sys.path:  # `streamlit run` puts only app/ on the path
 
 @dataclass(frozen=True)
 class PageInfo:
-    """A page of the lab: its file under ``pages/``, title, icon and a one-line description."""
+    """A page of the lab.
+
+    Attributes:
+        file: The page's file name under ``pages/``.
+        title: Title in the navigation.
+        icon: Streamlit icon, e.g. ``":material/home:"``.
+        description: One line on what the page shows (listed on the home page).
+    """
 
     file: str
     title: str
@@ -27,6 +34,7 @@ class PageInfo:
 
     @property
     def path(self) -> Path:
+        """Absolute path of the page's file."""
         return REPO_ROOT / "pages" / self.file
 
 
@@ -76,9 +84,15 @@ THREADS_ENV = "BNN_TORCH_THREADS"
 
 
 def thread_policy() -> int:
-    """Torch's intra-op thread count for the whole server, chosen once at start-up: the value of
-    ``BNN_TORCH_THREADS`` when set, else torch's default. The count is process-wide and every
-    session shares the process, so no page changes it per request."""
+    """Set torch's intra-op thread count for the whole server, once at start-up.
+
+    The count is process-wide and every session shares the process, so no page changes it per
+    request.
+
+    Returns:
+        The thread count in use: ``BNN_TORCH_THREADS`` when set to a positive integer, else
+        torch's default.
+    """
     import streamlit as st
     import torch
 
@@ -92,6 +106,7 @@ def thread_policy() -> int:
 
 
 def main() -> None:
+    """Draw the app: page setup, thread policy, navigation, the shared sidebar, then the page."""
     import streamlit as st
 
     from app.ui import render_sidebar

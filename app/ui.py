@@ -1,5 +1,7 @@
-"""Shared UI for every page: the sidebar and its choices, cached loaders (models, MNIST test
-set, "I don't know" thresholds) and the one progress runner for expensive cached work.
+"""Shared UI for every page.
+
+The sidebar and its choices, cached loaders (models, MNIST test set, "I don't know"
+thresholds) and the one progress runner for expensive cached work.
 
 Pages read the sidebar's choices only through :func:`selected_models`, :func:`selected_names`
 and :func:`sample_count`; they work with defaults when the sidebar was not drawn (e.g. a page
@@ -38,25 +40,46 @@ THRESHOLDS_MESSAGE = (
 
 
 def model_title(name: str) -> str:
-    """Human title of a registered checkpoint (the name itself if unregistered)."""
+    """Give the human title of a registered checkpoint.
+
+    Args:
+        name: The checkpoint's registry name.
+
+    Returns:
+        Its title, or ``name`` itself if unregistered.
+    """
     spec = REGISTRY.get(name)
     return spec.title if spec else name
 
 
 def default_models(available: list[str]) -> list[str]:
-    """A BBB network (scale-mixture prior, else Gaussian), the MLP and MC dropout, if present."""
+    """Pick the models compared by default.
+
+    Args:
+        available: Registry names of the checkpoints that load.
+
+    Returns:
+        A BBB network (scale-mixture prior, else Gaussian), the MLP and MC dropout, those of
+        them that are available.
+    """
     bbb = next((n for n in ("bbb_mixture", "bbb_gaussian") if n in available), None)
     return [n for n in (bbb, "mlp", "dropout_mlp") if n is not None and n in available]
 
 
 def device() -> torch.device:
-    """The device models run on."""
+    """Give the device models run on.
+
+    Returns:
+        :func:`core.engine.device.default_device`.
+    """
     return default_device()
 
 
 def render_sidebar() -> None:
-    """Draw the sidebar: models to compare (broken checkpoints listed apart with the reason),
-    Monte-Carlo samples and the device in use."""
+    """Draw the sidebar: models to compare, Monte-Carlo samples and the device in use.
+
+    Broken checkpoints are listed apart, with the reason.
+    """
     infos = list_checkpoints()
     available = [i.spec.name for i in infos if i.available]
     chosen = st.session_state.get(MODELS_KEY)
@@ -89,14 +112,22 @@ def render_sidebar() -> None:
 
 
 def selected_names() -> list[str]:
-    """Registry names of the models chosen in the sidebar (defaults if it was not drawn)."""
+    """List the models chosen in the sidebar.
+
+    Returns:
+        Their registry names; :func:`default_models` if the sidebar was not drawn.
+    """
     if MODELS_KEY in st.session_state:
         return list(st.session_state[MODELS_KEY])
     return default_models([i.spec.name for i in list_checkpoints() if i.available])
 
 
 def sample_count() -> int:
-    """Number of Monte-Carlo samples chosen in the sidebar, within 1..MAX_SAMPLES."""
+    """Give the number of Monte-Carlo samples chosen in the sidebar.
+
+    Returns:
+        The count, within 1..:data:`MAX_SAMPLES` (:data:`DEFAULT_SAMPLES` if not drawn).
+    """
     n_samples = st.session_state.get(SAMPLES_KEY, DEFAULT_SAMPLES)
     return int(min(max(n_samples or DEFAULT_SAMPLES, 1), MAX_SAMPLES))
 
@@ -105,8 +136,20 @@ def sample_count() -> int:
 
 
 def version(name: str) -> int:
-    """Changes whenever checkpoint ``name`` is rewritten: pass it to cached functions that take
-    a checkpoint name, so a retrained model is not served from a stale cache."""
+    """Give a value that changes whenever a checkpoint file is rewritten.
+
+    Pass it to cached functions that take a checkpoint name, so a retrained model is not served
+    from a stale cache.
+
+    Args:
+        name: The checkpoint's registry name.
+
+    Returns:
+        The file's modification time, in nanoseconds.
+
+    Raises:
+        CheckpointError: If the checkpoint file is missing.
+    """
     try:
         return checkpoint_path(name).stat().st_mtime_ns
     except OSError as exc:
@@ -119,17 +162,30 @@ def _load(path: str, mtime_ns: int, device_str: str) -> Model:
 
 
 def load_model(name: str) -> Model:
-    """The model of checkpoint ``name``, loaded once per process and file version.
+    """Load a checkpoint's model once per process and file version.
 
-    Shared by all sessions and pages: never modify it. Raises
-    :class:`~core.storage.checkpoints.CheckpointError` naming the file when it is missing or
-    corrupt."""
+    Shared by all sessions and pages: never modify it.
+
+    Args:
+        name: The checkpoint's registry name.
+
+    Returns:
+        The model, on :func:`device`.
+
+    Raises:
+        CheckpointError: Naming the file when it is missing or corrupt.
+    """
     return _load(str(checkpoint_path(name)), version(name), str(device()))
 
 
 def selected_models() -> list[tuple[str, Model]]:
-    """``(name, model)`` for each model chosen in the sidebar that loads; an ``st.error``
-    naming the file for each one that does not."""
+    """Load the models chosen in the sidebar.
+
+    An ``st.error`` naming the file is shown for each one that does not load.
+
+    Returns:
+        ``(name, model)`` for each chosen model that loads.
+    """
     models = []
     for name in selected_names():
         try:
@@ -141,15 +197,25 @@ def selected_models() -> list[tuple[str, Model]]:
 
 @st.cache_resource(show_spinner="Loading the MNIST test set…")
 def mnist_test() -> tuple[torch.Tensor, torch.Tensor]:
-    """The MNIST test images ``(10000, 1, 28, 28)`` and labels, shared read-only by all
-    sessions. Raises :class:`core.data.DatasetUnavailable`."""
+    """Load the MNIST test set once, shared read-only by all sessions.
+
+    Returns:
+        Images ``(10000, 1, 28, 28)`` in [0, 1] and int64 labels ``(10000,)``.
+
+    Raises:
+        DatasetUnavailable: If the MNIST files are missing.
+    """
     from core.data import load_dataset
 
     return load_dataset("mnist", "test")
 
 
 def require_mnist_test() -> tuple[torch.Tensor, torch.Tensor]:
-    """:func:`mnist_test`, or an error naming what is missing and the end of the page run."""
+    """Load :func:`mnist_test`, or show what is missing and end the page run.
+
+    Returns:
+        Images ``(10000, 1, 28, 28)`` in [0, 1] and int64 labels ``(10000,)``.
+    """
     from core.data import DatasetUnavailable
 
     try:
@@ -164,8 +230,14 @@ def require_mnist_test() -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def run_jobs(jobs: list[Job], message: str) -> None:
-    """Run the missing pieces of cached work under one progress bar headed ``message`` (shown
-    only when there is something to compute); each job's title prefixes its progress."""
+    """Run the missing pieces of cached work under one progress bar.
+
+    The bar is shown only when there is something to compute.
+
+    Args:
+        jobs: The work not cached yet; each job's title prefixes its progress messages.
+        message: The bar's heading.
+    """
     if not jobs:
         return
     bar = st.progress(0.0, f"{message}…")
@@ -179,11 +251,20 @@ def _thresholds(name: str, mtime_ns: int) -> Thresholds:
 
 
 def rejection_thresholds(names: list[str]) -> dict[str, Thresholds]:
-    """The "I don't know" limits of each checkpoint
-    (:func:`core.studies.evaluations.rejection_thresholds`), computing missing ones (once per
-    checkpoint file, then cached on disk) under a progress bar.
+    """Get the "I don't know" limits of each checkpoint, computing missing ones.
 
-    Raises :class:`core.data.DatasetUnavailable` without the MNIST test set."""
+    Missing ones are computed under a progress bar, once per checkpoint file, then cached on
+    disk (:func:`core.studies.evaluations.rejection_thresholds`).
+
+    Args:
+        names: Registry names of the checkpoints.
+
+    Returns:
+        Name → its thresholds (score name → ``{"p90", "p99"}``).
+
+    Raises:
+        DatasetUnavailable: Without the MNIST test set.
+    """
     jobs = evaluations.evaluation_jobs(names, [evaluations.IN_DISTRIBUTION], title=model_title)
     run_jobs(jobs, THRESHOLDS_MESSAGE)
     return {name: _thresholds(name, version(name)) for name in names}

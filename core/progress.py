@@ -18,13 +18,30 @@ ProgressFn = Callable[[float, str], None]
 
 
 def report(progress: ProgressFn | None, fraction: float, message: str = "") -> None:
-    """Call ``progress`` if given, clamping ``fraction`` to [0, 1]."""
+    """Call ``progress`` if given, clamping ``fraction`` to [0, 1].
+
+    Args:
+        progress: The callback, or None to do nothing.
+        fraction: Fraction done.
+        message: Short message shown with the bar.
+    """
     if progress is not None:
         progress(min(max(float(fraction), 0.0), 1.0), message)
 
 
 def text_progress(label: str, stream: TextIO | None = None, width: int = 30) -> ProgressFn:
-    """A :data:`ProgressFn` drawing ``label [#####-----]  42% message`` on one terminal line."""
+    """A :data:`ProgressFn` drawing ``label [#####-----]  42% message`` on one terminal line.
+
+    The line also shows the seconds elapsed since this call and ends with a newline at 100 %.
+
+    Args:
+        label: Text before the bar.
+        stream: Where to draw; None for ``sys.stderr``.
+        width: Number of characters of the bar.
+
+    Returns:
+        The progress callback.
+    """
     out = stream or sys.stderr
     start = time.perf_counter()
 
@@ -41,23 +58,44 @@ def text_progress(label: str, stream: TextIO | None = None, width: int = 30) -> 
 
 
 def share(progress: ProgressFn | None, done: int, total: int, label: str = "") -> ProgressFn:
-    """Progress of step ``done`` (0-based) of ``total`` equal steps, reported as a share of the
-    whole; ``label`` prefixes each message."""
+    """Progress of one of ``total`` equal steps, reported as a share of the whole.
+
+    Args:
+        progress: The callback of the whole, or None.
+        done: Index of this step (0-based), i.e. the number of steps already done.
+        total: Number of equal steps.
+        label: Prefix of each message (``"label: message"``), if not empty.
+
+    Returns:
+        The progress callback of this step.
+    """
     prefix = f"{label}: " if label else ""
     return lambda fraction, message: report(progress, (done + fraction) / total, prefix + message)
 
 
 @dataclass(frozen=True)
 class Job:
-    """One piece of expensive work: ``run(progress)`` computes (and caches) a result; ``title``
-    names it in progress messages."""
+    """One piece of expensive work.
+
+    Attributes:
+        title: Names the job in progress messages.
+        run: ``run(progress)`` computes (and caches) the result.
+    """
 
     title: str
     run: Callable[[ProgressFn | None], Any]
 
 
 def run_all(jobs: list[Job], progress: ProgressFn | None = None) -> list[Any]:
-    """Run ``jobs`` in order, reporting them as one progress from 0 to 1; returns the results."""
+    """Run ``jobs`` in order, reporting them as one progress from 0 to 1.
+
+    Args:
+        jobs: The jobs, each counted as an equal share.
+        progress: The callback, or None.
+
+    Returns:
+        The jobs' results, in order.
+    """
     results = [job.run(share(progress, i, len(jobs), job.title)) for i, job in enumerate(jobs)]
     report(progress, 1.0, "done")
     return results

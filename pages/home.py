@@ -1,8 +1,9 @@
-"""Home: what a Bayesian neural network is, and a link to every page of the lab."""
+"""Home: what a Bayesian neural network is, every method side by side, a link to every page."""
 
 import streamlit as st
 
 from app.main import PAGES
+from core.studies.comparison import OOD_SETS, load_comparison
 
 st.title("Bayesian neural network lab")
 
@@ -24,12 +25,48 @@ look at the spread of their answers:
 Two summaries of this spread appear throughout the lab: the **predictive entropy** (how
 uncertain the averaged prediction is) and the **mutual information** (how much the sampled
 networks disagree with each other, the part of the uncertainty that comes from not knowing
-the weights). For comparison the lab also has a plain **MLP**, which gives one fixed answer,
-and an **MC dropout** network, which samples networks by randomly switching off units.
+the weights). For comparison the lab also has a plain **MLP**, which gives one fixed answer;
+**MC dropout** networks, which sample networks by randomly switching off units (one trained
+with the usual objective, one with the α-divergence energy of Li & Gal); a **deep ensemble**
+of five independently trained networks, whose "samples" are its members; and a **Laplace
+approximation**, a Gaussian around the trained MLP's last layer fitted after training.
 
 Pick the models to compare and the number of samples in the sidebar; every page uses them.
 """
 )
+
+st.subheader("Every method on one evaluation")
+result = load_comparison()
+if result is None:
+    st.info("No saved comparison yet: run `python -m core compare --save`.")
+else:
+    titles = {"fashion_mnist": "Fashion", "kmnist": "KMNIST", "notmnist": "notMNIST"}
+    titles["omniglot"] = "Omniglot"
+    sets = [d for d in OOD_SETS if any(d in row["ood_auroc"] for row in result["rows"])]
+    table = [
+        {
+            "method": row["title"],
+            "test error (%)": 100 * row["test_error"],
+            "NLL": row["nll"],
+            "ECE": row["ece"],
+            **{f"OOD AUROC, {titles[d]}": row["ood_auroc"].get(d) for d in sets},
+            "FGSM ε=0.1 acc. (%)": 100 * row["fgsm_accuracy"],
+            "ms per image (100 passes)": row["predict_ms"],
+            "training (min)": None if row["train_seconds"] is None else row["train_seconds"] / 60,
+        }
+        for row in result["rows"]
+    ]
+    st.dataframe(table, hide_index=True, column_config=None)
+    settings = result["settings"]
+    st.caption(
+        f"MNIST test set (10,000 images, {settings['n_samples']} passes); OOD: "
+        f"{settings['ood_inputs']:,} inputs per set and MNIST, {settings['ood_samples']} passes, "
+        "AUROC of each method's best uncertainty score; FGSM on "
+        f"{settings['attack_inputs']:,} test images, EOT with k = {settings['eot_k']} passes "
+        "per gradient for stochastic methods. Measured on "
+        f"{result['device']}, {result['date'][:10]}; `python -m core compare --save` "
+        "recomputes it."
+    )
 
 st.subheader("Pages")
 for page in PAGES[1:]:

@@ -89,9 +89,10 @@ def test_shipped_checkpoint_is_small_and_loads(name):
     info = next(i for i in list_checkpoints() if i.spec.name == name)
     if not info.available:
         pytest.skip(f"{name} not trained yet")
-    assert info.path.stat().st_size <= 5 * 2**20
+    assert info.path.stat().st_size <= 10_000_000  # the design card's 10 MB per file
     model, meta = load_checkpoint(name)
-    assert model.config == info.spec.model and meta["epochs"] >= 1
+    assert model.config == info.spec.model
+    assert meta["epochs"] >= 1 or "posterior" in meta  # trained, or fitted post hoc
 
 
 def test_cli_evaluate_json_schema():

@@ -26,7 +26,18 @@ MODEL_COLORS = (
 
 
 def layout(title: str, height: int, xaxis: dict, yaxis: dict, **extra) -> dict:
-    """Common figure layout: small title, tight margins, legend below the plot."""
+    """Build the common figure layout: small title, tight margins, legend below the plot.
+
+    Args:
+        title: The figure's title ("" for none).
+        height: Height in pixels.
+        xaxis: Plotly x-axis settings.
+        yaxis: Plotly y-axis settings.
+        **extra: Further plotly layout settings, overriding the common ones.
+
+    Returns:
+        A plotly layout dict.
+    """
     return {
         "title": {"text": title, "font": {"size": 14}},
         "height": height,
@@ -39,7 +50,15 @@ def layout(title: str, height: int, xaxis: dict, yaxis: dict, **extra) -> dict:
 
 
 def vline(x: float, **line) -> dict:
-    """A vertical line shape at ``x`` spanning the plot's height (``line``: plotly line style)."""
+    """Build a vertical line shape spanning the plot's height.
+
+    Args:
+        x: Where the line is, in x-axis units.
+        **line: Plotly line style, e.g. ``dash="dot", color="grey"``.
+
+    Returns:
+        A plotly shape dict.
+    """
     return {
         "type": "line",
         "xref": "x",
@@ -53,6 +72,10 @@ def vline(x: float, **line) -> dict:
 
 
 def show_figure(fig: go.Figure, key: str) -> None:
-    """Render a plotly figure at container width, without the mode bar. ``key`` must be unique
-    on the page: two identical figures without keys are a Streamlit error."""
+    """Render a plotly figure at container width, without the mode bar.
+
+    Args:
+        fig: The figure.
+        key: Unique on the page: two identical figures without keys are a Streamlit error.
+    """
     st.plotly_chart(fig, width="stretch", config={"displayModeBar": False}, key=key)

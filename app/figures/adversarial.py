@@ -1,5 +1,7 @@
-"""The Adversarial page's pictures: digit grids, robustness curves against ε and the class
-probabilities along a targeted attack."""
+"""The Adversarial page's pictures.
+
+Digit grids, robustness curves against ε and the class probabilities along a targeted attack.
+"""
 
 from __future__ import annotations
 
@@ -16,8 +18,14 @@ EPS_AXIS = {"title": {"text": "ε (pixel units; images in [0, 1])"}}
 
 
 def tile(rows: list[np.ndarray]) -> np.ndarray:
-    """Stack rows of ``(G, 28, 28)`` images in [0, 1] into one image enlarged ``SCALE`` times,
-    with grey 2-pixel gaps."""
+    """Stack rows of digits into one image enlarged :data:`SCALE` times, with grey 2-pixel gaps.
+
+    Args:
+        rows: Rows of ``(G, 28, 28)`` images in [0, 1], the same ``G`` in every row.
+
+    Returns:
+        One image ``(30 · len(rows) · SCALE, 30 · G · SCALE)`` in [0, 1].
+    """
     padded = [np.pad(r, ((0, 0), (0, 2), (0, 2)), constant_values=0.35) for r in rows]
     big = np.concatenate([np.concatenate(list(r), axis=1) for r in padded], axis=0)
     return np.kron(big, np.ones((SCALE, SCALE), dtype=np.float32))
@@ -26,8 +34,18 @@ def tile(rows: list[np.ndarray]) -> np.ndarray:
 def curve_figure(
     curves: dict[str, RobustnessCurve], fields: dict[str, str], title: str, y: str, eps: float
 ) -> go.Figure:
-    """One line per model (``curves``: title → curve; colour) and field (``fields``: curve
-    attribute → label; dash) against ε; the slider's ``eps`` dotted. ``y``: the axis title."""
+    """Plot robustness curves against ε, one line per model and field.
+
+    Args:
+        curves: Model title → curve; one colour per model.
+        fields: Curve attribute → label; one dash per field.
+        title: The figure's title.
+        y: The y-axis title.
+        eps: The slider's ε, drawn as a dotted line.
+
+    Returns:
+        The figure.
+    """
     lines = [
         go.Scatter(
             x=curve.eps,
@@ -46,7 +64,15 @@ def curve_figure(
 
 
 def trajectory_figure(probs: np.ndarray, target: int) -> go.Figure:
-    """Class probabilities ``(steps + 1, 10)`` against the iteration; the ``target`` in bold."""
+    """Plot the class probabilities along a targeted attack.
+
+    Args:
+        probs: Class probabilities ``(steps + 1, 10)``, one row per iteration.
+        target: The target class, drawn in bold.
+
+    Returns:
+        The figure.
+    """
     lines = [
         go.Scatter(
             y=probs[:, c],

@@ -1,5 +1,8 @@
-"""The OOD explorer's figures: one input's votes and softmax spread next to an MNIST digit, and
-a score's distributions and ROC curves over whole datasets."""
+"""The OOD explorer's figures.
+
+One input's votes and softmax spread next to an MNIST digit, and a score's distributions and ROC
+curves over whole datasets.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +18,15 @@ NETWORKS_AXIS = {"title": {"text": "networks"}, "rangemode": "tozero"}
 
 
 def votes_figure(counts: np.ndarray, names: tuple[str, str]) -> go.Figure:
-    """Grouped bars: how many sampled networks predicted each class, per input ``(2, C)``."""
+    """Plot grouped bars: how many sampled networks predicted each class, per input.
+
+    Args:
+        counts: Votes ``(2, C)``: the OOD input's row, then the MNIST digit's.
+        names: Legend names of the two inputs.
+
+    Returns:
+        The figure.
+    """
     bars = [
         go.Bar(x=np.arange(counts.shape[1]), y=counts[j], name=names[j], marker_color=SIDES[j])
         for j in range(2)
@@ -25,8 +36,16 @@ def votes_figure(counts: np.ndarray, names: tuple[str, str]) -> go.Figure:
 
 
 def spread_figure(top: np.ndarray, predicted: np.ndarray, names: tuple[str, str]) -> go.Figure:
-    """Overlaid histograms over sampled networks of the predicted class's softmax score, per
-    input (``top (n_samples, 2)``, ``predicted (2,)``)."""
+    """Plot overlaid histograms over sampled networks of the predicted class's softmax score.
+
+    Args:
+        top: Softmax score of each input's predicted class ``(n_samples, 2)``.
+        predicted: The two inputs' predicted classes ``(2,)``.
+        names: Legend names of the two inputs.
+
+    Returns:
+        The figure.
+    """
     hists = [
         go.Histogram(
             x=top[:, j],
@@ -43,8 +62,17 @@ def spread_figure(top: np.ndarray, predicted: np.ndarray, names: tuple[str, str]
 
 
 def hist_figure(inside: np.ndarray, outside: np.ndarray, title: str, label: str) -> go.Figure:
-    """Overlaid normalised histograms of a score on MNIST ``(N_in,)`` and on the OOD set
-    ``(N_out,)`` named ``label``, with :data:`BINS` shared bins."""
+    """Plot overlaid normalised histograms of a score on MNIST and on an OOD set.
+
+    Args:
+        inside: The score on MNIST ``(N_in,)``.
+        outside: The score on the OOD set ``(N_out,)``.
+        title: The figure's title.
+        label: Legend name of the OOD set.
+
+    Returns:
+        The figure, with :data:`BINS` bins shared by both sets.
+    """
     edges = np.histogram_bin_edges(np.concatenate([inside, outside]), BINS)
     centres, width = (edges[1:] + edges[:-1]) / 2, edges[1] - edges[0]
     bars = [
@@ -63,14 +91,29 @@ def hist_figure(inside: np.ndarray, outside: np.ndarray, title: str, label: str)
 
 
 def thin(fpr: np.ndarray, tpr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """About :data:`ROC_POINTS` points of a ROC curve ``(K,)``, both ends kept."""
+    """Thin a ROC curve to about :data:`ROC_POINTS` points, both ends kept.
+
+    Args:
+        fpr: False positive rates ``(K,)``.
+        tpr: True positive rates ``(K,)``.
+
+    Returns:
+        The kept false and true positive rates.
+    """
     keep = np.unique(np.linspace(0, len(fpr) - 1, ROC_POINTS).round().astype(int))
     return fpr[keep], tpr[keep]
 
 
 def roc_figure(curves: dict[str, tuple[np.ndarray, np.ndarray]], title: str) -> go.Figure:
-    """ROC curves per model (legend label → FPR, TPR), thinned by :func:`thin`; the chance
-    diagonal dotted."""
+    """Plot ROC curves per model, thinned by :func:`thin`, with the chance diagonal dotted.
+
+    Args:
+        curves: Legend label → (false positive rates, true positive rates).
+        title: The figure's title.
+
+    Returns:
+        The figure.
+    """
     thinned = {label: thin(fpr, tpr) for label, (fpr, tpr) in curves.items()}
     lines = [
         go.Scatter(

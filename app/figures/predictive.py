@@ -16,9 +16,22 @@ PANEL_TITLE = {"xref": "paper", "yref": "paper", "x": 0, "xanchor": "left", "sho
 def predictive_figure(
     mean: np.ndarray, std: np.ndarray, counts: np.ndarray, scores: np.ndarray, cls: int
 ) -> go.Figure:
-    """Three stacked panels: mean class probabilities with ±1 std error bars across samples;
-    how many sampled networks predicted each class; the histogram over samples of the softmax
-    score of class ``cls`` (the softmax spread)."""
+    """Plot one model's predictive in three stacked panels.
+
+    The panels: mean class probabilities with ±1 std error bars across samples; how many
+    sampled networks predicted each class; the histogram over samples of the softmax score of
+    class ``cls`` (the softmax spread).
+
+    Args:
+        mean: Mean class probabilities ``(C,)``.
+        std: Their standard deviations across samples ``(C,)``.
+        counts: Sampled networks predicting each class ``(C,)``.
+        scores: Softmax score of class ``cls`` in each sample ``(n_samples,)``.
+        cls: The class whose spread is shown (the top class).
+
+    Returns:
+        The figure.
+    """
     classes = np.arange(len(mean))
     traces = [
         go.Bar(x=classes, y=mean, error_y={"type": "data", "array": std, "visible": True}),

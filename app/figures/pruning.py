@@ -1,5 +1,8 @@
-"""The Pruning page's figures: the SNR density with what is removed, test error against the
-pruned fraction beside the paper's points, and the densities of trained weights."""
+"""The Pruning page's figures.
+
+The SNR density with what is removed, test error against the pruned fraction beside the paper's
+points, and the densities of trained weights.
+"""
 
 from __future__ import annotations
 
@@ -26,9 +29,21 @@ def snr_figure(
     threshold_db: float | None,
     floor_db: float,
 ) -> go.Figure:
-    """Density and CDF of SNR (dB) at the bin ``centres`` over all weights, the removed weights'
-    share of the density (``None``: nothing removed) and, for SNR pruning, the cut-off in dB
-    (drawn when at least ``floor_db``, the left end of the axis)."""
+    """Plot the density and CDF of the SNR over all weights, and what is removed.
+
+    Args:
+        centres: Bin centres, SNR in dB ``(K,)``.
+        dens: Density of all weights at the centres ``(K,)``.
+        cdf: Cumulative fraction of weights at the centres ``(K,)``, in [0, 1].
+        removed_density: The removed weights' share of the density ``(K,)``; None when nothing
+            is removed.
+        method: The pruning method (colours the removed share).
+        threshold_db: SNR pruning's cut-off in dB; None for other methods.
+        floor_db: The left end of the axis, in dB; a cut-off below it is not drawn.
+
+    Returns:
+        The figure.
+    """
     traces = [
         go.Scatter(x=centres, y=dens, name="all weights", line={"color": "black"}),
         go.Scatter(x=centres, y=cdf, name="CDF", yaxis="y2", line={"dash": "dot"}),
@@ -74,9 +89,16 @@ def snr_figure(
 def curve_figure(
     curves: dict[str, PruningCurve], dashes: dict[str, str], fraction: float
 ) -> go.Figure:
-    """Test error (%, log scale) against weights removed (%), one line per label of ``curves``
-    (dashed as ``dashes`` says, solid otherwise); the paper's points as crosses and the chosen
-    ``fraction`` (in [0, 1]) as a dotted line."""
+    """Plot test error (%, log scale) against weights removed (%), with the paper's points.
+
+    Args:
+        curves: Legend label → curve; one line each, coloured by method.
+        dashes: Label → plotly dash style; solid for labels not in it.
+        fraction: The chosen fraction, in [0, 1], drawn as a dotted line.
+
+    Returns:
+        The figure.
+    """
     traces = [
         go.Scatter(
             x=[100 * f for f in curve.fractions],
@@ -113,8 +135,16 @@ def weights_figure(
     value_range: tuple[float, float],
     log: bool,
 ) -> go.Figure:
-    """Overlaid weight densities (bin centres, densities), one line per label, over
-    ``value_range``; ``log``: logarithmic density axis."""
+    """Plot overlaid densities of trained weights, one line per label.
+
+    Args:
+        densities: Legend label → (bin centres, densities).
+        value_range: The x-axis range (weight values).
+        log: Whether the density axis is logarithmic.
+
+    Returns:
+        The figure.
+    """
     traces = [
         go.Scatter(x=c, y=d, name=label, mode="lines", line={"color": color})
         for (label, (c, d)), color in zip(densities.items(), WEIGHT_COLORS, strict=False)

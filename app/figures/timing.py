@@ -1,5 +1,7 @@
-"""The Training-speed page's figures: epoch time against the Monte-Carlo samples S with the
-fitted lines a + b·S, and the fitted slopes b of several runs side by side.
+"""The Training-speed page's figures.
+
+Epoch time against the Monte-Carlo samples S with the fitted lines a + b·S, and the fitted
+slopes b of several runs side by side.
 
 Results are the dicts of :func:`core.studies.training_speed.run_benchmark` (or saved ones).
 """
@@ -18,8 +20,16 @@ FLOOR_LINE = {"color": "grey", "dash": "dot"}
 
 
 def run_traces(result: dict, suffix: str = "", style: int = 0) -> list[go.Scatter]:
-    """Measured epoch times (markers, s) and the fitted line a + b·S per implementation of one
-    result; ``suffix`` ends its legend names, ``style`` picks the marker and dash of the run."""
+    """Build the traces of one result: measured epoch times and the fitted line a + b·S.
+
+    Args:
+        result: A benchmark result (:func:`core.studies.training_speed.run_benchmark`).
+        suffix: Ends the run's legend names.
+        style: Picks the run's marker and dash.
+
+    Returns:
+        Per implementation, the measured epoch times (markers, s) and the fitted line, if any.
+    """
     traces = []
     for impl, fit in result["fits"].items():
         rows = sorted(
@@ -56,16 +66,29 @@ def run_traces(result: dict, suffix: str = "", style: int = 0) -> list[go.Scatte
 
 
 def floor_line(y: float, text: str) -> tuple[dict, dict]:
-    """A dotted grey line across the plot at height ``y`` and its label ``text`` at the right
-    end: a plotly shape and annotation."""
+    """Build a dotted grey line across the plot and its label at the right end.
+
+    Args:
+        y: Height of the line, in y-axis units.
+        text: The label.
+
+    Returns:
+        A plotly shape and annotation.
+    """
     shape = {"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": y, "y1": y}
     note = {"xref": "paper", "x": 1, "y": y, "xanchor": "right", "yanchor": "bottom"}
     return shape | {"line": FLOOR_LINE}, note | {"text": text, "showarrow": False}
 
 
 def time_figure(runs: list[tuple[dict, str]]) -> go.Figure:
-    """Epoch time (s) against S for each ``(result, legend suffix)`` of ``runs`` (styled by
-    position), with a dotted line at each run's plain-MLP epoch time (the floor)."""
+    """Plot epoch time (s) against S, with a dotted line at each run's plain-MLP epoch time.
+
+    Args:
+        runs: ``(result, legend suffix)`` per run, styled by position.
+
+    Returns:
+        The figure.
+    """
     traces, shapes, notes = [], [], []
     for style, (result, suffix) in enumerate(runs):
         traces += run_traces(result, suffix, style)
@@ -79,8 +102,16 @@ def time_figure(runs: list[tuple[dict, str]]) -> go.Figure:
 
 
 def slope_figure(runs: dict[str, dict]) -> go.Figure:
-    """Grouped bars of the fitted slope b (s per epoch per extra sample) per implementation,
-    one colour per run (``runs``: label → result); reference runs are hatched."""
+    """Plot grouped bars of the fitted slope b (s per epoch per extra sample) per implementation.
+
+    One colour per run; reference runs are hatched.
+
+    Args:
+        runs: Legend label → benchmark result.
+
+    Returns:
+        The figure.
+    """
     bars = []
     for label, result in runs.items():
         fits = {impl: f for impl, f in result["fits"].items() if f}

@@ -10,15 +10,20 @@ from __future__ import annotations
 import argparse
 import sys
 
-from core.cli import attack, bench, bench_predictive, data, models, ood
+from core.cli import attack, bench, bench_predictive, compare, data, models, ood
 from core.data import DatasetUnavailable
 from core.storage.checkpoints import CheckpointError
 
-COMMANDS = (data, models, bench, ood, bench_predictive, attack)
+COMMANDS = (data, models, bench, ood, bench_predictive, attack, compare)
 """Modules exposing ``register(subparsers)``, in help order."""
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """Build the ``python -m core`` parser with every command of :data:`COMMANDS`.
+
+    Returns:
+        The parser; each sub-command sets ``func``, the function that runs it.
+    """
     parser = argparse.ArgumentParser(prog="python -m core", description=__doc__)
     subparsers = parser.add_subparsers(dest="command", required=True)
     for module in COMMANDS:
@@ -27,6 +32,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command of the lab's command line.
+
+    Foreseen failures (:class:`CheckpointError`, :class:`DatasetUnavailable`, ValueError) end in
+    one line on stderr instead of a traceback.
+
+    Args:
+        argv: The arguments after ``python -m core``; None reads ``sys.argv``.
+
+    Returns:
+        The exit code: the command's own, 1 after a foreseen failure, 130 when interrupted.
+    """
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)

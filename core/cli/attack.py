@@ -23,8 +23,18 @@ SOURCE = "mlp"
 
 
 def attacks(name: str, k: int, available: list[str]) -> list[tuple[str, int, str | None]]:
-    """(label, passes per gradient, source) of the attacks run on checkpoint ``name``; a
-    deterministic model gets one white-box row (naive and EOT coincide)."""
+    """List the attacks run on a checkpoint.
+
+    A deterministic model gets one white-box row (naive and EOT coincide).
+
+    Args:
+        name: The attacked checkpoint's registry name.
+        k: Passes per gradient of the EOT attack.
+        available: Names of the checkpoints that load; the transfer attack needs the MLP.
+
+    Returns:
+        (label, passes per gradient, source checkpoint or None for white-box) per attack.
+    """
     stochastic = model_class(REGISTRY[name].model.kind).stochastic
     rows = [("naive", 1, None)] + ([(f"EOT k={k}", k, None)] if stochastic else [])
     if SOURCE in available and name != SOURCE:
@@ -33,7 +43,16 @@ def attacks(name: str, k: int, available: list[str]) -> list[tuple[str, int, str
 
 
 def format_table(results: list[dict], eps: tuple[float, ...]) -> str:
-    """One row per (checkpoint, attack): the accuracy at each ε."""
+    """Format the attack results as a text table, one row per (checkpoint, attack).
+
+    Args:
+        results: One dict per (checkpoint, attack) with ``checkpoint``, ``attack`` and
+            ``accuracy`` (one value per ε).
+        eps: The perturbation sizes ε, in pixel units, in column order.
+
+    Returns:
+        The table, the accuracy at each ε per row.
+    """
     header = f"{'checkpoint':14s} {'attack':18s}" + "".join(f"{f'ε={e:g}':>9s}" for e in eps)
     lines = ["Accuracy on FGSM examples (predictive mean)", header]
     for r in results:
@@ -43,6 +62,15 @@ def format_table(results: list[dict], eps: tuple[float, ...]) -> str:
 
 
 def cmd_attack(args) -> int:
+    """Run ``python -m core attack``: print each model's accuracy on FGSM examples per ε.
+
+    Args:
+        args: The parsed command line (``images``, ``eps``, ``k``, ``samples``, ``checkpoint``,
+            ``json``).
+
+    Returns:
+        The exit code: 0, or 1 when no trained checkpoint is available.
+    """
     available = [i.spec.name for i in list_checkpoints() if i.available]
     names = args.checkpoint or available
     if not names:
@@ -64,6 +92,11 @@ def cmd_attack(args) -> int:
 
 
 def register(subparsers) -> None:
+    """Add the ``attack`` sub-command.
+
+    Args:
+        subparsers: The ``add_subparsers()`` object of the ``python -m core`` parser.
+    """
     p = subparsers.add_parser("attack", help="accuracy under FGSM per model and ε (naive/EOT)")
     p.add_argument("--images", type=int, default=1000, help="MNIST test images (seeded subset)")
     p.add_argument("--eps", type=float, nargs="+", default=list(EPS_GRID), help="pixel units")

@@ -34,7 +34,14 @@ def _impls(text: str) -> tuple[str, ...]:
 
 
 def format_result(result: dict) -> str:
-    """A human-readable summary: epoch seconds per S and implementation, fits, goals."""
+    """Summarise a benchmark result for people.
+
+    Args:
+        result: A result of :func:`core.studies.training_speed.run_benchmark`.
+
+    Returns:
+        Text: seconds per epoch per S and implementation, the linear fits, the goals.
+    """
     impls = list(result["fits"])
     epoch = {(r["impl"], r["samples"]): r["epoch_seconds"] for r in result["timings"]}
     samples = sorted({r["samples"] for r in result["timings"]})
@@ -63,6 +70,16 @@ def format_result(result: dict) -> str:
 
 
 def cmd_bench(args) -> int:
+    """Run ``python -m core bench``: time training epochs of the ELBO implementations.
+
+    Args:
+        args: The parsed command line (``samples``, ``steps``, ``warmup``, ``repeats``,
+            ``impl``, ``hidden``, ``prior``, ``data``, ``no_mlp``, ``threads``, ``device``,
+            ``json``, ``save``).
+
+    Returns:
+        The exit code: 0.
+    """
     config = BenchConfig(
         impls=_impls(args.impl),
         n_samples=_ints(args.samples),
@@ -89,6 +106,11 @@ def cmd_bench(args) -> int:
 
 
 def register(subparsers) -> None:
+    """Add the ``bench`` sub-command.
+
+    Args:
+        subparsers: The ``add_subparsers()`` object of the ``python -m core`` parser.
+    """
     p = subparsers.add_parser("bench", help="time training epochs of the ELBO implementations")
     p.add_argument("--samples", default="1,2,3,4,5,6,7,8,9,10", help="comma-separated S values")
     p.add_argument("--steps", type=int, default=10, help="timed steps per point and round")

@@ -1,5 +1,7 @@
-"""``python -m core bench-predictive``: time the Monte-Carlo predictive of a checkpoint
-(:mod:`core.studies.predictive_speed`)."""
+"""``python -m core bench-predictive``: time the Monte-Carlo predictive of a checkpoint.
+
+The timing itself is :mod:`core.studies.predictive_speed`.
+"""
 
 from __future__ import annotations
 
@@ -35,6 +37,18 @@ def _inputs(checkpoint: str, device: torch.device) -> tuple[torch.nn.Module, tor
 
 
 def cmd_bench_predictive(args) -> int:
+    """Run ``python -m core bench-predictive``: time the predictive of one checkpoint.
+
+    A checkpoint or dataset that is missing is replaced by a stand-in of the same shape, and
+    a note says so.
+
+    Args:
+        args: The parsed command line (``checkpoint``, ``samples``, ``repeats``, ``threads``,
+            ``json``).
+
+    Returns:
+        The exit code: 0.
+    """
     if args.threads:
         torch.set_num_threads(args.threads)
     model, images, notes = _inputs(args.checkpoint, default_device())
@@ -63,6 +77,11 @@ def cmd_bench_predictive(args) -> int:
 
 
 def register(subparsers) -> None:
+    """Add the ``bench-predictive`` sub-command.
+
+    Args:
+        subparsers: The ``add_subparsers()`` object of the ``python -m core`` parser.
+    """
     p = subparsers.add_parser("bench-predictive", help="time the Monte-Carlo predictive")
     p.add_argument("--checkpoint", default="bbb_gaussian", choices=sorted(REGISTRY))
     p.add_argument("--samples", type=int, default=100)

@@ -12,7 +12,11 @@ from core.storage.paths import data_dir
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add the ``data`` sub-command."""
+    """Add the ``data`` sub-command.
+
+    Args:
+        subparsers: The ``add_subparsers()`` object of the ``python -m core`` parser.
+    """
     parser = subparsers.add_parser(
         "data",
         help="obtain MNIST and Fashion-MNIST (and what else can be had), list all datasets",
@@ -42,7 +46,14 @@ def _table() -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Prepare (unless ``--list``) and print the table; 1 if MNIST or Fashion-MNIST is missing."""
+    """Run ``python -m core data``: prepare the datasets (unless ``--list``), print the table.
+
+    Args:
+        args: The parsed command line (``no_download``, ``list``).
+
+    Returns:
+        The exit code: 0, or 1 if MNIST or Fashion-MNIST is missing.
+    """
     print(f"data folder: {data_dir()}")
     if not args.list:
         prepare_data(text_progress("data"), allow_download=not args.no_download)

@@ -16,12 +16,15 @@ import torch
 
 from core.data import load_dataset
 from core.engine.device import default_device, device_name, library_versions
-from core.engine.models import build_model
+from core.engine.interface import ModelKind
+from core.engine.models import POST_HOC_FITS, build_model
 from core.engine.train import EpochStats, train
 from core.evaluation.metrics import evaluate_model
 from core.progress import text_progress
 from core.storage.checkpoints import (
     REGISTRY,
+    CheckpointError,
+    CheckpointSpec,
     checkpoint_path,
     list_checkpoints,
     load_checkpoint,
@@ -32,6 +35,16 @@ from core.storage.paths import user_model_dir
 
 
 def cmd_list(args) -> int:
+    """Run ``python -m core list``: print each registered checkpoint and whether it loads.
+
+    User-trained models found in the user-model folder are listed after them.
+
+    Args:
+        args: The parsed command line (none are used).
+
+    Returns:
+        The exit code: 0.
+    """
     for info in list_checkpoints():
         meta = info.metadata
         if not info.available:
@@ -69,11 +82,42 @@ def _resume_point(name: str) -> tuple[torch.nn.Module, list[EpochStats], float]:
     return model.train(), history, float(meta.get("train_seconds", 0.0))
 
 
+def _fresh_model(spec: CheckpointSpec) -> torch.nn.Module:
+    """A new model of ``spec``, in training mode with gradients on.
+
+    Randomly initialised, or starting from the trained weights of ``spec.base`` (every
+    parameter must come from it; buffers may be new).
+
+    Raises:
+        CheckpointError: If ``spec.base`` does not load or its weights do not fit ``spec``.
+    """
+    model = build_model(spec.model)
+    if spec.base:
+        base, _ = load_checkpoint(spec.base)
+        result = model.load_state_dict(base.state_dict(), strict=False)
+        buffers = {name for name, _ in model.named_buffers()}
+        if result.unexpected_keys or set(result.missing_keys) - buffers:
+            raise CheckpointError(
+                f"{spec.base}: its weights do not fit {spec.name} "
+                f"(missing {result.missing_keys}, unexpected {result.unexpected_keys})"
+            )
+    return model.requires_grad_(True).train()
+
+
 def cmd_train(args) -> int:
-    """Train a registered model into the user-model folder. The checkpoint is saved atomically
-    after every epoch, so an interrupted run keeps its last finished epoch; ``--resume``
-    continues from it (the learning-rate schedule picks up where it stopped; Adam's moments
-    restart)."""
+    """Run ``python -m core train``: train a registered model into the user-model folder.
+
+    The checkpoint is saved atomically after every epoch, so an interrupted run keeps its last
+    finished epoch; ``--resume`` continues from it (the learning-rate schedule picks up where
+    it stopped; Adam's moments restart).
+
+    Args:
+        args: The parsed command line (``name``, ``epochs``, ``resume``, ``eval_samples``,
+            ``train_samples``, ``train_subset``, ``threads``).
+
+    Returns:
+        The exit code: 0.
+    """
     spec = REGISTRY[args.name]
     registered = spec.training
     if args.threads:
@@ -83,10 +127,11 @@ def cmd_train(args) -> int:
     if args.resume:
         model, history, seconds_before = _resume_point(spec.name)
     else:
-        model, history, seconds_before = build_model(spec.model), [], 0.0
+        model, history, seconds_before = _fresh_model(spec), [], 0.0
     done = len(history)
-    epochs = args.epochs or registered.epochs - done
-    if epochs < 1:
+    epochs = max(args.epochs or registered.epochs - done, 0)
+    post_hoc = POST_HOC_FITS.get(ModelKind(spec.model.kind))
+    if epochs < 1 and post_hoc is None:
         print(f"{spec.name}: already trained for {done} epochs; pass --epochs to train more")
         return 0
     training = replace(
@@ -99,9 +144,12 @@ def cmd_train(args) -> int:
     n_train = args.train_subset or None
     start = time.perf_counter()
 
+    fitted: dict = {}
+
     def metadata(metrics: dict, n_eval_samples: int) -> dict:
         seconds = seconds_before + time.perf_counter() - start
-        return _metadata(spec, training, history, seconds, device, metrics, n_eval_samples)
+        meta = _metadata(spec, training, history, seconds, device, metrics, n_eval_samples)
+        return meta | ({"base": spec.base} if spec.base else {}) | fitted
 
     def on_epoch(s: EpochStats) -> None:
         s.epoch += done
@@ -115,8 +163,16 @@ def cmd_train(args) -> int:
 
     test = load_dataset("mnist", "test")
     train_data = load_dataset("mnist", "train", n_inputs=n_train)
-    progress = text_progress(f"train {spec.name}")
-    train(model, training, train_data, test, device=device, progress=progress, on_epoch=on_epoch)
+    if epochs > 0:
+        progress = text_progress(f"train {spec.name}")
+        train(
+            model, training, train_data, test, device=device, progress=progress, on_epoch=on_epoch
+        )
+    if post_hoc is not None:
+        model.to(device)
+        fitted["posterior"] = post_hoc(model, *(t.to(device) for t in train_data))
+        print(f"{spec.name}: post-hoc fit {fitted['posterior']}")
+    model.eval()
     metrics = evaluate_model(model, *test, n_samples=args.eval_samples)
     path = save_checkpoint(spec.name, model, metadata(metrics, args.eval_samples), folder)
     print(f"saved {path}: test error {metrics['test_error']:.2%}, NLL {metrics['nll']:.4f}")
@@ -125,12 +181,28 @@ def cmd_train(args) -> int:
 
 
 def cmd_promote(args) -> int:
+    """Run ``python -m core promote``: replace a shipped checkpoint with the user-trained one.
+
+    Args:
+        args: The parsed command line (``name``).
+
+    Returns:
+        The exit code: 0.
+    """
     target = promote(args.name)
     print(f"replaced {target} with the user-trained {args.name}")
     return 0
 
 
 def cmd_evaluate(args) -> int:
+    """Run ``python -m core evaluate``: print the MNIST test metrics of a checkpoint.
+
+    Args:
+        args: The parsed command line (``checkpoint``, ``samples``, ``json``).
+
+    Returns:
+        The exit code: 0.
+    """
     model, _ = load_checkpoint(args.checkpoint, default_device())
     metrics = evaluate_model(model, *load_dataset("mnist", "test"), n_samples=args.samples)
     metrics["checkpoint"] = args.checkpoint
@@ -145,6 +217,11 @@ def cmd_evaluate(args) -> int:
 
 
 def register(subparsers) -> None:
+    """Add the ``list``, ``train``, ``promote`` and ``evaluate`` sub-commands.
+
+    Args:
+        subparsers: The ``add_subparsers()`` object of the ``python -m core`` parser.
+    """
     p = subparsers.add_parser("list", help="list registered checkpoints and check they load")
     p.set_defaults(func=cmd_list)
     p = subparsers.add_parser(

@@ -22,7 +22,14 @@ from core.studies.ood import OodResult, ood_datasets, ood_table
 
 
 def format_table(results: list[OodResult]) -> str:
-    """One row per (checkpoint, dataset): the AUROC of every score and the OOD-label accuracy."""
+    """Format OOD results as a text table, one row per (checkpoint, dataset).
+
+    Args:
+        results: The results of :func:`core.studies.ood.ood_table`.
+
+    Returns:
+        The table: the AUROC of every score and the OOD-label accuracy, then a legend.
+    """
     header = f"{'checkpoint':14s} {'dataset':16s}" + "".join(
         f"{s.short:>8s}" for s in SCORES.values()
     )
@@ -37,6 +44,15 @@ def format_table(results: list[OodResult]) -> str:
 
 
 def cmd_ood(args) -> int:
+    """Run ``python -m core ood``: print the OOD-detection AUROC table.
+
+    Args:
+        args: The parsed command line (``samples``, ``subset``, ``checkpoint``, ``dataset``,
+            ``json``).
+
+    Returns:
+        The exit code: 0, or 1 when no checkpoint or no OOD dataset is available.
+    """
     checkpoints = args.checkpoint or [i.spec.name for i in list_checkpoints() if i.available]
     datasets = args.dataset or ood_datasets()
     if not checkpoints or not datasets:
@@ -66,6 +82,11 @@ def cmd_ood(args) -> int:
 
 
 def register(subparsers) -> None:
+    """Add the ``ood`` sub-command.
+
+    Args:
+        subparsers: The ``add_subparsers()`` object of the ``python -m core`` parser.
+    """
     p = subparsers.add_parser("ood", help="OOD-detection AUROC table (model × dataset × score)")
     p.add_argument("--samples", type=int, default=100, help="stochastic passes per input")
     p.add_argument("--subset", type=int, default=None, help="inputs per dataset (default: all)")

@@ -11,7 +11,17 @@ _DTYPES = {0x08: np.uint8, 0x09: np.int8, 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4",
 
 
 def read_idx(path: Path) -> np.ndarray:
-    """The array stored in an IDX file (``.gz`` is decompressed), e.g. uint8 ``(N, 28, 28)``."""
+    """Read the array stored in an IDX file.
+
+    Args:
+        path: The IDX file, plain or gzip-compressed (``.gz`` suffix).
+
+    Returns:
+        The stored array in native byte order, e.g. uint8 ``(N, 28, 28)`` for images.
+
+    Raises:
+        ValueError: If the magic number is wrong or the data size disagrees with the header.
+    """
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rb") as f:
         data = f.read()

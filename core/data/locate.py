@@ -12,7 +12,15 @@ class DatasetUnavailable(Exception):
 
 
 def find_folder(subdir: str, filenames: tuple[str, ...]) -> Path | None:
-    """The first ``<search folder>/<subdir>`` holding all ``filenames`` (stat only), or None."""
+    """Find the first ``<search folder>/<subdir>`` holding all ``filenames`` (stat only).
+
+    Args:
+        subdir: Folder below each search folder, e.g. ``"MNIST/raw"``.
+        filenames: Files that must all be present.
+
+    Returns:
+        The folder, or None when no search folder holds them all.
+    """
     for root in data_search_path():
         folder = root / subdir
         if all((folder / name).is_file() for name in filenames):
@@ -21,7 +29,15 @@ def find_folder(subdir: str, filenames: tuple[str, ...]) -> Path | None:
 
 
 def find_any(subdir: str, candidates: tuple[tuple[str, ...], ...]) -> Path | None:
-    """Like :func:`find_folder`, accepting the first of several alternative file sets."""
+    """Like :func:`find_folder`, accepting the first of several alternative file sets.
+
+    Args:
+        subdir: Folder below each search folder, e.g. ``"KMNIST/raw"``.
+        candidates: Alternative file sets, tried in order (e.g. gzip-compressed, then plain).
+
+    Returns:
+        The folder of the first file set found, or None.
+    """
     for filenames in candidates:
         folder = find_folder(subdir, filenames)
         if folder is not None:
@@ -30,5 +46,9 @@ def find_any(subdir: str, candidates: tuple[tuple[str, ...], ...]) -> Path | Non
 
 
 def searched() -> str:
-    """The search path as one line, for messages."""
+    """Give the search path as one line, for messages.
+
+    Returns:
+        The search folders, comma-separated.
+    """
     return ", ".join(str(p) for p in data_search_path())

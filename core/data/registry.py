@@ -27,7 +27,19 @@ MNIST_LICENSE = "Yann LeCun, Corinna Cortes and Christopher J. C. Burges; CC BY-
 
 @dataclass(frozen=True, kw_only=True)
 class DatasetInfo:
-    """What the app needs to know about one dataset; :meth:`availability` is a cheap file check."""
+    """What the app needs to know about one dataset; :meth:`availability` is a cheap file check.
+
+    Attributes:
+        name: Stable key for :func:`load_dataset`.
+        title: Human-readable name.
+        description: One paragraph on what the images are and how many there are.
+        license: License and attribution.
+        has_labels: Whether :func:`load_dataset` returns labels.
+        num_classes: Number of label classes (0 for unlabelled sets).
+        synthetic: Whether the set is generated or derived in code rather than read from files.
+        splits: The splits that can be loaded, e.g. ``("train", "test")``.
+        class_names: Name of each class, indexed by label.
+    """
 
     name: str  # stable key for load_dataset
     title: str
@@ -42,13 +54,16 @@ class DatasetInfo:
     _load: Loader = field(repr=False, compare=False)
 
     def availability(self) -> tuple[bool, str]:
-        """(available?, reason): where the files are, or what is missing and how to supply it."""
+        """Check cheaply whether the dataset can be loaded.
+
+        Returns:
+            (available, reason): where the files are, or what is missing and how to supply it.
+        """
         return self._availability()
 
 
 def _finish(images: torch.Tensor, labels: torch.Tensor, n_inputs: int | None, seed: int) -> Batch:
-    """Cached uint8 ``(N, 28, 28)`` -> fresh float32 ``(n_inputs, 1, 28, 28)`` (the cache stays
-    intact)."""
+    """Cached uint8 ``(N, 28, 28)`` -> fresh float32 ``(n_inputs, 1, 28, 28)``, cache intact."""
     if n_inputs is not None:
         order = torch.randperm(len(images), generator=torch.Generator().manual_seed(seed))[
             :n_inputs
@@ -296,12 +311,26 @@ _BY_NAME = {info.name: info for info in _DATASETS}
 
 
 def list_datasets() -> list[DatasetInfo]:
-    """All datasets, real ones first, whether available or not."""
+    """List all datasets, real ones first, whether available or not.
+
+    Returns:
+        The :class:`DatasetInfo` of every dataset.
+    """
     return list(_DATASETS)
 
 
 def dataset_info(name: str) -> DatasetInfo:
-    """The :class:`DatasetInfo` of ``name``; ValueError for an unknown name."""
+    """Look up the :class:`DatasetInfo` of a dataset.
+
+    Args:
+        name: The dataset's key, e.g. ``"mnist"``.
+
+    Returns:
+        Its :class:`DatasetInfo`.
+
+    Raises:
+        ValueError: For an unknown name.
+    """
     try:
         return _BY_NAME[name]
     except KeyError:
@@ -311,16 +340,27 @@ def dataset_info(name: str) -> DatasetInfo:
 def load_dataset(
     name: str, split: str = "test", *, n_inputs: int | None = None, seed: int = 0
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Images float32 ``(N, 1, 28, 28)`` in [0, 1] and labels int64 ``(N,)`` (None if unlabelled).
+    """Load a dataset as float32 images and int64 labels.
 
-    ``split``: "train" or "test" (only MNIST and Fashion-MNIST have "train").
-    ``n_inputs``: for file-backed and MNIST-derived sets, a random subset of
-    ``min(n_inputs, N)`` images: the first ``n_inputs`` of a permutation seeded by ``seed``, so
-    a larger ``n_inputs`` extends a smaller one; None gives the whole set in file order.
-    Synthetic sets generate ``n_inputs`` images (their default size when None) from ``seed``:
-    same seed, identical tensors.
     Files are read once per process and cached; every call returns fresh tensors.
-    Raises :class:`DatasetUnavailable` (what is missing, how to supply it) and ValueError.
+
+    Args:
+        name: The dataset's key (see :func:`list_datasets`).
+        split: "train" or "test" (only MNIST and Fashion-MNIST have "train").
+        n_inputs: For file-backed and MNIST-derived sets, a random subset of
+            ``min(n_inputs, N)`` images: the first ``n_inputs`` of a permutation seeded by
+            ``seed``, so a larger ``n_inputs`` extends a smaller one; None gives the whole set in
+            file order. Synthetic sets generate ``n_inputs`` images (their default size when
+            None) from ``seed``: same seed, identical tensors.
+        seed: Seed of the subset permutation or of the generator.
+
+    Returns:
+        Images float32 ``(N, 1, 28, 28)`` in [0, 1] and labels int64 ``(N,)`` (None if
+        unlabelled).
+
+    Raises:
+        DatasetUnavailable: If the files are missing (the message says how to supply them).
+        ValueError: For an unknown name or split, or a negative ``n_inputs``.
     """
     info = dataset_info(name)
     if split not in info.splits:

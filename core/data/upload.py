@@ -53,8 +53,7 @@ def _open(data: bytes) -> Image.Image:
 
 
 def _small_channels(img: Image.Image) -> tuple[np.ndarray, np.ndarray | None]:
-    """Grey level and opacity (None when opaque by format) as float32 in [0, 1], each at most
-    :data:`DECODED_SIDE` pixels per side."""
+    """Grey and opacity (None if opaque) as float32 in [0, 1], at most DECODED_SIDE px a side."""
     orientation = img.getexif().get(EXIF_ORIENTATION)
     if img.format == "JPEG":
         img.draft("L", (DECODED_SIDE, DECODED_SIDE))  # decode at a reduced scale
@@ -74,13 +73,21 @@ def _small_channels(img: Image.Image) -> tuple[np.ndarray, np.ndarray | None]:
 
 
 def read_image(data: bytes) -> np.ndarray:
-    """Decode a PNG/JPEG upload into a 2-D float32 image in [0, 1], white ink on black, at most
-    :data:`DECODED_SIDE` pixels per side.
+    """Decode a PNG/JPEG upload into a 2-D grey image, white ink on black.
 
     Transparent images use opacity as ink; opaque dark-ink-on-light images (judged from the
     border) are inverted; the background level is subtracted and the ink stretched to 1.
-    Raises :class:`ImageError` for files over :data:`MAX_UPLOAD_MB` or :data:`MAX_PIXELS`, or
-    unreadable ones."""
+
+    Args:
+        data: The uploaded file's bytes.
+
+    Returns:
+        float32 2-D image in [0, 1], at most :data:`DECODED_SIDE` pixels per side.
+
+    Raises:
+        ImageError: For files over :data:`MAX_UPLOAD_MB` or :data:`MAX_PIXELS`, or unreadable
+            ones.
+    """
     if len(data) > MAX_UPLOAD_MB * 1024 * 1024:
         raise ImageError(f"The file is larger than {MAX_UPLOAD_MB} MB.")
     img = _open(data)

@@ -1,5 +1,7 @@
-"""Bayes by Backprop (Blundell et al. 2015): an MLP of mean-field Gaussian ``BayesLinear``
-layers."""
+"""Bayes by Backprop (Blundell et al. 2015).
+
+An MLP of mean-field Gaussian ``BayesLinear`` layers.
+"""
 
 from __future__ import annotations
 
@@ -9,18 +11,30 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from core.engine.interface import ModelConfig, flat
+from core.engine.interface import ModelConfig, MonteCarloModule, flat
 from core.engine.layers import BayesLinear, LayerNoise
 from core.engine.priors import prior_from_dict
 
 
-class BayesMLP(nn.Module):
-    """MLP of :class:`~core.engine.layers.BayesLinear` layers with ReLU (default 784-400-400-10)."""
+class BayesMLP(MonteCarloModule):
+    """MLP of :class:`~core.engine.layers.BayesLinear` layers with ReLU (default 784-400-400-10).
+
+    Attributes:
+        stochastic: Always True: every pass draws fresh weight (or pre-activation) noise.
+        weight_posterior: Always True: each weight has a posterior mean μ and std σ.
+        config: The architecture, prior, initial σ and default ``lrt`` of the network.
+        layers: The :class:`~core.engine.layers.BayesLinear` layers, input to output.
+    """
 
     stochastic = True
     weight_posterior = True
 
     def __init__(self, config: ModelConfig) -> None:
+        """Build the layers of ``config.sizes`` with the prior ``config.prior``.
+
+        Args:
+            config: Architecture, prior and initial posterior σ (``init_sigma``).
+        """
         super().__init__()
         self.config = config
         prior = prior_from_dict(config.prior)
@@ -36,7 +50,21 @@ class BayesMLP(nn.Module):
         lrt: bool | None = None,
         with_kl: bool = True,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """One stochastic pass: ``(B, C)`` logits and the total complexity cost (nats)."""
+        """One stochastic pass: logits and the total complexity cost.
+
+        Args:
+            x: Images ``(B, 1, 28, 28)`` or flat inputs ``(B, 784)``.
+            noise: Per layer, standard-normal noise from :meth:`draw_noise` (one pass's slice);
+                None draws fresh noise.
+            lrt: True for local reparameterisation, False for weight sampling, None for
+                ``config.lrt``.
+            with_kl: Whether to compute the complexity cost.
+
+        Returns:
+            ``(logits, kl)``: logits ``(B, C)`` and the summed complexity cost KL(q || p) of all
+            layers in nats (a one-sample estimate for a scale-mixture prior), or None when
+            ``with_kl`` is False.
+        """
         lrt = self.config.lrt if lrt is None else lrt
         h, kl = flat(x), None
         for i, layer in enumerate(self.layers):
@@ -48,11 +76,29 @@ class BayesMLP(nn.Module):
         return h, kl
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """One stochastic pass without the complexity cost.
+
+        Args:
+            x: Images ``(B, 1, 28, 28)`` or flat inputs ``(B, 784)``.
+
+        Returns:
+            Logits ``(B, C)``.
+        """
         return self.forward_with_kl(x, with_kl=False)[0]
 
     def draw_noise(self, n_samples: int, batch_size: int, lrt: bool) -> list[LayerNoise]:
-        """Standard-normal noise for ``n_samples`` passes: per layer, tensors with a leading
-        ``n_samples`` dim (``weight``/``bias`` shaped like the parameters; ``out`` ``(B, out)``)."""
+        """Standard-normal noise for ``n_samples`` passes, on the parameters' device.
+
+        Args:
+            n_samples: Number of passes (the leading dim of every tensor).
+            batch_size: Number of inputs ``B`` per pass (only used for ``"out"``).
+            lrt: Whether to add the ``"out"`` noise of local reparameterisation.
+
+        Returns:
+            Per layer, a dict with ``"weight"`` ``(n_samples, out, in)`` and ``"bias"``
+            ``(n_samples, out)`` shaped like the parameters, plus ``"out"``
+            ``(n_samples, B, out)`` when ``lrt``.
+        """
         noise = []
         for layer in self.layers:
             mu = layer.weight_mu

@@ -23,28 +23,49 @@ from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
 import torch
+from torch import nn
+from torch.func import vmap
 
 
 class ModelKind(StrEnum):
-    """Model families; the value is what checkpoints and configs store."""
+    """Model families; the value is what checkpoints and configs store.
+
+    Attributes:
+        BBB: Bayes by Backprop, a mean-field Gaussian posterior over the weights.
+        MLP: A point estimate.
+        DROPOUT: MC dropout.
+        ENSEMBLE: A deep ensemble of independently initialised MLPs.
+        LAPLACE: An MLP with a last-layer Laplace posterior (fitted post hoc).
+    """
 
     BBB = "bbb"  # Bayes by Backprop, mean-field Gaussian posterior over weights
     MLP = "mlp"  # point estimate
     DROPOUT = "dropout"  # MC dropout
+    ENSEMBLE = "ensemble"  # deep ensemble of independently initialised MLPs
+    LAPLACE = "laplace"  # MLP with a last-layer Laplace posterior (post hoc)
 
 
 @dataclass(frozen=True)
 class ModelConfig:
     """Architecture of a model; JSON-serialisable via :meth:`to_dict`.
 
+    ``kind`` is normalised to its :class:`ModelKind` value and ``hidden`` to a tuple of ints.
+
     Attributes:
-        kind: a :class:`ModelKind` value.
-        hidden: hidden layer widths.
+        kind: A :class:`ModelKind` value.
+        hidden: Hidden layer widths.
+        in_features: Input width (784 for flattened 28 × 28 images).
+        num_classes: Number of classes C (the output width).
         prior: BBB only: ``{"kind": "gaussian", "sigma": s}`` or
             ``{"kind": "mixture", "pi": p, "sigma1": s1, "sigma2": s2}``.
         init_sigma: BBB only: initial posterior standard deviation of every weight.
         lrt: BBB only: use local reparameterisation for stochastic passes by default.
-        dropout: dropout probability of the MC-dropout kind.
+        dropout: Dropout probability of the MC-dropout kind.
+        members: Number of networks of the ensemble kind.
+        laplace_structure: ``"kron"`` or ``"full"`` posterior precision of the Laplace kind.
+
+    Raises:
+        ValueError: If ``kind`` is not a :class:`ModelKind` value or ``members < 1``.
     """
 
     kind: str = ModelKind.BBB.value
@@ -55,6 +76,8 @@ class ModelConfig:
     init_sigma: float = 1e-3
     lrt: bool = False
     dropout: float = 0.5
+    members: int = 5
+    laplace_structure: str = "kron"
 
     def __post_init__(self) -> None:
         try:
@@ -64,6 +87,8 @@ class ModelConfig:
             raise ValueError(f"model kind must be one of {kinds}, got {self.kind!r}") from None
         object.__setattr__(self, "kind", kind.value)
         object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))
+        if self.members < 1:
+            raise ValueError(f"an ensemble needs at least one member, got {self.members}")
 
     @property
     def sizes(self) -> list[int]:
@@ -71,26 +96,55 @@ class ModelConfig:
         return [self.in_features, *self.hidden, self.num_classes]
 
     def to_dict(self) -> dict:
+        """The configuration as a JSON-serialisable dict.
+
+        Returns:
+            Every field by name, with ``hidden`` as a list.
+        """
         d = asdict(self)
         d["hidden"] = list(self.hidden)
         return d
 
     @classmethod
     def from_dict(cls, d: dict) -> ModelConfig:
+        """The configuration stored by :meth:`to_dict` (e.g. in a checkpoint).
+
+        Args:
+            d: Field values by name; missing fields take their defaults.
+
+        Returns:
+            The validated configuration.
+
+        Raises:
+            ValueError: If ``d["kind"]`` is not a :class:`ModelKind` value or ``members < 1``.
+        """
         return cls(**d)
 
 
 @runtime_checkable
 class LabModel(Protocol):
-    """What every model kind offers to the sampler, the objective, the studies and the pages."""
+    """What every model kind offers to the sampler, the objective, the studies and the pages.
+
+    Attributes:
+        config: The architecture the model was built from.
+        stochastic: Whether repeated passes differ.
+        weight_posterior: Whether each weight has a posterior mean and standard deviation
+            (signal-to-noise pruning applies).
+    """
 
     config: ModelConfig
     stochastic: bool
     weight_posterior: bool
-    layers: torch.nn.ModuleList
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """One pass: logits ``(B, C)``."""
+        """One pass (stochastic for a stochastic kind).
+
+        Args:
+            x: Images ``(B, 1, 28, 28)`` or flat inputs ``(B, 784)``.
+
+        Returns:
+            Logits ``(B, C)``.
+        """
         ...
 
     def forward_with_kl(
@@ -100,10 +154,81 @@ class LabModel(Protocol):
         lrt: bool | None = None,
         with_kl: bool = True,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """One pass: logits ``(B, C)`` and the complexity cost in nats (None if not asked)."""
+        """One pass and its complexity cost, as used by :mod:`core.engine.objective`.
+
+        Args:
+            x: Images ``(B, 1, 28, 28)`` or flat inputs ``(B, 784)``.
+            noise: Per-layer noise that fixes the randomness (BBB; ignored by other kinds),
+                or None to draw it inside.
+            lrt: BBB: local reparameterisation; None uses ``config.lrt``.
+            with_kl: Whether to compute the complexity cost.
+
+        Returns:
+            ``(logits, kl)``: logits ``(B, C)`` and the complexity cost in nats (0 for models
+            without a weight posterior), or None when ``with_kl`` is False.
+        """
+        ...
+
+    def sample_logits(
+        self, x: torch.Tensor, n_samples: int, lrt: bool | None = True
+    ) -> torch.Tensor:
+        """Logits of ``n_samples`` passes (see :class:`MonteCarloModule`).
+
+        Args:
+            x: Images ``(B, 1, 28, 28)`` or flat inputs ``(B, 784)``.
+            n_samples: Number of Monte-Carlo passes.
+            lrt: Passed to ``forward_with_kl`` (BBB: local reparameterisation).
+
+        Returns:
+            Logits ``(n_samples, B, C)``.
+        """
         ...
 
 
+class MonteCarloModule(nn.Module):
+    """Base class of the model kinds: the default way to draw ``n_samples`` passes.
+
+    A stochastic kind's passes are ``forward_with_kl`` vmapped over the samples with
+    ``randomness="different"`` (each pass its own noise, no Python loop); a deterministic kind
+    repeats its one pass (``expand``, no copy). Kinds whose passes are not independent draws
+    (a deep ensemble cycles through its members) override :meth:`sample_logits`.
+
+    Attributes:
+        stochastic: Whether repeated passes differ (True unless a kind says otherwise).
+        weight_posterior: Whether each weight has a posterior mean and standard deviation.
+    """
+
+    stochastic: bool = True
+    weight_posterior: bool = False
+
+    def sample_logits(
+        self, x: torch.Tensor, n_samples: int, lrt: bool | None = True
+    ) -> torch.Tensor:
+        """Logits of ``n_samples`` passes on ``x``, differentiable w.r.t. ``x``.
+
+        Args:
+            x: Images ``(B, 1, 28, 28)`` or flat inputs ``(B, 784)``.
+            n_samples: Number of Monte-Carlo passes.
+            lrt: Passed to ``forward_with_kl`` (BBB: local reparameterisation).
+
+        Returns:
+            Logits ``(n_samples, B, C)``; for a deterministic kind, one pass expanded (no copy).
+        """
+        if not self.stochastic:
+            return self(x).unsqueeze(0).expand(n_samples, -1, -1)
+        draw = vmap(
+            lambda _: self.forward_with_kl(x, lrt=lrt, with_kl=False)[0], randomness="different"
+        )
+        return draw(torch.arange(n_samples, device=x.device))
+
+
 def flat(x: torch.Tensor) -> torch.Tensor:
-    """Images ``(B, 1, 28, 28)`` → ``(B, 784)``; flat input is returned as it is."""
+    """Flatten images to vectors; flat input is returned as it is.
+
+    Args:
+        x: Images ``(B, 1, 28, 28)`` or flat inputs ``(B, 784)``.
+
+    Returns:
+        Flat inputs ``(B, 784)``.
+    """
     return x.reshape(x.shape[0], -1) if x.dim() > 2 else x

@@ -31,7 +31,14 @@ LayerNoise = dict[str, torch.Tensor]
 
 
 def inverse_softplus(sigma: float) -> float:
-    """ρ such that softplus(ρ) = sigma."""
+    """The ρ such that softplus(ρ) = sigma.
+
+    Args:
+        sigma: A standard deviation, > 0.
+
+    Returns:
+        ρ = log(exp(sigma) − 1).
+    """
     return math.log(math.expm1(sigma))
 
 
@@ -40,6 +47,15 @@ class BayesLinear(nn.Module):
 
     ``init_sigma`` sets the initial σ of every weight (small: a large initial σ or a strong KL
     stops learning); μ starts like ``nn.Linear`` (uniform ±1/√in) scaled by ``init_mu_scale``.
+
+    Attributes:
+        in_features: Input width ``in``.
+        out_features: Output width ``out``.
+        prior: The weight prior of the complexity cost.
+        weight_mu: Posterior means of the weights ``(out, in)``.
+        weight_rho: Unconstrained weight spreads ``(out, in)``, σ = softplus(ρ).
+        bias_mu: Posterior means of the biases ``(out,)``.
+        bias_rho: Unconstrained bias spreads ``(out,)``.
     """
 
     def __init__(
@@ -50,6 +66,15 @@ class BayesLinear(nn.Module):
         init_sigma: float = 1e-3,
         init_mu_scale: float = 1.0,
     ) -> None:
+        """Initialise μ uniformly and every σ to ``init_sigma``.
+
+        Args:
+            in_features: Input width ``in``.
+            out_features: Output width ``out``.
+            prior: Weight prior of the complexity cost.
+            init_sigma: Initial posterior standard deviation of every weight and bias.
+            init_mu_scale: Scale of the uniform ±1/√in initialisation of the means.
+        """
         super().__init__()
         self.in_features, self.out_features, self.prior = in_features, out_features, prior
         bound = init_mu_scale / math.sqrt(in_features)
@@ -63,10 +88,12 @@ class BayesLinear(nn.Module):
 
     @property
     def weight_sigma(self) -> torch.Tensor:
+        """Posterior standard deviations of the weights, softplus(ρ), ``(out, in)``."""
         return F.softplus(self.weight_rho)
 
     @property
     def bias_sigma(self) -> torch.Tensor:
+        """Posterior standard deviations of the biases, softplus(ρ), ``(out,)``."""
         return F.softplus(self.bias_rho)
 
     def _kl(self, w_sigma, b_sigma, noise: LayerNoise | None, w=None, b=None) -> torch.Tensor:
@@ -84,7 +111,19 @@ class BayesLinear(nn.Module):
         lrt: bool = False,
         with_kl: bool = True,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """One stochastic pass. x: ``(..., in)`` → ``((..., out), kl in nats or None)``."""
+        """One stochastic pass.
+
+        Args:
+            x: Inputs ``(..., in)``.
+            noise: Standard-normal noise (``"weight"``, ``"bias"``, and ``"out"`` for LRT); a
+                missing key is drawn fresh.
+            lrt: True for local reparameterisation, False for weight sampling.
+            with_kl: Whether to compute the complexity cost.
+
+        Returns:
+            ``(output, kl)``: outputs ``(..., out)`` and the layer's complexity cost in nats
+            (see the module docstring), or None when ``with_kl`` is False.
+        """
         w_sigma, b_sigma = self.weight_sigma, self.bias_sigma
         if lrt:
             mean = F.linear(x, self.weight_mu, self.bias_mu)
@@ -98,6 +137,7 @@ class BayesLinear(nn.Module):
         return F.linear(x, w, b), kl
 
     def extra_repr(self) -> str:
+        """Widths and prior, shown by ``repr(module)``."""
         return (
             f"in_features={self.in_features}, out_features={self.out_features}, prior={self.prior}"
         )

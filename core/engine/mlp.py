@@ -1,5 +1,7 @@
-"""Point-estimate MLP and MC dropout (Gal & Ghahramani 2016): the same ReLU network, the second
-with dropout after each hidden layer kept on at prediction time."""
+"""Point-estimate MLP and MC dropout (Gal & Ghahramani 2016): the same ReLU network.
+
+The second keeps dropout after each hidden layer on at prediction time.
+"""
 
 from __future__ import annotations
 
@@ -9,22 +11,43 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from core.engine.interface import ModelConfig, flat
+from core.engine.interface import ModelConfig, MonteCarloModule, flat
 
 
-class MLP(nn.Module):
-    """Plain ReLU MLP of ``nn.Linear`` layers; one deterministic pass."""
+class MLP(MonteCarloModule):
+    """Plain ReLU MLP of ``nn.Linear`` layers; one deterministic pass.
+
+    Attributes:
+        stochastic: False: repeated passes give the same logits.
+        weight_posterior: False: point-estimate weights, no posterior σ.
+        dropout_p: Dropout probability after each hidden layer (0 here: no dropout).
+        config: The architecture of the network.
+        layers: The ``nn.Linear`` layers, input to output.
+    """
 
     stochastic = False
     weight_posterior = False
     dropout_p = 0.0
 
     def __init__(self, config: ModelConfig) -> None:
+        """Build the layers of ``config.sizes``.
+
+        Args:
+            config: Architecture of the network.
+        """
         super().__init__()
         self.config = config
         self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in pairwise(config.sizes))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """One pass (with fresh dropout masks when ``dropout_p > 0``).
+
+        Args:
+            x: Images ``(B, 1, 28, 28)`` or flat inputs ``(B, 784)``.
+
+        Returns:
+            Logits ``(B, C)``.
+        """
         h = flat(x)
         for i, layer in enumerate(self.layers):
             h = layer(h)
@@ -35,17 +58,40 @@ class MLP(nn.Module):
         return h
 
     def forward_with_kl(self, x, noise=None, lrt=None, with_kl: bool = True):
-        """Same signature as :meth:`BayesMLP.forward_with_kl`; the complexity cost is 0 (the
-        weight decay of a point estimate is the optimiser's business)."""
+        """One pass with the same signature as :meth:`BayesMLP.forward_with_kl`.
+
+        The complexity cost is 0 (the weight decay of a point estimate is the optimiser's
+        business).
+
+        Args:
+            x: Images ``(B, 1, 28, 28)`` or flat inputs ``(B, 784)``.
+            noise: Ignored (no weight noise).
+            lrt: Ignored (no weight posterior).
+            with_kl: Whether to return the (zero) complexity cost.
+
+        Returns:
+            ``(logits, kl)``: logits ``(B, C)`` and a scalar 0 (nats), or None when ``with_kl``
+            is False.
+        """
         logits = self.forward(x)
         return logits, (logits.new_zeros(()) if with_kl else None)
 
 
 class DropoutMLP(MLP):
-    """MLP with MC dropout after each hidden layer, active at training and prediction."""
+    """MLP with MC dropout after each hidden layer, active at training and prediction.
+
+    Attributes:
+        stochastic: True: each pass draws fresh dropout masks.
+        dropout_p: Dropout probability, from ``config.dropout``.
+    """
 
     stochastic = True
 
     def __init__(self, config: ModelConfig) -> None:
+        """Build the layers of ``config.sizes`` with dropout probability ``config.dropout``.
+
+        Args:
+            config: Architecture and dropout probability of the network.
+        """
         super().__init__(config)
         self.dropout_p = config.dropout

@@ -14,10 +14,24 @@ Three interchangeable estimators of the same objective:
 
 Given identical noise (``noise=``, from ``BayesMLP.draw_noise``), sequential and vmap return
 the same numbers.
+
+**α-divergence** (Li & Gal 2017; Hernández-Lobato et al. 2016). With ``alpha > 0`` the vmapped
+estimators replace the S-sample average of each input's NLL ℓₙₖ by the black-box α-divergence
+energy −(1/α)·log((1/S)·Σₖ exp(−α·ℓₙₖ)), computed with ``logsumexp``. It is the average NLL
+when S = 1 or as α → 0 (the standard MC-dropout / ELBO objective), and moves towards the NLL of
+the predictive mean, −log((1/S)·Σₖ p(yₙ|ωₖ)), at α = 1. For MC dropout the complexity term is
+the optimiser's weight decay (L2).
+
+**Ensembles** (``"members"``): the NLL of every member of a
+:class:`~core.engine.ensemble.DeepEnsemble` on the minibatch, summed over members (their
+parameters are disjoint, so each gets exactly its own gradient); S is ignored. With
+``adversarial_eps`` each member also gets the NLL of its own FGSM example of the batch
+(adversarial training, Lakshminarayanan et al. 2017, §2.3).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import partial
 
@@ -32,7 +46,20 @@ KL_SCHEDULES = ("uniform", "blundell")
 
 
 def kl_weight(i: int, num_batches: int, schedule: str = "uniform") -> float:
-    """π_i for minibatch ``i`` (1-based) of ``num_batches``; the weights sum to 1 over an epoch."""
+    """KL weighting π_i of one minibatch; the weights sum to 1 over an epoch.
+
+    Args:
+        i: Index of the minibatch, 1-based.
+        num_batches: Number of minibatches M in an epoch.
+        schedule: ``"uniform"`` (1/M) or ``"blundell"`` (2^(M−i)/(2^M−1)).
+
+    Returns:
+        π_i.
+
+    Raises:
+        ValueError: If ``i`` is outside 1..``num_batches`` or ``schedule`` is not one of
+            :data:`KL_SCHEDULES`.
+    """
     if not 1 <= i <= num_batches:
         raise ValueError(f"minibatch index {i} outside 1..{num_batches}")
     if schedule == "uniform":
@@ -44,10 +71,15 @@ def kl_weight(i: int, num_batches: int, schedule: str = "uniform") -> float:
 
 @dataclass
 class ObjectiveTerms:
-    """Monte-Carlo averages over S samples. loss = nll + weight·kl (weight includes β).
+    """Monte-Carlo averages over S samples of the minibatch objective.
 
-    nll: summed over the minibatch (nats); kl: complexity cost (nats); probs: mean softmax
-    over the samples ``(B, C)``, detached."""
+    Attributes:
+        loss: ``nll + weight·kl`` (weight includes β), the scalar to differentiate (nats);
+            with ``alpha > 0`` the α-divergence energy replaces the average NLL.
+        nll: NLL summed over the minibatch (nats).
+        kl: Complexity cost (nats).
+        probs: Mean softmax over the samples ``(B, C)``, detached.
+    """
 
     loss: torch.Tensor
     nll: torch.Tensor
@@ -87,31 +119,67 @@ class _WithKL(nn.Module):
         return self.model.forward_with_kl(x, noise, lrt=lrt)
 
 
-def _vmapped(model, x, y, n_samples, weight, noise, lrt: bool) -> ObjectiveTerms:
+def alpha_energy(nll: torch.Tensor, alpha: float) -> torch.Tensor:
+    """Black-box α-divergence energy Σₙ −(1/α)·log((1/S)·Σₖ exp(−α·ℓₙₖ)).
+
+    Args:
+        nll: Per-sample, per-input NLLs ℓₙₖ ``(S, B)`` (nats).
+        alpha: α ≥ 0; ``alpha = 0`` gives the limit Σₙ (1/S)·Σₖ ℓₙₖ.
+
+    Returns:
+        The energy, a scalar (nats).
+    """
+    if alpha == 0:
+        return nll.mean(0).sum()
+    n_samples = nll.shape[0]
+    return -(torch.logsumexp(-alpha * nll, dim=0) - math.log(n_samples)).sum() / alpha
+
+
+def _vmapped(model, x, y, n_samples, weight, noise, lrt: bool, alpha: float = 0.0):
     wrapper = _WithKL(model)
     params = dict(wrapper.named_parameters())
 
     def one_sample(noise_s: list[LayerNoise] | None):
         logits, kl = functional_call(wrapper, params, (x, noise_s, lrt))
-        loss, nll, kl = _terms(logits, kl, y, weight)
-        return loss, nll, kl, logits.softmax(-1)
+        return F.cross_entropy(logits, y, reduction="none"), kl, logits.softmax(-1)
 
     if noise is None:  # noise drawn inside, independently per sample
-        loss, nll, kl, probs = vmap(lambda _: one_sample(None), randomness="different")(
+        nll, kl, probs = vmap(lambda _: one_sample(None), randomness="different")(
             torch.arange(n_samples, device=x.device)
         )
     else:
-        loss, nll, kl, probs = vmap(one_sample)(noise)
-    return ObjectiveTerms(loss.mean(), nll.mean(), kl.mean(), probs.detach().mean(0))
+        nll, kl, probs = vmap(one_sample)(noise)
+    loss = alpha_energy(nll, alpha) + weight * kl.mean()
+    return ObjectiveTerms(loss, nll.sum(1).mean(), kl.mean(), probs.detach().mean(0))
+
+
+def _members(
+    model, x, y, n_samples, weight, noise, alpha: float = 0.0, adversarial_eps: float = 0.0
+) -> ObjectiveTerms:
+    members = model.members
+    xm = x.detach().expand(members, *x.shape).clone().requires_grad_(adversarial_eps > 0)
+    logits = model.member_logits(xm, per_member=True)  # (M, B, C)
+    targets = y.repeat(members)
+    nll = F.cross_entropy(logits.flatten(0, 1), targets, reduction="sum")
+    loss = nll
+    if adversarial_eps > 0:  # each member's own FGSM example (Lakshminarayanan et al. 2017)
+        (grad,) = torch.autograd.grad(nll, xm, retain_graph=True)
+        adversarial = (xm + adversarial_eps * grad.sign()).clamp(0.0, 1.0).detach()
+        adv_logits = model.member_logits(adversarial, per_member=True)
+        loss = nll + F.cross_entropy(adv_logits.flatten(0, 1), targets, reduction="sum")
+    probs = logits.detach().softmax(-1).mean(0)
+    return ObjectiveTerms(loss, nll / members, nll.new_zeros(()), probs)
 
 
 ESTIMATORS = {
     "sequential": _sequential,
     "vmap": partial(_vmapped, lrt=False),
     "vmap_lrt": partial(_vmapped, lrt=True),
+    "members": _members,
 }
-"""Implementation name → estimator ``(model, x, y, n_samples, weight, noise) -> terms``."""
-IMPLEMENTATIONS = tuple(ESTIMATORS)
+"""Implementation name → estimator ``(model, x, y, n_samples, weight, noise[, alpha])``."""
+IMPLEMENTATIONS = ("sequential", "vmap", "vmap_lrt")
+"""The three interchangeable estimators of the BBB ELBO (compared by the speed benchmark)."""
 
 
 def minibatch_objective(
@@ -123,15 +191,47 @@ def minibatch_objective(
     weight: float = 1.0,
     impl: str = "vmap",
     noise: list[LayerNoise] | None = None,
+    alpha: float = 0.0,
+    adversarial_eps: float = 0.0,
 ) -> ObjectiveTerms:
-    """``n_samples``-sample (S) estimate of ``Σ NLL + weight·KL`` for images
-    ``x (B, 1, 28, 28)`` and labels ``y (B,)``.
+    """``n_samples``-sample (S) estimate of ``Σ NLL + weight·KL`` on one minibatch.
 
-    ``weight`` is β·π_i. ``noise`` (optional) fixes the randomness: a per-layer list of dicts
-    with a leading ``n_samples`` dim, as from ``BayesMLP.draw_noise`` (``lrt=True`` for
-    ``vmap_lrt``)."""
+    Args:
+        model: The network (a :class:`~core.engine.interface.LabModel`; a
+            :class:`~core.engine.ensemble.DeepEnsemble` for ``impl="members"``).
+        x: Images ``(B, 1, 28, 28)``.
+        y: Labels ``(B,)``.
+        n_samples: Number of Monte-Carlo samples S.
+        weight: KL weight β·π_i.
+        impl: A key of :data:`ESTIMATORS`.
+        noise: Optional fixed randomness: a per-layer list of dicts with a leading
+            ``n_samples`` dim, as from ``BayesMLP.draw_noise`` (``lrt=True`` for ``vmap_lrt``).
+        alpha: When > 0, the α-divergence energy instead of the average NLL (vmapped
+            estimators only; see the module docstring).
+        adversarial_eps: When > 0 (``impl="members"`` only), each member is also trained on
+            its own FGSM example x + ε·sign(∇ₓ NLL), clipped to [0, 1] (pixel units).
+
+    Returns:
+        The loss, NLL, KL and mean probabilities of the minibatch.
+
+    Raises:
+        ValueError: If ``n_samples < 1``, ``impl`` is unknown, ``alpha < 0``, ``alpha > 0``
+            with the sequential estimator, or ``adversarial_eps`` without ``"members"``.
+    """
     if n_samples < 1:
         raise ValueError("n_samples must be ≥ 1")
     if impl not in ESTIMATORS:
-        raise ValueError(f"impl must be one of {IMPLEMENTATIONS}, got {impl!r}")
+        raise ValueError(f"impl must be one of {tuple(ESTIMATORS)}, got {impl!r}")
+    if alpha < 0:
+        raise ValueError(f"alpha must be ≥ 0, got {alpha}")
+    if adversarial_eps:
+        if impl != "members":
+            raise ValueError("adversarial training is implemented for ensembles ('members')")
+        return ESTIMATORS[impl](
+            model, x, y, n_samples, weight, noise, adversarial_eps=adversarial_eps
+        )
+    if alpha:
+        if impl == "sequential":
+            raise ValueError("the α-divergence energy needs a vmapped estimator")
+        return ESTIMATORS[impl](model, x, y, n_samples, weight, noise, alpha=alpha)
     return ESTIMATORS[impl](model, x, y, n_samples, weight, noise)

@@ -12,6 +12,12 @@ samples with ``torch.func.vmap(randomness="different")`` (no Python loop over sa
   independent noise per input. Pass ``lrt=False`` for weight sampling then.
 * **MC dropout**: independent dropout masks per sample (vmapped too).
 * **MLP**: deterministic; the one pass is repeated ``n_samples`` times (``expand``, no copy).
+* **Deep ensemble**: pass ``s`` is member ``s mod M`` (all members computed at once).
+* **Last-layer Laplace**: each pass draws the last layer's weights from the posterior.
+
+Each kind draws its passes with its ``sample_logits`` (the default, vmapped one of
+:class:`~core.engine.interface.MonteCarloModule`, or its own); this module adds device placement
+and chunking.
 
 Inputs are processed in chunks of about :data:`CHUNK_ROWS` (samples × inputs) rows, which bounds
 memory (a ``(rows, 400)`` float32 activation is 13 MB on the CPU) and keeps a CPU's working set
@@ -22,15 +28,10 @@ in cache: on one CPU thread, 100 samples of 1,000 inputs took about 4× longer i
 from __future__ import annotations
 
 import torch
-from torch.func import vmap
 
 from core.engine.interface import LabModel
 
 CHUNK_ROWS = {"cpu": 8192, "cuda": 262144}
-
-
-def _one_pass(model: LabModel, x: torch.Tensor, lrt: bool | None) -> torch.Tensor:
-    return model.forward_with_kl(x, lrt=lrt, with_kl=False)[0]
 
 
 @torch.no_grad()
@@ -42,12 +43,24 @@ def predictive_samples(
     lrt: bool | None = True,
     chunk_size: int | None = None,
 ) -> torch.Tensor:
-    """Softmax probabilities ``(n_samples, B, C)`` of ``n_samples`` stochastic passes on
-    ``x (B, 1, 28, 28)``.
+    """Softmax probabilities of ``n_samples`` stochastic passes.
 
-    ``lrt`` (BBB only): True for local reparameterisation, False for weight sampling, None for
-    the model's configured default. ``x`` is moved to the model's device and processed in chunks
-    of ``chunk_size`` inputs (default: about :data:`CHUNK_ROWS` ``/ n_samples``) to bound memory."""
+    ``x`` is moved to the model's device and processed in chunks to bound memory.
+
+    Args:
+        model: The network; BBB passes use local reparameterisation by default.
+        x: Images ``(B, 1, 28, 28)`` in [0, 1].
+        n_samples: Number of Monte-Carlo passes.
+        lrt: BBB only: True for local reparameterisation, False for weight sampling, None for
+            the model's configured default.
+        chunk_size: Inputs per chunk; default about :data:`CHUNK_ROWS` ``/ n_samples``.
+
+    Returns:
+        Probabilities ``(n_samples, B, C)`` on the model's device.
+
+    Raises:
+        ValueError: If ``n_samples < 1``.
+    """
     return predictive_logits(model, x, n_samples, lrt=lrt, chunk_size=chunk_size).softmax(-1)
 
 
@@ -59,8 +72,23 @@ def predictive_logits(
     lrt: bool | None = True,
     chunk_size: int | None = None,
 ) -> torch.Tensor:
-    """Logits of ``n_samples`` stochastic passes, ``(n_samples, B, C)``; differentiable w.r.t.
-    ``x`` (attacks)."""
+    """Logits of ``n_samples`` stochastic passes; differentiable w.r.t. ``x`` (attacks).
+
+    Args:
+        model: The network; BBB passes use local reparameterisation by default.
+        x: Images ``(B, 1, 28, 28)`` in [0, 1]; moved to the model's device.
+        n_samples: Number of Monte-Carlo passes.
+        lrt: BBB only: True for local reparameterisation, False for weight sampling, None for
+            the model's configured default.
+        chunk_size: Inputs per chunk; default about :data:`CHUNK_ROWS` ``/ n_samples``.
+
+    Returns:
+        Logits ``(n_samples, B, C)`` on the model's device (for a deterministic model, one pass
+        expanded without a copy).
+
+    Raises:
+        ValueError: If ``n_samples < 1``.
+    """
     if n_samples < 1:
         raise ValueError("n_samples must be ≥ 1")
     device = next(model.parameters()).device
@@ -69,6 +97,5 @@ def predictive_logits(
         return model(x).unsqueeze(0).expand(n_samples, -1, -1)
     rows = CHUNK_ROWS.get(device.type, CHUNK_ROWS["cpu"])
     chunk_size = chunk_size or max(1, rows // n_samples)
-    draw = vmap(lambda _, xb: _one_pass(model, xb, lrt), in_dims=(0, None), randomness="different")
-    index = torch.arange(n_samples, device=device)
-    return torch.cat([draw(index, xb) for xb in x.split(chunk_size)], dim=1)
+    chunks = [model.sample_logits(xb, n_samples, lrt=lrt) for xb in x.split(chunk_size)]
+    return torch.cat(chunks, dim=1)

@@ -15,17 +15,35 @@ from dataclasses import asdict, dataclass, field
 import torch
 
 from core.engine.device import default_device
-from core.engine.objective import IMPLEMENTATIONS, KL_SCHEDULES, kl_weight, minibatch_objective
+from core.engine.objective import ESTIMATORS, KL_SCHEDULES, kl_weight, minibatch_objective
 from core.evaluation.metrics import evaluate_model
 from core.progress import ProgressFn, report
 
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """Optimisation settings. ``impl`` picks the S-sample estimator (see
-    :mod:`core.engine.objective`);
-    ``beta`` multiplies the KL term; ``n_samples`` Monte-Carlo samples per training step (S),
-    ``n_eval_samples`` for the per-epoch test error."""
+    """Optimisation settings.
+
+    Attributes:
+        epochs: Number of passes over the training set.
+        batch_size: Images per minibatch.
+        lr: Adam's learning rate.
+        n_samples: Monte-Carlo samples S per training step.
+        impl: The S-sample estimator, a key of :data:`core.engine.objective.ESTIMATORS`.
+        kl_schedule: KL weighting over minibatches, one of
+            :data:`core.engine.objective.KL_SCHEDULES`.
+        beta: Multiplies the KL term.
+        seed: Seed of the initial randomness and of the per-epoch shuffles.
+        n_eval_samples: Monte-Carlo samples for the per-epoch test error.
+        lr_decay: Multiplicative learning-rate decay per epoch.
+        alpha: When > 0, the α-divergence energy instead of the average NLL.
+        weight_decay: L2 coefficient of Adam (the complexity term of MC dropout).
+        adversarial_eps: Ensembles: FGSM step (pixel units) of adversarial training, 0 = off.
+
+    Raises:
+        ValueError: If ``impl`` or ``kl_schedule`` is unknown, ``alpha`` or ``weight_decay``
+            is negative, ``epochs < 0``, or ``batch_size`` or ``n_samples`` is below 1.
+    """
 
     epochs: int = 10
     batch_size: int = 128
@@ -37,22 +55,46 @@ class TrainConfig:
     seed: int = 0
     n_eval_samples: int = 10
     lr_decay: float = 1.0  # multiplicative learning-rate decay per epoch
+    alpha: float = 0.0  # α-divergence energy instead of the average NLL when > 0
+    weight_decay: float = 0.0  # L2 coefficient of Adam (the complexity term of MC dropout)
+    adversarial_eps: float = 0.0  # ensembles: also train on each member's FGSM examples
 
     def __post_init__(self) -> None:
-        if self.impl not in IMPLEMENTATIONS:
-            raise ValueError(f"impl must be one of {IMPLEMENTATIONS}")
+        if self.impl not in ESTIMATORS:
+            raise ValueError(f"impl must be one of {tuple(ESTIMATORS)}")
+        if self.alpha < 0 or self.weight_decay < 0:
+            raise ValueError("alpha and weight_decay must be ≥ 0")
         if self.kl_schedule not in KL_SCHEDULES:
             raise ValueError(f"kl_schedule must be one of {KL_SCHEDULES}")
-        if self.epochs < 1 or self.batch_size < 1 or self.n_samples < 1:
-            raise ValueError("epochs, batch_size and n_samples must be ≥ 1")
+        if self.epochs < 0 or self.batch_size < 1 or self.n_samples < 1:
+            raise ValueError("epochs must be ≥ 0, batch_size and n_samples ≥ 1")
 
     def to_dict(self) -> dict:
+        """The settings as a JSON-serialisable dict.
+
+        Returns:
+            Every field by name.
+        """
         return asdict(self)
 
 
 @dataclass
 class EpochStats:
-    """Per-example averages over one epoch (nats), errors as fractions in [0, 1]."""
+    """Per-example averages over one epoch (nats), errors as fractions in [0, 1].
+
+    Attributes:
+        epoch: Epoch number, 1-based.
+        elbo_loss: Training objective per training image (nats).
+        nll: Training NLL per training image (nats).
+        kl: Complexity cost, averaged over the epoch's minibatches (nats, without the KL
+            weight).
+        train_error: Fraction of training images misclassified by the mean prediction of
+            their training step.
+        test_error: Test error after the epoch, of the predictive mean of ``n_eval_samples``
+            passes.
+        test_nll: Test NLL per image after the epoch (nats).
+        seconds: Wall-clock time of the epoch, evaluation included.
+    """
 
     epoch: int
     elbo_loss: float
@@ -66,14 +108,33 @@ class EpochStats:
 
 @dataclass
 class TrainResult:
+    """What :func:`train` returns.
+
+    Attributes:
+        history: The stats of every finished epoch.
+        cancelled: Whether ``cancel`` stopped the run before the last epoch finished.
+        seconds: Wall-clock time of the run.
+    """
+
     history: list[EpochStats] = field(default_factory=list)
     cancelled: bool = False
     seconds: float = 0.0
 
 
-def make_optimizer(model: torch.nn.Module, lr: float) -> torch.optim.Adam:
-    """The Adam optimiser used by training and by the speed benchmark (fused kernels)."""
-    return torch.optim.Adam(model.parameters(), lr=lr, fused=True)
+def make_optimizer(
+    model: torch.nn.Module, lr: float, weight_decay: float = 0.0
+) -> torch.optim.Adam:
+    """The Adam optimiser used by training and by the speed benchmark (fused kernels).
+
+    Args:
+        model: The network whose parameters are optimised.
+        lr: Learning rate.
+        weight_decay: L2 coefficient.
+
+    Returns:
+        The optimiser.
+    """
+    return torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay, fused=True)
 
 
 def train(
@@ -87,11 +148,23 @@ def train(
     on_epoch: Callable[[EpochStats], None] | None = None,
     cancel: threading.Event | None = None,
 ) -> TrainResult:
-    """Train ``model`` in place. Data: images ``(N, 1, 28, 28)`` in [0, 1], labels ``(N,)``.
+    """Train ``model`` in place.
 
-    ``progress`` gets the fraction of all steps done; ``on_epoch`` each epoch's stats;
-    setting ``cancel`` stops after the current step (the model keeps its last weights and
-    ``TrainResult.cancelled`` is True)."""
+    Args:
+        model: The network; moved to ``device``.
+        config: Optimisation settings.
+        train_data: Training images ``(N, 1, 28, 28)`` in [0, 1] and labels ``(N,)``.
+        test_data: Test images ``(N, 1, 28, 28)`` in [0, 1] and labels ``(N,)``, evaluated
+            after each epoch.
+        device: Where to train; None for :func:`~core.engine.device.default_device`.
+        progress: Gets the fraction of all steps done.
+        on_epoch: Gets each epoch's stats.
+        cancel: Setting it stops after the current step (the model keeps its last weights
+            and ``TrainResult.cancelled`` is True).
+
+    Returns:
+        The per-epoch history, whether the run was cancelled and its duration.
+    """
     device = device or default_device()
     torch.manual_seed(config.seed)
     generator = torch.Generator(device="cpu").manual_seed(config.seed)
@@ -100,7 +173,7 @@ def train(
     x_test, y_test = (t.to(device) for t in test_data)
     n_train = len(x_train)
     num_batches = (n_train + config.batch_size - 1) // config.batch_size
-    optimizer = make_optimizer(model, config.lr)
+    optimizer = make_optimizer(model, config.lr, config.weight_decay)
     scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=config.lr_decay)
     result, start = TrainResult(), time.perf_counter()
     total_steps = config.epochs * num_batches
@@ -117,7 +190,14 @@ def train(
             xb, yb = x_train[idx], y_train[idx]
             weight = config.beta * kl_weight(i, num_batches, config.kl_schedule)
             terms = minibatch_objective(
-                model, xb, yb, n_samples=config.n_samples, weight=weight, impl=config.impl
+                model,
+                xb,
+                yb,
+                n_samples=config.n_samples,
+                weight=weight,
+                impl=config.impl,
+                alpha=config.alpha,
+                adversarial_eps=config.adversarial_eps,
             )
             optimizer.zero_grad(set_to_none=True)
             terms.loss.backward()

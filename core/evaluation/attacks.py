@@ -32,7 +32,20 @@ from core.engine.sampler import predictive_logits, predictive_samples
 def predictive_log_probs(
     model: LabModel, x: torch.Tensor, n_samples: int, *, lrt: bool | None = True
 ) -> torch.Tensor:
-    """log p̄(·|x) ``(B, C)`` of the ``n_samples``-pass predictive mean; differentiable w.r.t. x."""
+    """Log-probabilities log p̄(·|x) of the ``n_samples``-pass predictive mean.
+
+    Differentiable w.r.t. ``x``; computed with logsumexp over the passes' log-softmax.
+
+    Args:
+        model: The network.
+        x: Images ``(B, 1, 28, 28)`` in [0, 1].
+        n_samples: Number of Monte-Carlo passes k of the mean.
+        lrt: BBB only: True for local reparameterisation, False for weight sampling, None for
+            the model's configured default.
+
+    Returns:
+        Log-probabilities ``(B, C)`` in nats, on the model's device.
+    """
     logits = predictive_logits(model, x, n_samples, lrt=lrt)
     return torch.logsumexp(logits.log_softmax(-1), dim=0) - math.log(n_samples)
 
@@ -45,7 +58,21 @@ def input_gradient(
     *,
     lrt: bool | None = True,
 ) -> torch.Tensor:
-    """∇ₓ Σᵢ −log p̄(labelsᵢ|xᵢ), shaped like x, of the ``n_samples``-pass predictive (EOT)."""
+    """Gradient ∇ₓ Σᵢ −log p̄(labelsᵢ|xᵢ) of the ``n_samples``-pass predictive (EOT).
+
+    The model is not changed: the gradient is taken w.r.t. a detached copy of ``x`` only.
+
+    Args:
+        model: The network.
+        x: Images ``(B, 1, 28, 28)`` in [0, 1].
+        labels: Class indices ``(B,)`` whose NLL is differentiated.
+        n_samples: Number of Monte-Carlo passes k of the predictive mean.
+        lrt: BBB only: True for local reparameterisation, False for weight sampling, None for
+            the model's configured default.
+
+    Returns:
+        The gradient, shaped like ``x``.
+    """
     with torch.enable_grad():
         x = x.detach().clone().requires_grad_(True)
         log_probs = predictive_log_probs(model, x, n_samples, lrt=lrt)
@@ -55,7 +82,18 @@ def input_gradient(
 
 
 def perturb(x: torch.Tensor, direction: torch.Tensor, eps: float) -> torch.Tensor:
-    """clip(x + ε·direction, 0, 1); with ``direction = sign(∇ₓ loss)`` this is FGSM."""
+    """Step ``x`` by ε along ``direction`` and clip: clip(x + ε·direction, 0, 1).
+
+    With ``direction = sign(∇ₓ loss)`` this is FGSM.
+
+    Args:
+        x: Images ``(B, 1, 28, 28)`` in [0, 1].
+        direction: Step direction, shaped like ``x``.
+        eps: Step size ε in pixel units.
+
+    Returns:
+        Perturbed images, shaped like ``x``, in [0, 1].
+    """
     return (x + eps * direction).clamp(0.0, 1.0)
 
 
@@ -67,7 +105,19 @@ def fgsm_direction(
     *,
     lrt: bool | None = True,
 ) -> torch.Tensor:
-    """sign(∇ₓ NLL) in {−1, 0, 1}: one gradient serves every ε (see :func:`perturb`)."""
+    """The FGSM direction sign(∇ₓ NLL); one gradient serves every ε (see :func:`perturb`).
+
+    Args:
+        model: The network.
+        x: Images ``(B, 1, 28, 28)`` in [0, 1].
+        labels: True class indices ``(B,)``.
+        n_samples: Number of Monte-Carlo passes k per gradient (EOT).
+        lrt: BBB only: True for local reparameterisation, False for weight sampling, None for
+            the model's configured default.
+
+    Returns:
+        Signs in {−1, 0, 1}, shaped like ``x``.
+    """
     return input_gradient(model, x, labels, n_samples, lrt=lrt).sign()
 
 
@@ -80,7 +130,20 @@ def fgsm(
     *,
     lrt: bool | None = True,
 ) -> torch.Tensor:
-    """Fast gradient sign method (Goodfellow et al. 2015): x' = clip(x + ε·sign(∇ₓ NLL), 0, 1)."""
+    """Fast gradient sign method (Goodfellow et al. 2015): x' = clip(x + ε·sign(∇ₓ NLL), 0, 1).
+
+    Args:
+        model: The network the gradient is taken on (for a transfer attack, the source model).
+        x: Images ``(B, 1, 28, 28)`` in [0, 1].
+        labels: True class indices ``(B,)``.
+        eps: Perturbation size ε in pixel units; 0 returns a copy of ``x``.
+        n_samples: Number of Monte-Carlo passes k per gradient (EOT).
+        lrt: BBB only: True for local reparameterisation, False for weight sampling, None for
+            the model's configured default.
+
+    Returns:
+        Adversarial images, shaped like ``x``, in [0, 1].
+    """
     if eps == 0:
         return x.clone()
     return perturb(x, fgsm_direction(model, x, labels, n_samples, lrt=lrt), eps)
@@ -90,9 +153,11 @@ def fgsm(
 class TargetedResult:
     """Outcome of :func:`targeted_fgsm`.
 
-    adversarial: final images ``(B, 1, 28, 28)``;
-    probs: predictive-mean class probabilities at each iterate, ``(steps + 1, B, C)``
-    (index 0 is the clean input)."""
+    Attributes:
+        adversarial: Final images ``(B, 1, 28, 28)``.
+        probs: Predictive-mean class probabilities at each iterate, ``(steps + 1, B, C)``, on
+            the CPU (index 0 is the clean input).
+    """
 
     adversarial: torch.Tensor
     probs: torch.Tensor
@@ -110,11 +175,26 @@ def targeted_fgsm(
     n_eval_samples: int = 20,
     lrt: bool | None = True,
 ) -> TargetedResult:
-    """Iterative targeted FGSM: x ← clip(x − step·sign(∇ₓ −log p̄(target|x)), 0, 1), ``steps``
-    times, projected onto the L∞ ball of radius ``eps`` around the clean x when given.
+    """Iterative targeted FGSM towards the class ``target``.
 
-    ``n_samples`` passes per gradient (EOT, see module doc); the recorded trajectory uses a
-    fresh ``n_eval_samples``-pass predictive mean at every iterate."""
+    ``steps`` times x ← clip(x − step·sign(∇ₓ −log p̄(target|x)), 0, 1), projected onto the L∞
+    ball of radius ``eps`` around the clean x when given.
+
+    Args:
+        model: The network.
+        x: Clean images ``(B, 1, 28, 28)`` in [0, 1].
+        target: Target class, one for all inputs or per input ``(B,)``.
+        step: Step size in pixel units.
+        steps: Number of iterations.
+        eps: Radius of the L∞ ball around the clean ``x`` in pixel units; None for no bound.
+        n_samples: Number of Monte-Carlo passes per gradient (EOT, see the module docstring).
+        n_eval_samples: Number of passes of the fresh predictive mean recorded at every iterate.
+        lrt: BBB only, for the gradient passes: True for local reparameterisation, False for
+            weight sampling, None for the model's configured default.
+
+    Returns:
+        The final images and the recorded trajectory of probabilities.
+    """
     x0 = x.detach()
     target = torch.as_tensor(target, dtype=torch.long).expand(len(x0)).to(x0.device)
     probs = [predictive_samples(model, x0, n_eval_samples).mean(0)]

@@ -8,19 +8,44 @@ from dataclasses import asdict, dataclass
 
 @dataclass(frozen=True)
 class LinearFit:
-    """``y ≈ intercept + slope·x``; ``r2`` = 1 − SS_res / SS_tot (1 when y is constant and
-    fitted exactly). Units are those of the data (here seconds per epoch and per sample)."""
+    """A fitted line ``y ≈ intercept + slope·x``.
+
+    Units are those of the data (here seconds per epoch and per sample).
+
+    Attributes:
+        intercept: Value of the line at x = 0.
+        slope: Change of y per unit of x.
+        r2: Coefficient of determination 1 − SS_res / SS_tot (1 when y is constant and fitted
+            exactly).
+    """
 
     intercept: float
     slope: float
     r2: float
 
     def to_dict(self) -> dict:
+        """JSON-serialisable form.
+
+        Returns:
+            ``{"intercept", "slope", "r2"}``.
+        """
         return asdict(self)
 
 
 def fit_line(xs: Sequence[float], ys: Sequence[float]) -> LinearFit:
-    """Ordinary least squares through the points ``(xs[i], ys[i])``; needs two distinct x."""
+    """Ordinary least squares through the points ``(xs[i], ys[i])``.
+
+    Args:
+        xs: x values, at least two distinct.
+        ys: y values, as many as ``xs``.
+
+    Returns:
+        The fitted line and its R².
+
+    Raises:
+        ValueError: If ``xs`` and ``ys`` differ in length or ``xs`` has fewer than two distinct
+            values.
+    """
     if len(xs) != len(ys):
         raise ValueError(f"{len(xs)} x values but {len(ys)} y values")
     n = len(xs)

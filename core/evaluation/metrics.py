@@ -31,8 +31,21 @@ def _scores_and_labels(scores_in, scores_out) -> tuple[torch.Tensor, torch.Tenso
 
 
 def auroc(scores_in, scores_out) -> float:
-    """Area under the ROC curve: P(score of an OOD input > score of an in-distribution input),
-    ties counting ½ (Mann–Whitney U from average ranks). 1 = perfect, 0.5 = chance."""
+    """Area under the ROC curve of detecting OOD inputs by their score.
+
+    P(score of an OOD input > score of an in-distribution input), ties counting ½ (Mann–Whitney U
+    from average ranks).
+
+    Args:
+        scores_in: Uncertainty scores ``(N_in,)`` of the in-distribution inputs.
+        scores_out: Uncertainty scores ``(N_out,)`` of the OOD inputs (the positives).
+
+    Returns:
+        AUROC in [0, 1]: 1 = perfect, 0.5 = chance.
+
+    Raises:
+        ValueError: If either set of scores is empty.
+    """
     scores, positive = _scores_and_labels(scores_in, scores_out)
     _, inverse, counts = torch.unique(scores, return_inverse=True, return_counts=True)
     ends = counts.cumsum(0).double()
@@ -47,8 +60,15 @@ def auroc(scores_in, scores_out) -> float:
 class RocCurve:
     """ROC points, one per distinct threshold (descending) after a leading (0, 0) at +inf.
 
-    An input is flagged OOD when its score ≥ threshold. fpr, tpr, precision: ``(K + 1,)``
-    (precision is 1 at the leading point)."""
+    An input is flagged OOD when its score ≥ threshold. All fields are float64 ``(K + 1,)`` for
+    ``K`` distinct scores.
+
+    Attributes:
+        thresholds: +inf, then the distinct scores in descending order.
+        fpr: False-positive rate at each threshold.
+        tpr: True-positive rate (recall) at each threshold.
+        precision: Precision at each threshold (1 at the leading point).
+    """
 
     thresholds: torch.Tensor
     fpr: torch.Tensor
@@ -57,7 +77,18 @@ class RocCurve:
 
 
 def roc_curve(scores_in, scores_out) -> RocCurve:
-    """The ROC curve of detecting OOD inputs by thresholding the score; ties form one point."""
+    """The ROC curve of detecting OOD inputs by thresholding the score; ties form one point.
+
+    Args:
+        scores_in: Uncertainty scores ``(N_in,)`` of the in-distribution inputs.
+        scores_out: Uncertainty scores ``(N_out,)`` of the OOD inputs (the positives).
+
+    Returns:
+        The curve's points, thresholds descending.
+
+    Raises:
+        ValueError: If either set of scores is empty.
+    """
     scores, positive = _scores_and_labels(scores_in, scores_out)
     order = torch.argsort(scores, descending=True, stable=True)
     scores, positive = scores[order], positive[order]
@@ -77,20 +108,55 @@ def roc_curve(scores_in, scores_out) -> RocCurve:
 
 
 def average_precision(scores_in, scores_out) -> float:
-    """AUPR with OOD as positive: Σ_k (R_k − R_{k−1}) P_k over the ROC thresholds."""
+    """AUPR with OOD as positive: Σ_k (R_k − R_{k−1}) P_k over the ROC thresholds.
+
+    Args:
+        scores_in: Uncertainty scores ``(N_in,)`` of the in-distribution inputs.
+        scores_out: Uncertainty scores ``(N_out,)`` of the OOD inputs (the positives).
+
+    Returns:
+        Average precision in [0, 1].
+
+    Raises:
+        ValueError: If either set of scores is empty.
+    """
     curve = roc_curve(scores_in, scores_out)
     return (torch.diff(curve.tpr) * curve.precision[1:]).sum().item()
 
 
 def fpr_at_tpr(scores_in, scores_out, tpr: float = 0.95) -> float:
-    """FPR at the highest threshold whose TPR reaches ``tpr`` (lower is better)."""
+    """FPR at the highest threshold whose TPR reaches ``tpr`` (lower is better).
+
+    Args:
+        scores_in: Uncertainty scores ``(N_in,)`` of the in-distribution inputs.
+        scores_out: Uncertainty scores ``(N_out,)`` of the OOD inputs (the positives).
+        tpr: Required true-positive rate in (0, 1].
+
+    Returns:
+        The false-positive rate in [0, 1].
+
+    Raises:
+        ValueError: If either set of scores is empty.
+    """
     curve = roc_curve(scores_in, scores_out)
     first = torch.nonzero(curve.tpr >= tpr - 1e-12)[0, 0]
     return curve.fpr[first].item()
 
 
 def ood_metrics(scores_in, scores_out) -> dict[str, float]:
-    """``{"auroc", "aupr", "fpr95"}`` of detecting ``scores_out`` among ``scores_in``."""
+    """OOD-detection metrics of detecting ``scores_out`` among ``scores_in``.
+
+    Args:
+        scores_in: Uncertainty scores ``(N_in,)`` of the in-distribution inputs.
+        scores_out: Uncertainty scores ``(N_out,)`` of the OOD inputs (the positives).
+
+    Returns:
+        ``{"auroc", "aupr", "fpr95"}``: :func:`auroc`, :func:`average_precision` and
+        :func:`fpr_at_tpr` at 95 % TPR.
+
+    Raises:
+        ValueError: If either set of scores is empty.
+    """
     return {
         "auroc": auroc(scores_in, scores_out),
         "aupr": average_precision(scores_in, scores_out),
@@ -102,8 +168,12 @@ def ood_metrics(scores_in, scores_out) -> dict[str, float]:
 class Reliability:
     """Reliability-diagram data for ``bins`` equal-width confidence bins (lo, hi].
 
-    edges: ``(bins + 1,)``; confidence, accuracy: ``(bins,)`` means per bin (NaN when empty);
-    count: ``(bins,)`` inputs per bin."""
+    Attributes:
+        edges: Bin edges ``(bins + 1,)`` from 0 to 1.
+        confidence: Mean confidence per bin ``(bins,)`` (NaN when empty).
+        accuracy: Fraction correct per bin ``(bins,)`` (NaN when empty).
+        count: Number of inputs per bin ``(bins,)``.
+    """
 
     edges: torch.Tensor
     confidence: torch.Tensor
@@ -112,14 +182,22 @@ class Reliability:
 
     @property
     def ece(self) -> float:
-        """Expected calibration error: Σ_b (n_b / N) |accuracy_b − confidence_b|."""
+        """Expected calibration error, Σ_b (n_b / N) |accuracy_b − confidence_b|."""
         gap = (self.accuracy - self.confidence).abs().nan_to_num(0.0)
         return (gap * self.count).sum().item() / max(int(self.count.sum()), 1)
 
 
 def reliability(confidence, correct, bins: int = ECE_BINS) -> Reliability:
-    """Bin inputs by ``confidence`` (probability of the predicted class, ``(N,)``); ``correct``
-    ``(N,)`` says whether each prediction was right."""
+    """Bin inputs by their confidence for a reliability diagram.
+
+    Args:
+        confidence: Probability of the predicted class ``(N,)``.
+        correct: Whether each prediction was right ``(N,)`` (bool or 0/1).
+        bins: Number of equal-width bins.
+
+    Returns:
+        Per-bin mean confidence, accuracy and counts (its ``ece`` is the calibration error).
+    """
     conf, hit = _vec(confidence), _vec(correct)
     edges = torch.linspace(0, 1, bins + 1, dtype=torch.float64)
     index = torch.bucketize(conf, edges[1:-1])
@@ -138,19 +216,45 @@ def _probs_labels(probs, labels) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def nll(probs, labels) -> float:
-    """Mean negative log-likelihood (nats) of ``labels (N,)`` under ``probs (N, C)``."""
+    """Mean negative log-likelihood of ``labels`` under ``probs``.
+
+    Args:
+        probs: Class probabilities ``(N, C)``.
+        labels: Class indices ``(N,)``.
+
+    Returns:
+        The mean NLL in nats (probabilities are clamped at 1e-12).
+    """
     p, y = _probs_labels(probs, labels)
     return -torch.log(p.gather(1, y[:, None]).clamp_min(1e-12)).mean().item()
 
 
 def brier(probs, labels) -> float:
-    """Multi-class Brier score: mean over inputs of Σ_c (p_c − 1[y = c])², in [0, 2]."""
+    """Multi-class Brier score: mean over inputs of Σ_c (p_c − 1[y = c])².
+
+    Args:
+        probs: Class probabilities ``(N, C)``.
+        labels: Class indices ``(N,)``.
+
+    Returns:
+        The score in [0, 2] (lower is better).
+    """
     p, y = _probs_labels(probs, labels)
     return ((p - torch.nn.functional.one_hot(y, p.shape[1])) ** 2).sum(1).mean().item()
 
 
 def calibration(probs, labels, bins: int = ECE_BINS) -> dict[str, float]:
-    """``{"accuracy", "ece", "nll", "brier"}`` of mean predictive ``probs (N, C)``."""
+    """Accuracy and calibration of mean predictive probabilities.
+
+    Args:
+        probs: Mean predictive class probabilities ``(N, C)``.
+        labels: Class indices ``(N,)``.
+        bins: Number of confidence bins of the ECE.
+
+    Returns:
+        ``{"accuracy", "ece", "nll", "brier"}``: accuracy and ECE as fractions, NLL in nats
+        (see :func:`nll`), Brier score (see :func:`brier`).
+    """
     p, y = _probs_labels(probs, labels)
     confidence, predicted = p.max(1)
     correct = predicted == y
@@ -165,8 +269,14 @@ def calibration(probs, labels, bins: int = ECE_BINS) -> dict[str, float]:
 def accuracy_coverage(scores, correct) -> tuple[torch.Tensor, torch.Tensor]:
     """Accuracy against coverage when rejecting the most uncertain inputs first.
 
-    Returns ``(coverage, accuracy)``, ``(N,)`` each: keeping the ``k`` inputs with the lowest
-    ``scores`` gives coverage k/N and accuracy = fraction of them ``correct``."""
+    Args:
+        scores: Uncertainty scores ``(N,)`` (higher = more uncertain).
+        correct: Whether each prediction was right ``(N,)``.
+
+    Returns:
+        ``(coverage, accuracy)``, ``(N,)`` each: keeping the ``k`` inputs with the lowest
+        ``scores`` gives coverage k/N and accuracy = fraction of them ``correct``.
+    """
     s, hit = _vec(scores), _vec(correct)
     kept = torch.arange(1, len(s) + 1, dtype=torch.float64)
     hits = hit[torch.argsort(s, stable=True)].cumsum(0)
@@ -177,9 +287,17 @@ def accuracy_coverage(scores, correct) -> tuple[torch.Tensor, torch.Tensor]:
 def evaluate_model(model: LabModel, x: torch.Tensor, y: torch.Tensor, n_samples: int) -> dict:
     """Metrics of the predictive mean of ``n_samples`` passes on images ``x`` and labels ``y``.
 
-    Returns ``test_error`` (fraction), ``nll`` (mean nats per example), ``ece`` (expected
-    calibration error, 15 bins), ``brier`` (multi-class Brier score), ``n_samples`` and
-    ``num_examples`` (see :func:`calibration`)."""
+    Args:
+        model: The network.
+        x: Images ``(B, 1, 28, 28)`` in [0, 1].
+        y: Class indices ``(B,)``.
+        n_samples: Number of Monte-Carlo passes.
+
+    Returns:
+        ``test_error`` (fraction), ``nll`` (mean nats per example), ``ece`` (expected
+        calibration error, 15 bins), ``brier`` (multi-class Brier score), ``n_samples`` and
+        ``num_examples`` (see :func:`calibration`).
+    """
     probs, y = predictive_samples(model, x, n_samples).mean(0).cpu(), y.cpu()
     metrics = calibration(probs, y)
     return {
@@ -193,8 +311,19 @@ def evaluate_model(model: LabModel, x: torch.Tensor, y: torch.Tensor, n_samples:
 
 
 def seeded_error(model: LabModel, x: torch.Tensor, y: torch.Tensor, n_samples: int) -> float:
-    """Test error of the ``n_samples``-pass predictive mean with fixed Monte-Carlo noise (seed 0,
-    the global RNG is left as it was), so repeated evaluations agree."""
+    """Test error of the ``n_samples``-pass predictive mean with fixed Monte-Carlo noise.
+
+    The noise uses seed 0 and the global RNG is left as it was, so repeated evaluations agree.
+
+    Args:
+        model: The network.
+        x: Images ``(B, 1, 28, 28)`` in [0, 1].
+        y: Class indices ``(B,)``.
+        n_samples: Number of Monte-Carlo passes.
+
+    Returns:
+        The test error as a fraction.
+    """
     with torch.random.fork_rng():
         torch.manual_seed(0)
         return evaluate_model(model, x, y, n_samples)["test_error"]

@@ -47,14 +47,35 @@ def _means(model: Model) -> list[torch.Tensor]:
 
 
 def num_weights(model: Model) -> int:
-    """Number of prunable weights N (all weight-matrix entries, biases excluded)."""
+    """Number of prunable weights N (all weight-matrix entries, biases excluded).
+
+    Args:
+        model: A model with ``layers`` (BBB, MLP or dropout MLP).
+
+    Returns:
+        N.
+    """
     return sum(w.numel() for w in _means(model))
 
 
 @torch.no_grad()
 def weight_scores(model: Model, method: str, seed: int = 0) -> torch.Tensor:
-    """Pruning scores ``(N,)`` of all weights in layer order (lowest are removed first). An
-    already removed BBB weight (0/0) scores 0."""
+    """Pruning scores of all weights in layer order (lowest are removed first).
+
+    An already removed BBB weight (0/0) scores 0.
+
+    Args:
+        model: A model with ``layers`` (BBB, MLP or dropout MLP).
+        method: One of :data:`METHODS`.
+        seed: Seed of the ``"random"`` scores.
+
+    Returns:
+        Scores ``(N,)`` on the CPU, layers in order, each row-major.
+
+    Raises:
+        ValueError: If ``method`` is unknown, or ``"snr"`` for a model without a weight
+            posterior.
+    """
     if method not in METHODS:
         raise ValueError(f"pruning method must be one of {METHODS}, got {method!r}")
     if method == "random":
@@ -69,8 +90,20 @@ def weight_scores(model: Model, method: str, seed: int = 0) -> torch.Tensor:
 
 
 def removal_mask(scores: torch.Tensor, fraction: float) -> torch.Tensor:
-    """Boolean ``(N,)``, True for the ``round(fraction · N)`` lowest scores; among equal scores
-    the lower index goes first (the same set as a stable sort's first k). ``fraction`` ∈ [0, 1]."""
+    """Flag the ``round(fraction · N)`` lowest scores for removal.
+
+    Among equal scores the lower index goes first (the same set as a stable sort's first k).
+
+    Args:
+        scores: Pruning scores ``(N,)``.
+        fraction: Share of weights to remove, in [0, 1].
+
+    Returns:
+        Boolean mask ``(N,)``, True for a removed weight.
+
+    Raises:
+        ValueError: If ``fraction`` is outside [0, 1].
+    """
     if not 0.0 <= fraction <= 1.0:
         raise ValueError(f"pruning fraction must be in [0, 1], got {fraction}")
     k = round(fraction * scores.numel())
@@ -84,21 +117,57 @@ def removal_mask(scores: torch.Tensor, fraction: float) -> torch.Tensor:
 
 
 def cutoff(scores: torch.Tensor, fraction: float) -> float | None:
-    """The largest removed score at ``fraction`` (the pruning threshold); None if none removed."""
+    """The largest removed score at ``fraction`` (the pruning threshold).
+
+    Args:
+        scores: Pruning scores ``(N,)``.
+        fraction: Share of weights removed, in [0, 1].
+
+    Returns:
+        The threshold score, or None if nothing is removed.
+    """
     k = round(fraction * scores.numel())
     return None if k == 0 else torch.kthvalue(scores, k).values.item()
 
 
 def prune(model: Model, fraction: float, method: str = "snr", seed: int = 0) -> Model:
-    """A pruned deep copy of ``model``: the ``round(fraction · N)`` lowest-scoring weights are
-    set to μ = 0, σ = 0 (see the module docstring). ``seed`` only matters for ``"random"``."""
+    """A pruned deep copy of ``model``.
+
+    The ``round(fraction · N)`` lowest-scoring weights are set to μ = 0, σ = 0 (see the module
+    docstring).
+
+    Args:
+        model: The model to copy; it is not modified.
+        fraction: Share of weights to remove, in [0, 1].
+        method: Score, one of :data:`METHODS`.
+        seed: Seed of the ``"random"`` scores (ignored by the other methods).
+
+    Returns:
+        The pruned copy (for prediction only: a pruned BBB model's KL is infinite).
+
+    Raises:
+        ValueError: If ``method`` or ``fraction`` is invalid (see :func:`weight_scores` and
+            :func:`removal_mask`).
+    """
     return remove_weights(model, removal_mask(weight_scores(model, method, seed), fraction))
 
 
 @torch.no_grad()
 def remove_weights(model: Model, removed: torch.Tensor) -> Model:
-    """A deep copy of ``model`` without the weights flagged in ``removed`` ``(N,)`` (layer
-    order, row-major): each becomes μ = 0, σ = 0."""
+    """A deep copy of ``model`` without the weights flagged in ``removed``.
+
+    Each removed weight becomes μ = 0, σ = 0 (ρ = −∞).
+
+    Args:
+        model: The model to copy; it is not modified.
+        removed: Boolean mask ``(N,)``, layer order, row-major.
+
+    Returns:
+        The pruned copy.
+
+    Raises:
+        ValueError: If ``removed`` is not shaped ``(N,)``.
+    """
     if removed.shape != (num_weights(model),):
         raise ValueError(f"removal mask must have shape ({num_weights(model)},)")
     pruned = copy.deepcopy(model)
@@ -114,7 +183,14 @@ def remove_weights(model: Model, removed: torch.Tensor) -> Model:
 
 @torch.no_grad()
 def kept_masks(model: Model) -> list[torch.Tensor]:
-    """Per layer, True where a weight is still present (μ ≠ 0, or σ ≠ 0 for BBB)."""
+    """Which weights are still present, per layer.
+
+    Args:
+        model: A model with ``layers`` (BBB, MLP or dropout MLP).
+
+    Returns:
+        Per layer, a boolean ``(out, in)`` mask, True where μ ≠ 0 (or σ ≠ 0 for BBB).
+    """
     if not model.weight_posterior:
         return [w != 0 for w in _means(model)]
     return [(layer.weight_mu != 0) | (layer.weight_sigma != 0) for layer in model.layers]
@@ -122,8 +198,15 @@ def kept_masks(model: Model) -> list[torch.Tensor]:
 
 @dataclass(frozen=True)
 class StorageSize:
-    """Bytes to store a model's weights and biases; ``values`` float32 numbers per parameter
-    (2 for BBB: μ and σ; 1 otherwise)."""
+    """Bytes to store a model's weights and biases, dense and sparse (CSR).
+
+    Attributes:
+        dense_bytes: Every weight and bias as ``values`` float32 numbers.
+        sparse_bytes: Weight matrices in CSR form plus dense biases (see :func:`storage_size`).
+        kept_weights: Number of weights still present.
+        total_weights: Number of weights N (biases excluded).
+        values: float32 numbers per parameter (2 for BBB: μ and σ; 1 otherwise).
+    """
 
     dense_bytes: int
     sparse_bytes: int
@@ -133,14 +216,23 @@ class StorageSize:
 
     @property
     def compression(self) -> float:
-        """dense / sparse (> 1 when the sparse form is smaller)."""
+        """Compression ratio dense / sparse (> 1 when the sparse form is smaller)."""
         return self.dense_bytes / self.sparse_bytes
 
 
 def storage_size(model: Model) -> StorageSize:
-    """Dense vs sparse storage. Dense: every weight and bias as ``values`` float32 numbers.
-    Sparse: each weight matrix in CSR form — per kept weight its ``values`` float32 numbers and
-    an int32 column index, plus ``out + 1`` int32 row pointers — and biases dense."""
+    """Dense vs sparse storage of ``model``'s weights and biases.
+
+    Dense: every weight and bias as ``values`` float32 numbers. Sparse: each weight matrix in CSR
+    form — per kept weight its ``values`` float32 numbers and an int32 column index, plus
+    ``out + 1`` int32 row pointers — and biases dense.
+
+    Args:
+        model: A model with ``layers`` (BBB, MLP or dropout MLP).
+
+    Returns:
+        Both sizes in bytes and the kept and total weight counts.
+    """
     values = 2 if model.weight_posterior else 1
     per_param = values * FLOAT_BYTES
     masks = kept_masks(model)
@@ -158,14 +250,29 @@ def storage_size(model: Model) -> StorageSize:
 
 
 def snr_db(scores: torch.Tensor) -> torch.Tensor:
-    """Signal-to-noise ratios |μ|/σ in decibels, ``10 · log10(|μ|/σ)`` (the paper's axis)."""
+    """Signal-to-noise ratios |μ|/σ in decibels, ``10 · log10(|μ|/σ)`` (the paper's axis).
+
+    Args:
+        scores: Ratios |μ|/σ, any shape (e.g. :func:`weight_scores` with ``"snr"``).
+
+    Returns:
+        dB values, same shape (−inf for a ratio of 0).
+    """
     return 10.0 * torch.log10(scores)
 
 
 @torch.no_grad()
 def weight_values(model: Model, sample: bool, seed: int = 0) -> torch.Tensor:
-    """All weights ``(N,)`` (biases excluded): w for MLPs; for BBB one posterior draw
-    μ + σ·ε (``sample=True``, seeded) or the means μ."""
+    """All weights (biases excluded), for histograms.
+
+    Args:
+        model: A model with ``layers`` (BBB, MLP or dropout MLP).
+        sample: BBB only: True for one posterior draw μ + σ·ε, False for the means μ.
+        seed: Seed of the posterior draw.
+
+    Returns:
+        Weights ``(N,)`` on the CPU, layer order: w for MLPs, a draw or μ for BBB.
+    """
     if not (sample and model.weight_posterior):
         return torch.cat([w.flatten().cpu() for w in _means(model)])
     generator = torch.Generator().manual_seed(seed)
@@ -179,8 +286,17 @@ def weight_values(model: Model, sample: bool, seed: int = 0) -> torch.Tensor:
 def density(
     values: torch.Tensor, bins: int, value_range: tuple[float, float]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Histogram density estimate: bin centres and densities (integrating to the fraction of
-    ``values`` inside ``value_range``)."""
+    """Histogram density estimate.
+
+    Args:
+        values: Values, any shape.
+        bins: Number of equal-width bins.
+        value_range: ``(low, high)`` of the histogram.
+
+    Returns:
+        ``(centres, densities)``, ``(bins,)`` each; the densities integrate to the fraction of
+        ``values`` inside ``value_range``.
+    """
     v = values.detach().cpu().numpy()
     counts, edges = np.histogram(v, bins=bins, range=value_range)
     widths = np.diff(edges)
@@ -191,10 +307,15 @@ def density(
 class SnrDistribution:
     """Signal-to-noise ratios of all weights of a BBB model, for plotting.
 
-    db: ``(N,)`` SNR of every weight in dB (layer order); centres, density, cdf: ``(bins,)`` the
-    histogram density over ``value_range`` and the fraction of all weights at or below each
-    centre; value_range: whole dB, starting no lower than the floor (μ ≈ 0 reaches −380 dB or
-    −inf, which would squash the plot; those weights still count in the CDF)."""
+    Attributes:
+        db: SNR of every weight in dB ``(N,)``, layer order.
+        centres: Histogram bin centres ``(bins,)`` over ``value_range``.
+        density: Histogram density ``(bins,)`` over ``value_range``.
+        cdf: Fraction of all weights at or below each centre ``(bins,)``.
+        value_range: ``(low, high)`` in whole dB, starting no lower than the floor (μ ≈ 0
+            reaches −380 dB or −inf, which would squash the plot; those weights still count in
+            the CDF).
+    """
 
     db: np.ndarray
     centres: np.ndarray
@@ -204,7 +325,19 @@ class SnrDistribution:
 
 
 def snr_distribution(model: Model, bins: int = 200, floor_db: float = -60.0) -> SnrDistribution:
-    """:class:`SnrDistribution` of ``model``'s weights (a weight posterior is needed)."""
+    """The :class:`SnrDistribution` of ``model``'s weights.
+
+    Args:
+        model: A model with a weight posterior (BBB).
+        bins: Number of histogram bins.
+        floor_db: Lowest start of the plotted range in dB.
+
+    Returns:
+        The SNRs, their histogram density and CDF.
+
+    Raises:
+        ValueError: If ``model`` has no weight posterior.
+    """
     db = snr_db(weight_scores(model, "snr"))
     lowest = max(db.quantile(0.001).item(), floor_db)
     value_range = (float(np.floor(lowest)), float(db.max().ceil()))
@@ -215,10 +348,15 @@ def snr_distribution(model: Model, bins: int = 200, floor_db: float = -60.0) -> 
 
 @dataclass(frozen=True)
 class PruningPoint:
-    """One model pruned by one method to one fraction: test error (fraction) on the given
-    inputs, storage size, the removed weights' share of the SNR density per bin (None when
-    nothing is removed or there is no SNR distribution) and the SNR cut-off in dB (SNR pruning
-    with something removed, else None)."""
+    """One model pruned by one method to one fraction.
+
+    Attributes:
+        error: Test error (fraction) on the given inputs.
+        size: Storage size of the pruned model.
+        removed_density: The removed weights' share of the SNR density per bin ``(bins,)``;
+            None when nothing is removed or there is no SNR distribution.
+        threshold_db: The SNR cut-off in dB (SNR pruning with something removed, else None).
+    """
 
     error: float
     size: StorageSize
@@ -235,8 +373,24 @@ def pruning_point(
     n_samples: int,
     snr: SnrDistribution | None = None,
 ) -> PruningPoint:
-    """Prune ``model`` (a copy) and measure it on images ``x (B, 1, 28, 28)``, labels ``y``
-    with ``n_samples`` seeded passes; ``snr``: the unpruned model's SNR distribution."""
+    """Prune ``model`` (a copy) and measure it with seeded passes.
+
+    Args:
+        model: The model to prune; it is not modified.
+        method: Score, one of :data:`METHODS`.
+        fraction: Share of weights to remove, in [0, 1].
+        x: Images ``(B, 1, 28, 28)`` in [0, 1].
+        y: Class indices ``(B,)``.
+        n_samples: Number of Monte-Carlo passes, seeded (see
+            :func:`core.evaluation.metrics.seeded_error`).
+        snr: The unpruned model's SNR distribution, or None.
+
+    Returns:
+        The pruned model's error, storage size, removed SNR density and SNR cut-off.
+
+    Raises:
+        ValueError: If ``method`` or ``fraction`` is invalid.
+    """
     scores = weight_scores(model, method)
     removed = removal_mask(scores, fraction)
     pruned = remove_weights(model, removed)

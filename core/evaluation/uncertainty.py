@@ -30,7 +30,14 @@ CONFIDENT, UNSURE, REJECT = "confident", "unsure", "reject"
 
 
 def entropy(p: torch.Tensor) -> torch.Tensor:
-    """Entropy in nats along the last (class) dim; 0·log 0 = 0."""
+    """Entropy in nats along the last (class) dim; 0·log 0 = 0.
+
+    Args:
+        p: Probabilities ``(..., C)``.
+
+    Returns:
+        Entropies ``(...)`` in nats.
+    """
     return -torch.special.xlogy(p, p).sum(-1)
 
 
@@ -38,13 +45,21 @@ def entropy(p: torch.Tensor) -> torch.Tensor:
 class PredictiveSummary:
     """Summaries of ``n_samples`` passes on ``B`` inputs with ``C`` classes (all on the CPU).
 
-    mean, std: ``(B, C)`` mean and standard deviation (over samples, no Bessel correction) of
-    each class's probability. predicted: ``(B,)`` argmax of ``mean``. class_counts: ``(B, C)``
-    how many samples voted for each class (argmax per sample). top_scores: ``(n, B)`` the
-    "softmax spread", each sample's probability of the predicted class; top_std: ``(B,)`` its
-    std. entropy (predictive), expected_entropy, mutual_information: ``(B,)`` nats; the mutual
-    information is exactly 0 when all passes agree (e.g. a deterministic MLP), not rounding noise.
-    variation_ratio: ``(B,)`` in [0, 1 − 1/C].
+    Attributes:
+        n_samples: Number of passes n.
+        mean: Mean of each class's probability over samples ``(B, C)``.
+        std: Standard deviation of each class's probability over samples (no Bessel
+            correction) ``(B, C)``.
+        predicted: Argmax of ``mean`` ``(B,)``.
+        class_counts: How many samples voted for each class (argmax per sample) ``(B, C)``.
+        top_scores: The "softmax spread", each sample's probability of the predicted class
+            ``(n, B)``.
+        top_std: Standard deviation of ``top_scores`` over samples ``(B,)``.
+        entropy: Predictive entropy ``(B,)`` in nats.
+        expected_entropy: Expected entropy ``(B,)`` in nats.
+        mutual_information: Mutual information ``(B,)`` in nats; exactly 0 when all passes
+            agree (e.g. a deterministic MLP), not rounding noise.
+        variation_ratio: Variation ratio ``(B,)`` in [0, 1 − 1/C].
     """
 
     n_samples: int
@@ -60,16 +75,32 @@ class PredictiveSummary:
     variation_ratio: torch.Tensor
 
     def __len__(self) -> int:
+        """Number of inputs ``B``."""
         return self.predicted.shape[0]
 
     def scores(self) -> dict[str, torch.Tensor]:
-        """Every score of :data:`SCORES`, ``(B,)`` each."""
+        """Every score of :data:`SCORES`.
+
+        Returns:
+            Score name → values ``(B,)``.
+        """
         return {name: score(self) for name, score in SCORES.items()}
 
 
 @torch.no_grad()
 def summarize(probs: torch.Tensor) -> PredictiveSummary:
-    """Summaries of softmax probabilities ``probs (n, B, C)``; see :class:`PredictiveSummary`."""
+    """Summaries of the softmax probabilities of ``n`` passes.
+
+    Args:
+        probs: Probabilities ``(n, B, C)``, e.g. from
+            :func:`core.engine.sampler.predictive_samples`.
+
+    Returns:
+        The per-input summaries on the CPU; see :class:`PredictiveSummary`.
+
+    Raises:
+        ValueError: If ``probs`` is not three-dimensional.
+    """
     if probs.dim() != 3:
         raise ValueError(f"probs must be (n, B, C), got shape {tuple(probs.shape)}")
     probs = probs.detach().float().cpu()
@@ -97,8 +128,15 @@ def summarize(probs: torch.Tensor) -> PredictiveSummary:
 
 @dataclass(frozen=True)
 class Score:
-    """An uncertainty score of each input, ``(B,)``: higher means more uncertain. ``short`` is
-    a compact label for table headers; ``unit`` is "nats" or "" (a fraction)."""
+    """An uncertainty score of each input, ``(B,)``: higher means more uncertain.
+
+    Attributes:
+        title: Name shown in the app.
+        short: Compact label for table headers.
+        unit: ``"nats"`` or ``""`` (a fraction).
+        description: One-phrase explanation.
+        of: Computes the score ``(B,)`` from a :class:`PredictiveSummary`.
+    """
 
     title: str
     short: str
@@ -107,6 +145,14 @@ class Score:
     of: Callable[[PredictiveSummary], torch.Tensor]
 
     def __call__(self, summary: PredictiveSummary) -> torch.Tensor:
+        """The score of each input of ``summary``, ``(B,)``.
+
+        Args:
+            summary: Summaries of the passes.
+
+        Returns:
+            Scores ``(B,)``.
+        """
         return self.of(summary)
 
 
@@ -157,14 +203,29 @@ SCORES: dict[str, Score] = {
 
 
 def rejection_limits(values: torch.Tensor) -> dict[str, float]:
-    """``{"p90", "p99"}``: the 90th and 99th percentiles of one score's in-distribution values."""
+    """The 90th and 99th percentiles of one score's in-distribution values.
+
+    Args:
+        values: One score's values ``(N,)`` on the in-distribution (MNIST test) inputs.
+
+    Returns:
+        ``{"p90", "p99"}``: the percentiles.
+    """
     q = torch.quantile(values.double(), torch.tensor([0.90, 0.99], dtype=torch.float64))
     return {"p90": q[0].item(), "p99": q[1].item()}
 
 
 def judge(values: torch.Tensor, limits: Mapping[str, float]) -> list[str]:
-    """Per input: :data:`REJECT` above ``limits["p99"]``, :data:`UNSURE` above ``"p90"``, else
-    :data:`CONFIDENT`."""
+    """Sort inputs into confident, unsure and reject by one score.
+
+    Args:
+        values: One score's values ``(B,)``.
+        limits: ``{"p90", "p99"}`` of that score, from :func:`rejection_limits`.
+
+    Returns:
+        Per input: :data:`REJECT` above ``limits["p99"]``, :data:`UNSURE` above ``"p90"``, else
+        :data:`CONFIDENT`.
+    """
     return [
         REJECT if v > limits["p99"] else UNSURE if v > limits["p90"] else CONFIDENT
         for v in values.tolist()
@@ -174,8 +235,16 @@ def judge(values: torch.Tensor, limits: Mapping[str, float]) -> list[str]:
 def verdict(
     summary: PredictiveSummary, thresholds: Thresholds, score: str = DEFAULT_SCORE
 ) -> list[str]:
-    """A plain sentence per input: ``"3, confident"``, ``"probably 8, but unsure"`` or
-    ``"I don't know"``, by :func:`judge` on ``score`` with the model's ``thresholds``."""
+    """A plain sentence per input, by :func:`judge` on ``score`` with the model's ``thresholds``.
+
+    Args:
+        summary: Summaries of the passes on ``B`` inputs.
+        thresholds: Per score name, its ``{"p90", "p99"}`` on the MNIST test set.
+        score: Name of the score in :data:`SCORES`.
+
+    Returns:
+        ``B`` sentences: ``"3, confident"``, ``"probably 8, but unsure"`` or ``"I don't know"``.
+    """
     sentences = {
         CONFIDENT: "{}, confident",
         UNSURE: "probably {}, but unsure",

@@ -31,8 +31,18 @@ def _process_alive(pid: int) -> bool:
 
 
 def remove_stale_temporaries(folder: Path) -> list[Path]:
-    """Delete left-over temporary files of :func:`atomic_write` in ``folder`` whose writer is
-    no longer running or that are older than :data:`STALE_SECONDS`; returns what was removed."""
+    """Delete left-over temporary files of :func:`atomic_write` in ``folder``.
+
+    A temporary file is removed when its writer is no longer running or it is older than
+    :data:`STALE_SECONDS`. An unreadable folder, or a file removed meanwhile by another process,
+    is skipped.
+
+    Args:
+        folder: The folder to clean.
+
+    Returns:
+        The removed files.
+    """
     removed = []
     try:
         candidates = list(folder.iterdir())
@@ -54,8 +64,16 @@ def remove_stale_temporaries(folder: Path) -> list[Path]:
 
 
 def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
-    """Write via ``write(binary_file)`` to a temp file beside ``path``, fsync, then rename it
-    over ``path``. On any exception the temp file is removed and ``path`` is untouched."""
+    """Write ``path`` atomically.
+
+    ``write(binary_file)`` writes a temp file beside ``path``, which is fsynced and renamed over
+    ``path``. On any exception the temp file is removed and ``path`` is untouched. The folder is
+    created if needed and cleaned of stale temporaries first.
+
+    Args:
+        path: The target file.
+        write: Writes the content to the open binary file it is given.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(path.parent)
     fd, tmp = tempfile.mkstemp(
@@ -74,5 +92,10 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    """:func:`atomic_write` of UTF-8 text."""
+    """:func:`atomic_write` of UTF-8 text.
+
+    Args:
+        path: The target file.
+        text: The content.
+    """
     atomic_write(path, lambda f: f.write(text.encode()))

@@ -27,16 +27,30 @@ FORMATS = ("json", "pt")
 
 @dataclass(frozen=True)
 class CacheEntry:
-    """Where one result lives and how it is stored (``"json"`` or ``"pt"`` tensors)."""
+    """Where one result lives and how it is stored.
+
+    Attributes:
+        path: The file, ``cache_dir()/<study>/<digest>.<format>``.
+        format: ``"json"`` or ``"pt"`` (tensors).
+    """
 
     path: Path
     format: str
 
     def exists(self) -> bool:
+        """Whether the file exists (it may still be unreadable; see :meth:`load`).
+
+        Returns:
+            True if ``path`` is a file.
+        """
         return self.path.is_file()
 
     def load(self) -> Any | None:
-        """The stored value, or None when absent or unreadable (then it is recomputed)."""
+        """The stored value.
+
+        Returns:
+            The value, or None when absent or unreadable (then it is recomputed).
+        """
         try:
             if self.format == "json":
                 return json.loads(self.path.read_text())
@@ -45,7 +59,11 @@ class CacheEntry:
             return None
 
     def save(self, value: Any) -> None:
-        """Store ``value`` atomically (JSON-serialisable, or tensors for ``"pt"``)."""
+        """Store ``value`` atomically.
+
+        Args:
+            value: JSON-serialisable for ``"json"``, tensors (in containers) for ``"pt"``.
+        """
         if self.format == "json":
             text = json.dumps(value, sort_keys=True).encode()
             atomic_write(self.path, lambda f: f.write(text))
@@ -62,9 +80,23 @@ def cache_entry(
     format: str = "json",
     prefix: str = "",
 ) -> CacheEntry:
-    """The entry of ``study`` for these checkpoints (registry names or ``.pt`` paths; None for
-    "no checkpoint", e.g. a white-box attack's missing source) and JSON-serialisable
-    ``settings``. ``prefix`` makes file names readable (e.g. the dataset)."""
+    """The cache entry of ``study`` for these checkpoints and settings.
+
+    Args:
+        study: Name of the study, the entry's folder.
+        version: The study's result version; bump it to invalidate old entries.
+        checkpoints: Registry names or ``.pt`` paths whose content is hashed; None for "no
+            checkpoint", e.g. a white-box attack's missing source.
+        settings: JSON-serialisable settings of the result.
+        format: ``"json"`` or ``"pt"``.
+        prefix: Makes file names readable (e.g. the dataset).
+
+    Returns:
+        The entry (which may not exist yet).
+
+    Raises:
+        ValueError: If ``format`` is not in :data:`FORMATS`.
+    """
     if format not in FORMATS:
         raise ValueError(f"cache format must be one of {FORMATS}, got {format!r}")
     key = json.dumps(

@@ -36,19 +36,33 @@ MIXTURE_PRIOR = {"kind": "mixture", "pi": 0.5, "sigma1": 1.0, "sigma2": 0.002478
 
 
 class CheckpointError(RuntimeError):
-    """A checkpoint is missing, corrupt, truncated or does not match its configuration; the
-    message names the file, what is wrong and what to do, in one line."""
+    """A checkpoint is missing, corrupt, truncated or does not match its configuration.
+
+    The message names the file, what is wrong and what to do, in one line.
+    """
 
 
 @dataclass(frozen=True)
 class CheckpointSpec:
-    """What a registered name means: a title, a description and how it is trained."""
+    """What a registered name means: a title, a description and how it is trained.
+
+    Attributes:
+        name: The registry name, also the file stem ``NAME.pt``.
+        title: Short human-readable name.
+        description: One or two sentences on the method and its settings.
+        model: The architecture.
+        training: The optimisation settings; ``training.epochs = 0`` means no gradient
+            training, only the kind's post-hoc fit (:data:`core.engine.models.POST_HOC_FITS`).
+        base: The registered checkpoint whose weights it starts from (a post-hoc method such
+            as Laplace fits on top of a trained network), or None.
+    """
 
     name: str
     title: str
     description: str
     model: ModelConfig
     training: TrainConfig = field(default_factory=TrainConfig)
+    base: str | None = None
 
 
 REGISTRY: dict[str, CheckpointSpec] = {
@@ -89,6 +103,32 @@ REGISTRY: dict[str, CheckpointSpec] = {
             ModelConfig(kind="dropout", dropout=0.5),
             TrainConfig(epochs=30, impl="vmap", lr_decay=0.93),
         ),
+        CheckpointSpec(
+            "dropout_alpha",
+            "MC dropout, α = 0.5",
+            "784-400-400-10 ReLU network, dropout 0.5, trained with the α-divergence energy "
+            "(α = 0.5, K = 10 dropout samples per input; Li & Gal 2017).",
+            ModelConfig(kind="dropout", dropout=0.5),
+            TrainConfig(epochs=30, impl="vmap", n_samples=10, alpha=0.5, lr_decay=0.93),
+        ),
+        CheckpointSpec(
+            "ensemble",
+            "Deep ensemble (5 MLPs)",
+            "Five 784-400-400-10 ReLU networks from independent random starts, trained in one "
+            "vectorised loop with adversarial training (FGSM, ε = 0.01); the predictive "
+            "averages their softmax (Lakshminarayanan et al. 2017).",
+            ModelConfig(kind="ensemble", members=5),
+            TrainConfig(epochs=20, impl="members", lr_decay=0.9, adversarial_eps=0.01),
+        ),
+        CheckpointSpec(
+            "laplace",
+            "Laplace (last layer, KFAC)",
+            "The MLP with a Gaussian posterior on its last layer: Kronecker-factored Laplace "
+            "approximation, prior precision by marginal likelihood (Daxberger et al. 2021).",
+            ModelConfig(kind="laplace"),
+            TrainConfig(epochs=0),
+            base="mlp",
+        ),
     ]
 }
 
@@ -97,7 +137,13 @@ REGISTRY: dict[str, CheckpointSpec] = {
 class CheckpointInfo:
     """A registered checkpoint and whether its weights file is present and loads.
 
-    ``reason`` says what is wrong and what to do when it is not available."""
+    Attributes:
+        spec: What the registered name means.
+        path: The ``.pt`` file.
+        available: Whether the file is present and loads.
+        reason: What is wrong and what to do when it is not available ("" when it is).
+        metadata: The JSON metadata ({} when not available or absent).
+    """
 
     spec: CheckpointSpec
     path: Path
@@ -107,12 +153,27 @@ class CheckpointInfo:
 
 
 def checkpoint_path(name: str, directory: Path | None = None) -> Path:
-    """``directory/NAME.pt`` (default: the shipped ``checkpoints/`` folder)."""
+    """The ``.pt`` file of a checkpoint name, ``directory/NAME.pt``.
+
+    Args:
+        name: The checkpoint name (file stem).
+        directory: The folder; None for the shipped ``checkpoints/`` folder.
+
+    Returns:
+        The path (which may not exist).
+    """
     return (directory or CHECKPOINT_DIR) / f"{name}.pt"
 
 
 def resolve_checkpoint(checkpoint: str | Path) -> Path:
-    """The ``.pt`` file of a registry name (in ``checkpoints/``) or the path itself."""
+    """The ``.pt`` file of a registry name (in ``checkpoints/``) or the path itself.
+
+    Args:
+        checkpoint: A registry name, or a path ending in ``.pt``.
+
+    Returns:
+        The path (which may not exist).
+    """
     path = Path(checkpoint)
     return path if path.suffix == ".pt" else checkpoint_path(str(checkpoint))
 
@@ -127,8 +188,17 @@ def _digest(path: str, size: int, mtime_ns: int, inode: int) -> str:
 
 
 def content_hash(path: Path) -> str:
-    """SHA-256 of a file's bytes, memoised per (path, size, modification time, inode): an atomic
-    rewrite is a new inode, even within one tick of the file-system clock."""
+    """SHA-256 of a file's bytes, memoised per (path, size, modification time, inode).
+
+    The inode is part of the key because an atomic rewrite is a new inode, even within one tick
+    of the file-system clock.
+
+    Args:
+        path: The file.
+
+    Returns:
+        The hex digest.
+    """
     stat = path.stat()
     return _digest(str(path.resolve()), stat.st_size, stat.st_mtime_ns, stat.st_ino)
 
@@ -159,8 +229,18 @@ def _copy(source: Path, target: Path) -> None:
 
 
 def save_checkpoint(name: str, model: Model, metadata: dict, directory: Path | None = None) -> Path:
-    """Atomically write ``NAME.pt`` and ``NAME.json`` in ``directory`` (default: the shipped
-    folder; training passes :func:`~core.storage.paths.user_model_dir`); returns the ``.pt``."""
+    """Atomically write ``NAME.pt`` and ``NAME.json`` in ``directory``.
+
+    Args:
+        name: The checkpoint name (file stem).
+        model: The model; its configuration and state dict (on the CPU) are saved.
+        metadata: Extra JSON fields for ``NAME.json`` (besides the name and model config).
+        directory: The folder; None for the shipped folder (training passes
+            :func:`~core.storage.paths.user_model_dir`).
+
+    Returns:
+        The ``.pt`` path.
+    """
     path = checkpoint_path(name, directory)
     config = model.config.to_dict()
     state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
@@ -173,8 +253,17 @@ def save_checkpoint(name: str, model: Model, metadata: dict, directory: Path | N
 
 
 def read_metadata(path: Path) -> dict:
-    """The JSON beside a ``.pt`` checkpoint ({} when absent). Raises :class:`CheckpointError`
-    when it exists but is not a JSON object."""
+    """The JSON metadata beside a ``.pt`` checkpoint.
+
+    Args:
+        path: The ``.pt`` file.
+
+    Returns:
+        The metadata, or {} when the JSON file is absent.
+
+    Raises:
+        CheckpointError: If the JSON file exists but is not a JSON object.
+    """
     file = path.with_suffix(".json")
     try:
         meta = json.loads(file.read_text())
@@ -192,11 +281,21 @@ def read_metadata(path: Path) -> dict:
 def load_checkpoint(
     name_or_path: str | Path, device: torch.device | str = "cpu"
 ) -> tuple[Model, dict]:
-    """Build the model stored in a checkpoint (by registry name or path) and its metadata.
+    """Build the model stored in a checkpoint and read its metadata.
 
-    The model is in eval mode with gradients off. Raises :class:`CheckpointError` (one line:
-    the file, what is wrong, what to do) when it is missing, corrupt, truncated, its tensors do
-    not fit its configuration, or its metadata is malformed."""
+    Args:
+        name_or_path: A registry name (in ``checkpoints/``) or a ``.pt`` path.
+        device: Where to put the model.
+
+    Returns:
+        ``(model, metadata)``: the model in eval mode with gradients off, and the JSON metadata
+        ({} when absent).
+
+    Raises:
+        CheckpointError: One line (the file, what is wrong, what to do) if the file is missing,
+            corrupt or truncated, its tensors do not fit its configuration, or its metadata is
+            malformed.
+    """
     path = resolve_checkpoint(name_or_path)
     if not path.is_file():
         raise CheckpointError(_not_found(path))
@@ -228,8 +327,10 @@ def load_checkpoint(
 
 @lru_cache(maxsize=256)
 def _health(path: str, size: int, mtime_ns: int, json_mtime_ns: int) -> str:
-    """ "" when the checkpoint at ``path`` loads, else the one-line reason (memoised per file
-    version, so listing is cheap after the first time)."""
+    """The one-line reason why the checkpoint at ``path`` does not load ("" if it loads).
+
+    Memoised per file version, so listing is cheap after the first time.
+    """
     try:
         load_checkpoint(Path(path))
     except CheckpointError as exc:
@@ -238,7 +339,14 @@ def _health(path: str, size: int, mtime_ns: int, json_mtime_ns: int) -> str:
 
 
 def checkpoint_problem(path: Path) -> str:
-    """ "" when the checkpoint file at ``path`` loads; otherwise what is wrong and what to do."""
+    """What is wrong with a checkpoint file and what to do, in one line.
+
+    Args:
+        path: The ``.pt`` file.
+
+    Returns:
+        "" when the file loads; otherwise the reason.
+    """
     try:
         stat = path.stat()
     except OSError:
@@ -249,8 +357,17 @@ def checkpoint_problem(path: Path) -> str:
 
 
 def list_checkpoints(directory: Path | None = None) -> list[CheckpointInfo]:
-    """Every registered checkpoint, with whether its weights file is present and loads (each
-    file is loaded once per version to check it)."""
+    """Every registered checkpoint, with whether its weights file is present and loads.
+
+    Each file is loaded once per version to check it; stale temporary files in the folder are
+    removed.
+
+    Args:
+        directory: The folder; None for the shipped ``checkpoints/`` folder.
+
+    Returns:
+        One entry per registered name, in registry order.
+    """
     infos = []
     folder = directory or CHECKPOINT_DIR
     remove_stale_temporaries(folder)
@@ -263,10 +380,23 @@ def list_checkpoints(directory: Path | None = None) -> list[CheckpointInfo]:
 
 
 def promote(name: str, source_dir: Path | None = None) -> Path:
-    """Replace the shipped ``checkpoints/NAME.pt`` (and ``.json``) with the user-trained one in
-    ``source_dir`` (default :func:`~core.storage.paths.user_model_dir`), after checking that
-    it loads. Each file is copied atomically, so the previous shipped file stays in place until
-    the new one is complete. Returns the shipped path."""
+    """Replace the shipped ``checkpoints/NAME.pt`` (and ``.json``) with the user-trained one.
+
+    The user-trained checkpoint is loaded first to check it. Each file is copied atomically, so
+    the previous shipped file stays in place until the new one is complete.
+
+    Args:
+        name: A registered checkpoint name.
+        source_dir: Folder of the user-trained checkpoint; None for
+            :func:`~core.storage.paths.user_model_dir`.
+
+    Returns:
+        The shipped ``.pt`` path.
+
+    Raises:
+        CheckpointError: If ``name`` is not registered or the user-trained checkpoint does not
+            load.
+    """
     if name not in REGISTRY:
         raise CheckpointError(f"{name}: not a registered checkpoint ({', '.join(REGISTRY)})")
     source = checkpoint_path(name, source_dir or user_model_dir())

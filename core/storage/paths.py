@@ -18,12 +18,20 @@ CHECKPOINT_DIR = Path(os.environ.get("BNN_CHECKPOINT_DIR") or REPO_ROOT / "check
 
 
 def data_dir() -> Path:
-    """The writable data folder where prepared datasets are stored."""
+    """The writable data folder where prepared datasets are stored.
+
+    Returns:
+        ``BNN_DATA_DIR``, or ``<repo>/data`` by default, as an absolute path.
+    """
     return Path(os.environ.get("BNN_DATA_DIR") or REPO_ROOT / "data").expanduser().resolve()
 
 
 def data_search_path() -> list[Path]:
-    """All folders searched for datasets: the data folder first, then ``BNN_DATA_PATH``."""
+    """All folders searched for datasets.
+
+    Returns:
+        The data folder first, then the folders of ``BNN_DATA_PATH``, absolute.
+    """
     extra = [
         Path(p).expanduser().resolve()
         for p in os.environ.get("BNN_DATA_PATH", "").split(os.pathsep)
@@ -33,11 +41,18 @@ def data_search_path() -> list[Path]:
 
 
 def cache_dir() -> Path:
-    """Folder of the on-disk evaluation cache."""
+    """Folder of the on-disk evaluation cache.
+
+    Returns:
+        ``BNN_CACHE_DIR``, or ``<repo>/.cache`` by default, as an absolute path.
+    """
     return Path(os.environ.get("BNN_CACHE_DIR") or REPO_ROOT / ".cache").expanduser().resolve()
 
 
 def user_model_dir() -> Path:
-    """Where models trained by users are saved (``<data folder>/models``), never the shipped
-    ``checkpoints/`` folder."""
+    """Where models trained by users are saved, never the shipped ``checkpoints/`` folder.
+
+    Returns:
+        ``<data folder>/models``.
+    """
     return data_dir() / "models"

@@ -34,12 +34,19 @@ IN_DISTRIBUTION = "mnist"
 
 @dataclass(frozen=True)
 class DatasetEvaluation:
-    """Per-input results of one checkpoint on ``N`` inputs of a dataset (CPU tensors; treat
-    them as read-only).
+    """Per-input results of one checkpoint on ``N`` inputs of a dataset.
 
-    mean: ``(N, C)`` float32 mean predictive probabilities; predicted: ``(N,)`` int64;
-    scores: name → ``(N,)`` float32 for each :data:`core.evaluation.uncertainty.SCORES` entry
-    (higher = more uncertain); labels: ``(N,)`` int64, or None for unlabelled datasets."""
+    The tensors are on the CPU; treat them as read-only.
+
+    Attributes:
+        dataset: The dataset's name.
+        n_samples: Stochastic passes per input.
+        mean: ``(N, C)`` float32 mean predictive probabilities.
+        predicted: ``(N,)`` int64 predicted classes.
+        scores: Name → ``(N,)`` float32 for each :data:`core.evaluation.uncertainty.SCORES`
+            entry (higher = more uncertain).
+        labels: ``(N,)`` int64, or None for unlabelled datasets.
+    """
 
     dataset: str
     n_samples: int
@@ -49,6 +56,7 @@ class DatasetEvaluation:
     labels: torch.Tensor | None
 
     def __len__(self) -> int:
+        """Number of inputs ``N``."""
         return len(self.predicted)
 
     @property
@@ -58,17 +66,29 @@ class DatasetEvaluation:
 
     @property
     def accuracy(self) -> float | None:
+        """Fraction of correct predictions (None without labels)."""
         correct = self.correct
         return None if correct is None else correct.float().mean().item()
 
     def calibration(self) -> dict[str, float]:
-        """``{"accuracy", "ece", "nll", "brier"}`` (:func:`core.evaluation.metrics.calibration`)."""
+        """Rate the mean probabilities against the labels.
+
+        Returns:
+            ``{"accuracy", "ece", "nll", "brier"}`` (:func:`core.evaluation.metrics.calibration`).
+
+        Raises:
+            ValueError: If the dataset has no labels.
+        """
         if self.labels is None:
             raise ValueError(f"{self.dataset} has no labels")
         return calibration(self.mean, self.labels)
 
     def to_dict(self) -> dict:
-        """The fields as a dict (what the cache file stores)."""
+        """Give the fields as a dict (what the cache file stores).
+
+        Returns:
+            Field name → value.
+        """
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
@@ -81,7 +101,19 @@ def evaluation_entry(
     n_inputs: int | None = None,
     seed: int = 0,
 ) -> CacheEntry:
-    """Where :func:`evaluate_dataset` with these arguments stores its result."""
+    """Give the cache entry where :func:`evaluate_dataset` stores its result.
+
+    Args:
+        checkpoint: Registry name or ``.pt`` path; the key uses the file's content hash.
+        dataset: The dataset's name.
+        split: "train" or "test".
+        n_samples: Stochastic passes per input.
+        n_inputs: Inputs drawn from the dataset; None for all.
+        seed: Seed of the subset and of the Monte-Carlo noise.
+
+    Returns:
+        The entry; :meth:`~core.storage.cache.CacheEntry.exists` tells whether it is computed.
+    """
     return cache_entry(
         "evaluations",
         CACHE_VERSION,
@@ -138,11 +170,24 @@ def evaluate_dataset(
     seed: int = 0,
     progress: ProgressFn | None = None,
 ) -> DatasetEvaluation:
-    """Per-input results of ``checkpoint`` (registry name or ``.pt`` path) on ``dataset``
-    (``n_inputs`` inputs drawn with ``seed`` by :func:`core.data.load_dataset`, all when None),
-    each from ``n_samples`` passes. Cached on disk; raises
-    :class:`core.data.DatasetUnavailable` or :class:`core.storage.checkpoints.CheckpointError`
-    when inputs are missing."""
+    """Evaluate a checkpoint input by input on a dataset, cached on disk.
+
+    Args:
+        checkpoint: Registry name or ``.pt`` path.
+        dataset: The dataset's name (see :func:`core.data.list_datasets`).
+        split: "train" or "test".
+        n_samples: Stochastic passes per input.
+        n_inputs: Inputs drawn with ``seed`` by :func:`core.data.load_dataset`; None for all.
+        seed: Seed of the subset and of the Monte-Carlo noise.
+        progress: Called with (fraction done, message) while computing; None for silence.
+
+    Returns:
+        The per-input results.
+
+    Raises:
+        DatasetUnavailable: If the dataset's files are missing.
+        CheckpointError: If the checkpoint is missing or damaged.
+    """
     path = resolve_checkpoint(checkpoint)
     entry = evaluation_entry(
         path, dataset, split=split, n_samples=n_samples, n_inputs=n_inputs, seed=seed
@@ -161,8 +206,18 @@ def evaluate_dataset(
 def evaluation_jobs(
     checkpoints: list[str], datasets: list[str], *, title=str, **settings
 ) -> list[Job]:
-    """A :class:`~core.progress.Job` per (checkpoint, dataset) evaluation not cached yet;
-    ``settings`` are :func:`evaluate_dataset`'s keyword arguments, ``title`` names a checkpoint."""
+    """List the (checkpoint, dataset) evaluations not cached yet, as jobs.
+
+    Args:
+        checkpoints: Registry names or ``.pt`` paths.
+        datasets: Dataset names.
+        title: Names a checkpoint in progress messages.
+        **settings: :func:`evaluate_dataset`'s keyword arguments (``split``, ``n_samples``,
+            ``n_inputs``, ``seed``).
+
+    Returns:
+        A :class:`~core.progress.Job` per missing evaluation.
+    """
     return [
         Job(
             title(name),
@@ -179,8 +234,19 @@ def evaluation_jobs(
 def rejection_thresholds(
     checkpoint: str | Path, *, n_samples: int = 100, progress: ProgressFn | None = None
 ) -> dict[str, dict[str, float]]:
-    """Per score, ``{"p90", "p99"}`` on the full MNIST test set (see
-    :func:`core.evaluation.uncertainty.verdict`). Computed once per checkpoint file, then cached."""
+    """Derive the "I don't know" limits of each score from the full MNIST test set.
+
+    Computed once per checkpoint file, then cached (see
+    :func:`core.evaluation.uncertainty.verdict`).
+
+    Args:
+        checkpoint: Registry name or ``.pt`` path.
+        n_samples: Stochastic passes per input.
+        progress: Called with (fraction done, message) while computing; None for silence.
+
+    Returns:
+        Score name → ``{"p90", "p99"}``, the 90th and 99th percentiles on MNIST.
+    """
     evaluation = evaluate_dataset(
         checkpoint, IN_DISTRIBUTION, n_samples=n_samples, progress=progress
     )

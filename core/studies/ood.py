@@ -24,7 +24,11 @@ CONFIDENT_PROB = 0.9  # a mean probability at least this high counts as a confid
 
 
 def ood_datasets() -> list[str]:
-    """Names of the datasets other than MNIST whose files are available now."""
+    """List the datasets other than MNIST whose files are available now.
+
+    Returns:
+        Their names, in catalogue order.
+    """
     from core.data import list_datasets
 
     return [
@@ -35,8 +39,16 @@ def ood_datasets() -> list[str]:
 
 
 def digit_labelled(dataset: str) -> bool:
-    """Whether ``dataset`` is labelled with MNIST's digit classes (e.g. rotated MNIST), so the
-    accuracy of a MNIST model on it means something."""
+    """Tell whether a dataset is labelled with MNIST's digit classes (e.g. rotated MNIST).
+
+    Only then does the accuracy of a MNIST model on it mean something.
+
+    Args:
+        dataset: The dataset's name.
+
+    Returns:
+        True for digit labels.
+    """
     from core.data import dataset_info
 
     info = dataset_info(dataset)
@@ -47,8 +59,16 @@ def digit_labelled(dataset: str) -> bool:
 class OodResult:
     """One checkpoint against one OOD dataset.
 
-    metrics: score name → ``{"auroc", "aupr", "fpr95"}``; ood_accuracy: accuracy on the OOD
-    inputs where they are labelled with digits (:func:`digit_labelled`), None otherwise."""
+    Attributes:
+        checkpoint: The checkpoint's name (file stem).
+        dataset: The OOD dataset's name.
+        n_samples: Stochastic passes per input.
+        num_in: Number of MNIST test inputs.
+        num_out: Number of OOD inputs.
+        ood_accuracy: Accuracy on the OOD inputs where they are labelled with digits
+            (:func:`digit_labelled`), None otherwise.
+        metrics: Score name → ``{"auroc", "aupr", "fpr95"}``.
+    """
 
     checkpoint: str
     dataset: str
@@ -60,12 +80,27 @@ class OodResult:
 
 
 def compare(inside: DatasetEvaluation, outside: DatasetEvaluation) -> dict[str, dict[str, float]]:
-    """Score name → ``{"auroc", "aupr", "fpr95"}`` of detecting ``outside`` among ``inside``."""
+    """Rate each score at detecting ``outside`` among ``inside``.
+
+    Args:
+        inside: The evaluation on MNIST (in-distribution).
+        outside: The evaluation on the OOD dataset.
+
+    Returns:
+        Score name → ``{"auroc", "aupr", "fpr95"}``.
+    """
     return {name: ood_metrics(inside.scores[name], outside.scores[name]) for name in inside.scores}
 
 
 def best_score(metrics: dict[str, dict[str, float]]) -> str:
-    """The score name with the highest AUROC in :func:`compare`'s result."""
+    """Pick the score with the highest AUROC.
+
+    Args:
+        metrics: A result of :func:`compare`.
+
+    Returns:
+        The score's name.
+    """
     return max(metrics, key=lambda s: metrics[s]["auroc"])
 
 
@@ -77,8 +112,18 @@ def ood_result(
     n_inputs: int | None = None,
     progress: ProgressFn | None = None,
 ) -> OodResult:
-    """Detection of ``ood_dataset`` among MNIST test inputs (``n_inputs`` of each, all when
-    None) by ``checkpoint`` (registry name or ``.pt`` path), ``n_samples`` passes per input."""
+    """Rate a checkpoint at detecting an OOD dataset among MNIST test inputs.
+
+    Args:
+        checkpoint: Registry name or ``.pt`` path.
+        ood_dataset: The OOD dataset's name.
+        n_samples: Stochastic passes per input.
+        n_inputs: Inputs of each dataset; None for all.
+        progress: Called with (fraction done, message) while computing; None for silence.
+
+    Returns:
+        The detection metrics per score and the OOD-label accuracy.
+    """
     inside, outside = (
         evaluate_dataset(
             checkpoint,
@@ -108,7 +153,18 @@ def ood_table(
     n_inputs: int | None = None,
     progress: ProgressFn | None = None,
 ) -> list[OodResult]:
-    """:func:`ood_result` of every checkpoint against every dataset."""
+    """Compute :func:`ood_result` of every checkpoint against every dataset.
+
+    Args:
+        checkpoints: Registry names or ``.pt`` paths.
+        datasets: OOD dataset names.
+        n_samples: Stochastic passes per input.
+        n_inputs: Inputs of each dataset; None for all.
+        progress: Called with (fraction done, message); None for silence.
+
+    Returns:
+        One result per (checkpoint, dataset), checkpoint-major.
+    """
     pairs = [(c, d) for c in checkpoints for d in datasets]
     results = [
         ood_result(
@@ -124,11 +180,14 @@ def ood_table(
 class OodBehaviour:
     """How one model treats the OOD inputs, by one score (fractions of the OOD inputs).
 
-    calm: score no higher than the model's 90th percentile on MNIST (it would answer
-    "confident"); confident: mean probability ≥ :data:`CONFIDENT_PROB` for some class;
-    confident_mistakes: confident and wrong (only for digit-labelled sets, else None);
-    common_class: the class most often given confidently (None when none is);
-    constant_score: the score is the same for every input, so it cannot tell them apart."""
+    Attributes:
+        calm: Score no higher than the model's 90th percentile on MNIST (it would answer
+            "confident").
+        confident: Mean probability ≥ :data:`CONFIDENT_PROB` for some class.
+        confident_mistakes: Confident and wrong (only for digit-labelled sets, else None).
+        common_class: The class most often given confidently (None when none is).
+        constant_score: The score is the same for every input, so it cannot tell them apart.
+    """
 
     calm: float
     confident: float
@@ -140,7 +199,16 @@ class OodBehaviour:
 def ood_behaviour(
     inside: DatasetEvaluation, outside: DatasetEvaluation, score: str
 ) -> OodBehaviour:
-    """:class:`OodBehaviour` of one model from its MNIST and OOD evaluations."""
+    """Describe how one model treats the OOD inputs, by one score.
+
+    Args:
+        inside: The model's evaluation on MNIST.
+        outside: The model's evaluation on the OOD dataset.
+        score: A :data:`core.evaluation.uncertainty.SCORES` name.
+
+    Returns:
+        The fractions of :class:`OodBehaviour`.
+    """
     p90 = rejection_limits(inside.scores[score])["p90"]
     sure = outside.mean.max(-1).values >= CONFIDENT_PROB
     mistakes = None
@@ -160,7 +228,17 @@ def ood_behaviour(
 
 
 def surest_inputs(evaluation: DatasetEvaluation, score: str, count: int) -> torch.Tensor:
-    """Indices ``(count,)`` of the inputs with the lowest ``score`` (the model is surest about
-    them), ties broken by the highest mean probability."""
+    """Find the inputs the model is surest about: the lowest ``score``.
+
+    Ties are broken by the highest mean probability.
+
+    Args:
+        evaluation: A per-input evaluation.
+        score: A :data:`core.evaluation.uncertainty.SCORES` name.
+        count: Number of inputs wanted.
+
+    Returns:
+        int64 indices ``(count,)`` (fewer if there are fewer inputs), surest first.
+    """
     order = torch.argsort(evaluation.scores["max_prob"], stable=True)
     return order[torch.argsort(evaluation.scores[score][order], stable=True)][:count]

@@ -47,10 +47,25 @@ def bench_predictive(
     warmup: int = 5,
     progress: ProgressFn | None = None,
 ) -> dict:
-    """Seconds for ``n_samples`` passes + summaries: median over ``repeats`` single images (after
-    ``warmup`` runs), and one sweep over all ``images`` ``(N, 1, 28, 28)``. Wall-clock times
-    are rated against :data:`GOALS`; the process CPU times (``*_cpu_*``, summed over threads)
-    show the work itself when other processes compete for the cores."""
+    """Time ``n_samples`` passes + summaries on single images and on a whole set.
+
+    Wall-clock times are rated against :data:`GOALS`; the process CPU times (``*_cpu_*``,
+    summed over threads) show the work itself when other processes compete for the cores.
+
+    Args:
+        model: The network, on the device to time.
+        images: ``(N, 1, 28, 28)`` in [0, 1], all swept once; the first ``repeats`` are also
+            timed one by one.
+        n_samples: Monte-Carlo passes per image.
+        repeats: Single images timed; the median is reported.
+        warmup: Untimed single-image runs first.
+        progress: Called with (fraction done, message) during the sweep; None for silence.
+
+    Returns:
+        A JSON-ready dict: ``n_samples``, ``repeats``, ``num_images``, ``single_image_ms``
+        (median), ``single_image_ms_min``, ``single_image_cpu_ms``, ``test_set_s``,
+        ``test_set_cpu_s``, ``device`` and ``goals`` (name → ``{"value", "target", "met"}``).
+    """
     device = next(model.parameters()).device
     images = images.to(device)
 

@@ -32,7 +32,14 @@ PAPER_ERRORS = (1.24, 1.24, 1.24, 1.29, 1.39)
 
 @dataclass(frozen=True)
 class PruningCurve:
-    """Test errors (fractions in [0, 1]) of a model pruned by ``method`` to ``fractions``."""
+    """Test errors of a model pruned by ``method`` to each of ``fractions``.
+
+    Attributes:
+        method: The pruning method (see :func:`core.evaluation.pruning.prune`).
+        fractions: Fractions of the weights removed, in [0, 1].
+        errors: MNIST test error at each fraction, in [0, 1].
+        n_samples: Stochastic passes of the predictive mean.
+    """
 
     method: str
     fractions: tuple[float, ...]
@@ -40,11 +47,32 @@ class PruningCurve:
     n_samples: int
 
     def error_at(self, fraction: float) -> float:
+        """Look up the test error at one of the curve's fractions.
+
+        Args:
+            fraction: One of :attr:`fractions`.
+
+        Returns:
+            The test error, in [0, 1].
+
+        Raises:
+            ValueError: If the curve has no point at ``fraction``.
+        """
         return self.errors[self.fractions.index(fraction)]
 
 
 def curve_entry(checkpoint: str | Path, method: str, n_samples: int, seed: int) -> CacheEntry:
-    """Where the points of one curve are cached."""
+    """Give the cache entry where the points of one curve are kept.
+
+    Args:
+        checkpoint: Registry name or ``.pt`` path; the key uses the file's content hash.
+        method: The pruning method.
+        n_samples: Stochastic passes of the predictive mean.
+        seed: Seed of the pruning; only matters for ``"random"`` pruning.
+
+    Returns:
+        The entry.
+    """
     settings = {"method": method, "n_samples": n_samples, "seed": seed, "data": "mnist/test"}
     return cache_entry("pruning", CACHE_VERSION, checkpoints=(checkpoint,), settings=settings)
 
@@ -67,7 +95,18 @@ def missing_fractions(
     n_samples: int = CURVE_SAMPLES,
     seed: int = 0,
 ) -> list[float]:
-    """The fractions of a curve (default :data:`CURVE_FRACTIONS`) not cached yet."""
+    """List the fractions of a curve not cached yet.
+
+    Args:
+        checkpoint: Registry name or ``.pt`` path.
+        method: The pruning method.
+        fractions: The curve's fractions; None for :data:`CURVE_FRACTIONS`.
+        n_samples: Stochastic passes of the predictive mean.
+        seed: Seed of the pruning; only matters for ``"random"`` pruning.
+
+    Returns:
+        The missing fractions, in the curve's order.
+    """
     points = _read_points(curve_entry(checkpoint, method, n_samples, seed))
     return [f for f in fractions or CURVE_FRACTIONS if _point_key(f) not in points]
 
@@ -80,10 +119,22 @@ def cached_pruning_curve(
     seed: int = 0,
     progress: ProgressFn | None = None,
 ) -> PruningCurve:
-    """The curve of checkpoint ``checkpoint`` (registry name or ``.pt`` path) on the full MNIST
-    test set at ``fractions`` (default :data:`CURVE_FRACTIONS`); points not cached yet are
-    computed (reporting progress) and cached one by one, so an interrupted computation resumes
-    where it stopped. ``seed`` only matters for ``"random"`` pruning."""
+    """Get a checkpoint's pruning curve on the full MNIST test set.
+
+    Points not cached yet are computed (reporting progress) and cached one by one, so an
+    interrupted computation resumes where it stopped.
+
+    Args:
+        checkpoint: Registry name or ``.pt`` path.
+        method: The pruning method (see :func:`core.evaluation.pruning.prune`).
+        fractions: Fractions of the weights removed; None for :data:`CURVE_FRACTIONS`.
+        n_samples: Stochastic passes of the predictive mean.
+        seed: Seed of the pruning; only matters for ``"random"`` pruning.
+        progress: Called with (fraction done, message) while computing; None for silence.
+
+    Returns:
+        The curve.
+    """
     fractions = tuple(fractions or CURVE_FRACTIONS)
     entry = curve_entry(checkpoint, method, n_samples, seed)
     points = _read_points(entry)
@@ -104,8 +155,14 @@ def cached_pruning_curve(
 
 
 def pruning_jobs(curves: list[tuple[str, str, str]]) -> list[Job]:
-    """A :class:`~core.progress.Job` per ``(checkpoint, method, title)`` curve with points not
-    cached yet."""
+    """List the curves with points not cached yet, as jobs.
+
+    Args:
+        curves: ``(checkpoint, method, title)`` per curve, at the default settings.
+
+    Returns:
+        A :class:`~core.progress.Job` per curve with missing points.
+    """
     return [
         Job(title, lambda progress, c=c, m=m: cached_pruning_curve(c, m, progress=progress))
         for c, m, title in curves
@@ -114,8 +171,16 @@ def pruning_jobs(curves: list[tuple[str, str, str]]) -> list[Job]:
 
 
 def paper_table(curves: dict[str, PruningCurve], total_weights: int) -> list[dict[str, str]]:
-    """Rows in the format of the paper's Table 2 at ``PAPER_FRACTIONS``: our weight count and
-    test error per method (from ``curves``, keyed by method label) beside the paper's."""
+    """Build rows in the format of Blundell et al.'s Table 2, at :data:`PAPER_FRACTIONS`.
+
+    Args:
+        curves: Method label → curve; each must have points at :data:`PAPER_FRACTIONS`.
+        total_weights: Number of weights of our unpruned model.
+
+    Returns:
+        One row per fraction: our weight count and test error per method beside the paper's,
+        as display strings keyed by column title.
+    """
     rows = []
     for fraction, paper_weights, paper_error in zip(
         PAPER_FRACTIONS, PAPER_WEIGHTS, PAPER_ERRORS, strict=True

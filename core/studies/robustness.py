@@ -40,9 +40,15 @@ CACHE_VERSION = 3  # bump when what is computed or stored changes
 
 @dataclass(frozen=True)
 class CurveSettings:
-    """What a curve depends on besides the models: ε grid (pixel units), ``n_inputs`` seeded
-    MNIST test images, passes per gradient (1 = naive, > 1 = EOT) and per
-    prediction, and the seed of the Monte-Carlo noise."""
+    """What a curve depends on besides the models.
+
+    Attributes:
+        eps: The ε grid, in pixel units.
+        n_inputs: Seeded MNIST test images.
+        n_attack_samples: Passes per gradient (1 = naive, > 1 = EOT).
+        n_eval_samples: Passes per prediction.
+        seed: Seed of the subset and of the Monte-Carlo noise.
+    """
 
     eps: tuple[float, ...] = EPS_GRID
     n_inputs: int = 1000
@@ -51,6 +57,11 @@ class CurveSettings:
     seed: int = 0
 
     def to_dict(self) -> dict:
+        """Give the settings as a JSON-ready dict (part of the cache key).
+
+        Returns:
+            Field name → value, ``eps`` as a list.
+        """
         d = asdict(self)
         d["eps"] = list(self.eps)
         return d
@@ -58,8 +69,16 @@ class CurveSettings:
 
 @dataclass(frozen=True)
 class RobustnessCurve:
-    """Per ε of ``eps``: accuracy (fraction), mean entropy and mutual information (nats), and
-    AUROC of detecting the adversarial inputs by each score."""
+    """Accuracy and uncertainty of one model at each ε of a grid.
+
+    Attributes:
+        eps: The ε grid, in pixel units.
+        accuracy: Accuracy of the predictive mean per ε (fraction).
+        entropy: Mean predictive entropy per ε (nats).
+        mutual_information: Mean mutual information per ε (nats).
+        auroc_entropy: AUROC of detecting the adversarial inputs by entropy, per ε.
+        auroc_mutual_information: AUROC of detecting them by mutual information, per ε.
+    """
 
     eps: tuple[float, ...]
     accuracy: tuple[float, ...]
@@ -69,10 +88,23 @@ class RobustnessCurve:
     auroc_mutual_information: tuple[float, ...]
 
     def to_dict(self) -> dict:
+        """Give the curve as a JSON-ready dict (what the cache file stores).
+
+        Returns:
+            Field name → list of floats.
+        """
         return {k: list(v) for k, v in asdict(self).items()}
 
     @classmethod
     def from_dict(cls, d: dict) -> RobustnessCurve:
+        """Rebuild a curve from :meth:`to_dict`'s output.
+
+        Args:
+            d: Field name → list of numbers.
+
+        Returns:
+            The curve.
+        """
         return cls(**{k: tuple(float(x) for x in v) for k, v in d.items()})
 
 
@@ -85,8 +117,20 @@ def robustness_curve(
     source: torch.nn.Module | None = None,
     progress: ProgressFn | None = None,
 ) -> RobustnessCurve:
-    """The curve of ``model`` on ``images (N, 1, 28, 28)`` in [0, 1] with ``labels (N,)``;
-    FGSM crafted on ``source`` (transfer) or, when None, on ``model`` itself (white-box)."""
+    """Compute the robustness curve of a model on labelled images.
+
+    Args:
+        model: The attacked model.
+        images: ``(N, 1, 28, 28)`` in [0, 1].
+        labels: ``(N,)`` int64 class labels.
+        settings: The ε grid, passes and seed.
+        source: Model the FGSM direction is crafted on (transfer); None for ``model`` itself
+            (white-box).
+        progress: Called with (fraction done, message); None for silence.
+
+    Returns:
+        The curve.
+    """
     devices = [images.device] if images.device.type == "cuda" else []
     rows = []
     with torch.random.fork_rng(devices=devices):
@@ -118,7 +162,16 @@ def robustness_curve(
 def curve_entry(
     checkpoint: str | Path, settings: CurveSettings, source: str | Path | None
 ) -> CacheEntry:
-    """Where :func:`cached_curve` stores the curve of these arguments."""
+    """Give the cache entry where :func:`cached_curve` stores a curve.
+
+    Args:
+        checkpoint: The attacked checkpoint, registry name or ``.pt`` path.
+        settings: The curve's settings.
+        source: The checkpoint the attack is crafted on; None for white-box.
+
+    Returns:
+        The entry, keyed by both checkpoints' contents and the settings.
+    """
     return cache_entry(
         "adversarial",
         CACHE_VERSION,
@@ -130,7 +183,16 @@ def curve_entry(
 def is_cached(
     checkpoint: str | Path, settings: CurveSettings, source: str | Path | None = None
 ) -> bool:
-    """Whether :func:`cached_curve` with these arguments would load without computing."""
+    """Tell whether :func:`cached_curve` with these arguments would load without computing.
+
+    Args:
+        checkpoint: The attacked checkpoint, registry name or ``.pt`` path.
+        settings: The curve's settings.
+        source: The checkpoint the attack is crafted on; None for white-box.
+
+    Returns:
+        True when the curve is cached.
+    """
     return curve_entry(checkpoint, settings, source).exists()
 
 
@@ -141,10 +203,21 @@ def cached_curve(
     *,
     progress: ProgressFn | None = None,
 ) -> RobustnessCurve:
-    """The curve of ``checkpoint`` (registry name or ``.pt`` path) against FGSM crafted on
-    ``source`` (transfer) or on itself (None); computed once (reporting progress), then loaded.
-    Raises :class:`core.data.DatasetUnavailable` or
-    :class:`core.storage.checkpoints.CheckpointError`."""
+    """Get a checkpoint's robustness curve: computed once (reporting progress), then loaded.
+
+    Args:
+        checkpoint: The attacked checkpoint, registry name or ``.pt`` path.
+        settings: The ε grid, subset, passes and seed.
+        source: The checkpoint FGSM is crafted on (transfer); None for the attacked one.
+        progress: Called with (fraction done, message) while computing; None for silence.
+
+    Returns:
+        The curve.
+
+    Raises:
+        DatasetUnavailable: If MNIST is missing.
+        CheckpointError: If a checkpoint is missing or damaged.
+    """
     entry = curve_entry(checkpoint, settings, source)
     try:
         return RobustnessCurve.from_dict(entry.load())
@@ -166,8 +239,16 @@ def cached_curve(
 def curve_jobs(
     checkpoints: dict[str, CurveSettings], source: str | None, *, title=str
 ) -> list[Job]:
-    """A :class:`~core.progress.Job` per curve of ``checkpoints`` (name → its settings) not
-    cached yet; ``title`` names a checkpoint in progress messages."""
+    """List the curves not cached yet, as jobs.
+
+    Args:
+        checkpoints: Checkpoint name → its settings.
+        source: The checkpoint the attacks are crafted on; None for white-box.
+        title: Names a checkpoint in progress messages.
+
+    Returns:
+        A :class:`~core.progress.Job` per missing curve.
+    """
     return [
         Job(
             title(name), lambda progress, n=name, s=s: cached_curve(n, s, source, progress=progress)

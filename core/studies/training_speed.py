@@ -44,11 +44,27 @@ PRIORS = {"gaussian": {"kind": "gaussian", "sigma": 1.0}, "mixture": MIXTURE_PRI
 
 @dataclass(frozen=True)
 class BenchConfig:
-    """What to time. ``steps`` timed steps per (implementation, S) after ``warmup`` untimed
-    ones, in ``repeats`` rounds over all points (the median per-step time is used, so a load
-    spike on a shared machine spoils one round, not a whole point); an epoch is
-    ``ceil(train_size / batch_size)`` steps. ``prior``: a key of :data:`PRIORS`. ``data``:
-    ``"mnist"`` (random tensors when MNIST is unavailable) or ``"random"``."""
+    """What to time.
+
+    The median per-step time over the rounds is used, so a load spike on a shared machine
+    spoils one round, not a whole point.
+
+    Attributes:
+        impls: ELBO implementations to time, a subset of
+            :data:`core.engine.objective.IMPLEMENTATIONS`.
+        n_samples: Sample counts S to time (sorted and deduplicated).
+        steps: Timed steps per (implementation, S) and round.
+        warmup: Untimed steps before the first round.
+        repeats: Rounds over all points.
+        batch_size: Examples per step.
+        train_size: Examples per epoch; an epoch is ``ceil(train_size / batch_size)`` steps.
+        hidden: Hidden layer sizes of the network.
+        prior: A key of :data:`PRIORS`.
+        lr: Adam's learning rate.
+        data: ``"mnist"`` (random tensors when MNIST is unavailable) or ``"random"``.
+        include_mlp: Whether to time the plain-MLP floor too.
+        seed: Seed of the batches and of the models' initialisation.
+    """
 
     impls: tuple[str, ...] = IMPLEMENTATIONS
     n_samples: tuple[int, ...] = tuple(range(1, 11))
@@ -65,6 +81,12 @@ class BenchConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
+        """Check the settings and normalise the sequences to tuples.
+
+        Raises:
+            ValueError: For an unknown implementation, prior or data, no sample counts or one
+                below 1, ``steps`` or ``repeats`` below 1, or a negative ``warmup``.
+        """
         bad = [i for i in self.impls if i not in IMPLEMENTATIONS]
         if bad or not self.impls:
             raise ValueError(f"impls must be a non-empty subset of {IMPLEMENTATIONS}, got {bad}")
@@ -86,6 +108,11 @@ class BenchConfig:
         return math.ceil(self.train_size / self.batch_size)
 
     def to_dict(self) -> dict:
+        """Give the settings as a JSON-ready dict.
+
+        Returns:
+            Field name → value, sequences as lists.
+        """
         d = asdict(self)
         d.update(impls=list(self.impls), n_samples=list(self.n_samples), hidden=list(self.hidden))
         return d
@@ -123,9 +150,7 @@ Stepper = Callable[[torch.Tensor, torch.Tensor, int], None]
 
 
 def _stepper(impl: str, config: BenchConfig, device: torch.device) -> Stepper:
-    """``step(x, y, n_samples)``: one training step (objective, backward, Adam) of a model for
-    ``impl`` (or ``"mlp"``: plain cross-entropy), seeded alike for every implementation and
-    shared by all its sample counts (parameter values do not change the cost of a step)."""
+    """``step(x, y, n_samples)``: one seeded training step of ``impl`` (or ``"mlp"``), any S."""
     torch.manual_seed(config.seed)
     kind = "mlp" if impl == "mlp" else "bbb"
     model = build_model(ModelConfig(kind=kind, hidden=config.hidden, prior=PRIORS[config.prior]))
@@ -180,18 +205,26 @@ def run_benchmark(
     device: torch.device | None = None,
     progress: ProgressFn | None = None,
 ) -> dict:
-    """Time every (implementation, S) of ``config`` and return the result dict.
+    """Time every (implementation, S) of ``config``.
 
-    Keys: ``schema``, ``reference`` (False), ``source``, ``task``, ``device``,
-    ``device_type``, ``threads``, ``versions``, ``date`` (ISO, UTC), ``config``,
-    ``epoch_steps``, ``data``, ``timings`` (rows ``impl, samples, step_seconds,
-    epoch_seconds, repeat_step_seconds``; ``samples`` is the row's S), ``mlp`` (the floor row,
-    or None), ``fits`` (impl → ``intercept`` s, ``slope`` s per sample, ``r2``; None with a
-    single S), ``speedups`` (rows ``impl, samples, speedup`` = sequential time / impl time),
-    and ``goals`` (see :func:`goals`). Rounds, then sample counts, are the outer loops, so
-    load changes on a shared machine hit all implementations alike. It runs on the process's
-    torch threads (the CLI's ``--threads`` sets them once for its process; the app never
-    changes them per request)."""
+    Rounds, then sample counts, are the outer loops, so load changes on a shared machine hit
+    all implementations alike. It runs on the process's torch threads (the CLI's ``--threads``
+    sets them once for its process; the app never changes them per request).
+
+    Args:
+        config: What to time; None for the defaults of :class:`BenchConfig`.
+        device: Where to time; None for :func:`core.engine.device.default_device`.
+        progress: Called with (fraction done, message); None for silence.
+
+    Returns:
+        A JSON-serialisable dict with keys ``schema``, ``reference`` (False), ``source``,
+        ``task``, ``device``, ``device_type``, ``threads``, ``versions``, ``date`` (ISO, UTC),
+        ``config``, ``epoch_steps``, ``data``, ``timings`` (rows ``impl, samples,
+        step_seconds, epoch_seconds, repeat_step_seconds``; ``samples`` is the row's S),
+        ``mlp`` (the floor row, or None), ``fits`` (impl → ``intercept`` s, ``slope`` s per
+        sample, ``r2``; None with a single S), ``speedups`` (rows ``impl, samples, speedup`` =
+        sequential time / impl time), and ``goals`` (see :func:`goals`).
+    """
     return _run(config or BenchConfig(), device or default_device(), progress)
 
 
@@ -238,7 +271,15 @@ def _run(config: BenchConfig, device: torch.device, progress: ProgressFn | None)
 
 
 def fits(timings: list[dict]) -> dict[str, dict | None]:
-    """Per implementation, the least-squares line of epoch seconds against S (None if < 2 S)."""
+    """Fit, per implementation, the least-squares line of epoch seconds against S.
+
+    Args:
+        timings: The ``timings`` rows of a result.
+
+    Returns:
+        Implementation → ``{"intercept", "slope", "r2"}`` (seconds, seconds per sample), or
+        None where fewer than two S were timed.
+    """
     out = {}
     for impl in dict.fromkeys(r["impl"] for r in timings):
         rows = [r for r in timings if r["impl"] == impl]
@@ -251,7 +292,15 @@ def fits(timings: list[dict]) -> dict[str, dict | None]:
 
 
 def speedups(timings: list[dict]) -> list[dict]:
-    """Rows ``impl, samples, speedup``: sequential epoch time ÷ this implementation's (×)."""
+    """Compare each implementation's epoch time with the sequential one's at the same S.
+
+    Args:
+        timings: The ``timings`` rows of a result.
+
+    Returns:
+        Rows ``impl, samples, speedup``: sequential epoch time ÷ this implementation's (×),
+        for the S where the sequential implementation was timed.
+    """
     base = {r["samples"]: r["epoch_seconds"] for r in timings if r["impl"] == "sequential"}
     return [
         {
@@ -265,15 +314,30 @@ def speedups(timings: list[dict]) -> list[dict]:
 
 
 def slope_speedups(fit_dict: dict[str, dict | None]) -> dict[str, float]:
-    """Sequential slope ÷ each implementation's slope, where both are known (×)."""
+    """Compare each implementation's cost per extra sample with the sequential one's.
+
+    Args:
+        fit_dict: The ``fits`` of a result.
+
+    Returns:
+        Implementation → sequential slope ÷ its slope (×), where both are known.
+    """
     seq = (fit_dict.get("sequential") or {}).get("slope")
     return {impl: seq / f["slope"] for impl, f in fit_dict.items() if seq and f and f.get("slope")}
 
 
 def goals(result: dict) -> dict[str, dict]:
-    """The issue's targets, where measured: vmap+LRT at S = 10 ≥ 2× faster than sequential at
-    S = 10 (``value`` = speedup), and BBB-LRT at S = 1 ≤ 3× the plain MLP epoch (``value`` =
-    ratio of epoch times)."""
+    """Rate a result against the issue's targets, where measured.
+
+    The targets: vmap+LRT at S = 10 ≥ 2× faster than sequential at S = 10 (``value`` =
+    speedup), and BBB-LRT at S = 1 ≤ 3× the plain MLP epoch (``value`` = ratio of epoch times).
+
+    Args:
+        result: A result with ``timings`` and ``mlp``.
+
+    Returns:
+        Goal name → ``{"value", "target", "met"}``.
+    """
     epoch = {(r["impl"], r["samples"]): r["epoch_seconds"] for r in result["timings"]}
     out = {}
     if ("vmap_lrt", 10) in epoch and ("sequential", 10) in epoch:
@@ -286,18 +350,37 @@ def goals(result: dict) -> dict[str, dict]:
 
 
 def bench_dir() -> Path:
-    """Folder of saved benchmark results (``BNN_BENCH_DIR`` or ``<repo>/benchmarks``)."""
+    """Give the folder of saved benchmark results.
+
+    Returns:
+        ``BNN_BENCH_DIR`` if set, else ``<repo>/benchmarks``.
+    """
     return Path(os.environ.get("BNN_BENCH_DIR") or REPO_ROOT / "benchmarks").expanduser()
 
 
 def result_filename(result: dict) -> str:
-    """``<device-slug>-<YYYY-MM-DD>.json``, e.g. ``cpu-2-threads-2026-11-21.json``."""
+    """Name the file a result is saved to.
+
+    Args:
+        result: A result with ``device`` and ``date``.
+
+    Returns:
+        ``<device-slug>-<YYYY-MM-DD>.json``, e.g. ``cpu-2-threads-2026-11-21.json``.
+    """
     slug = re.sub(r"[^a-z0-9]+", "-", result["device"].lower()).strip("-") or "device"
     return f"{slug}-{result['date'][:10]}.json"
 
 
 def save_result(result: dict, folder: Path | None = None) -> Path:
-    """Write ``result`` atomically to ``folder/<device-slug>-<date>.json``; returns the path."""
+    """Write a result atomically to ``folder/<device-slug>-<date>.json``.
+
+    Args:
+        result: A result of :func:`run_benchmark`.
+        folder: Where to save; None for :func:`bench_dir` (created if missing).
+
+    Returns:
+        The path written.
+    """
     folder = folder or bench_dir()
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / result_filename(result)
@@ -306,7 +389,14 @@ def save_result(result: dict, folder: Path | None = None) -> Path:
 
 
 def load_results(folder: Path | None = None) -> dict[str, dict]:
-    """Saved results by file name (newest date first); unreadable files are skipped."""
+    """Load the saved results; unreadable files are skipped.
+
+    Args:
+        folder: Where to look; None for :func:`bench_dir`.
+
+    Returns:
+        File name → result, newest date first.
+    """
     folder = folder or bench_dir()
     out = {}
     for path in sorted(folder.glob("*.json")):

@@ -1,0 +1,209 @@
+"""Every shipped method side by side on one evaluation (the README's and the Home page's table).
+
+Per checkpoint: MNIST test error, NLL and ECE of the predictive mean (all 10,000 test images,
+:data:`N_SAMPLES` passes); OOD AUROC against Fashion-MNIST, KMNIST, notMNIST and Omniglot by
+the method's best score (:data:`OOD_INPUTS` inputs per set); FGSM accuracy at ε = 0.1 on
+:data:`ATTACK_INPUTS` test images (EOT with k = :data:`EOT_K` passes per gradient for stochastic
+methods); the time of one image × 100 passes; and the training time stored with the checkpoint.
+Every part comes from the studies' disk caches, so a second run only re-times the prediction.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import statistics
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+from core.engine.device import default_device, device_name, library_versions
+from core.engine.sampler import predictive_samples
+from core.evaluation.uncertainty import summarize
+from core.progress import Job, ProgressFn, run_all
+from core.storage.atomic import atomic_write_text
+from core.storage.checkpoints import REGISTRY, load_checkpoint
+from core.storage.paths import REPO_ROOT
+from core.studies.evaluations import IN_DISTRIBUTION, evaluate_dataset
+from core.studies.ood import best_score, ood_result
+from core.studies.robustness import CurveSettings, cached_curve
+
+OOD_SETS = ("fashion_mnist", "kmnist", "notmnist", "omniglot")
+N_SAMPLES = 100
+OOD_INPUTS = 2000
+OOD_SAMPLES = 50
+ATTACK_INPUTS = 1000
+ATTACK_EPS = 0.1
+EOT_K = 20
+RESULT_FILE = REPO_ROOT / "benchmarks" / "comparison.json"
+
+# Published MNIST test errors (%) of the same families, for orientation (other networks and
+# budgets): Blundell et al. 2015, Table 1 (2×1200 units, 600 epochs); Lakshminarayanan et al.
+# 2017 and Li & Gal 2017 report their MNIST results in figures, so no number is quoted here.
+LITERATURE_ERROR = {"bbb_mixture": 1.36, "bbb_gaussian": 1.82, "dropout_mlp": 1.51, "mlp": 1.83}
+
+
+@dataclass(frozen=True)
+class MethodRow:
+    """One method's numbers (errors and accuracies as fractions, NLL in nats, times in s).
+
+    Attributes:
+        checkpoint: Registry name.
+        title: Human title.
+        test_error: MNIST test error of the predictive mean.
+        nll: Mean negative log-likelihood of the predictive mean on the test set.
+        ece: Expected calibration error (15 bins).
+        ood_auroc: Dataset → AUROC of the best score (available sets only).
+        ood_score: Dataset → the name of that score.
+        fgsm_accuracy: Accuracy on FGSM examples at ε = 0.1.
+        fgsm_attack: ``"EOT k=20"`` or ``"white-box"`` (deterministic models).
+        predict_ms: Median time of one image × 100 passes plus summaries, milliseconds.
+        train_seconds: Training time stored with the checkpoint (None if unknown).
+        literature_error: A published error of the family in percent, or None.
+    """
+
+    checkpoint: str
+    title: str
+    test_error: float
+    nll: float
+    ece: float
+    ood_auroc: dict[str, float]
+    ood_score: dict[str, str]
+    fgsm_accuracy: float
+    fgsm_attack: str
+    predict_ms: float
+    train_seconds: float | None
+    literature_error: float | None
+
+
+def _predict_ms(model: torch.nn.Module, repeats: int = 20) -> float:
+    x = torch.rand(1, 1, 28, 28)
+    for _ in range(3):
+        summarize(predictive_samples(model, x, N_SAMPLES))
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        summarize(predictive_samples(model, x, N_SAMPLES))
+        times.append(time.perf_counter() - start)
+    return 1e3 * statistics.median(times)
+
+
+def method_row(
+    checkpoint: str, ood_sets: tuple[str, ...], progress: ProgressFn | None = None
+) -> MethodRow:
+    """The :class:`MethodRow` of one registered checkpoint.
+
+    Args:
+        checkpoint: Registry name of a shipped checkpoint.
+        ood_sets: The OOD datasets to rate (those available on this machine).
+        progress: Called with the fraction done and a message.
+
+    Returns:
+        The row; each expensive part is cached on disk by its study.
+
+    Raises:
+        CheckpointError: If the checkpoint does not load.
+        DatasetUnavailable: If MNIST is missing.
+    """
+    model, meta = load_checkpoint(checkpoint, default_device())
+    k = EOT_K if model.stochastic else 1
+    settings = CurveSettings(
+        eps=(0.0, ATTACK_EPS), n_inputs=ATTACK_INPUTS, n_attack_samples=k, n_eval_samples=20
+    )
+    parts = [
+        Job(
+            "MNIST",
+            lambda p: evaluate_dataset(
+                checkpoint, IN_DISTRIBUTION, n_samples=N_SAMPLES, progress=p
+            ),
+        ),
+        *(
+            Job(
+                d,
+                lambda p, d=d: ood_result(
+                    checkpoint, d, n_samples=OOD_SAMPLES, n_inputs=OOD_INPUTS, progress=p
+                ),
+            )
+            for d in ood_sets
+        ),
+        Job("FGSM", lambda p: cached_curve(checkpoint, settings, progress=p)),
+    ]
+    mnist, *oods, curve = run_all(parts, progress)
+    metrics = mnist.calibration()
+    return MethodRow(
+        checkpoint=checkpoint,
+        title=REGISTRY[checkpoint].title,
+        test_error=1.0 - metrics["accuracy"],
+        nll=metrics["nll"],
+        ece=metrics["ece"],
+        ood_auroc={r.dataset: r.metrics[best_score(r.metrics)]["auroc"] for r in oods},
+        ood_score={r.dataset: best_score(r.metrics) for r in oods},
+        fgsm_accuracy=curve.accuracy[curve.eps.index(ATTACK_EPS)],
+        fgsm_attack=f"EOT k={k}" if k > 1 else "white-box",
+        predict_ms=_predict_ms(model),
+        train_seconds=meta.get("train_seconds"),
+        literature_error=LITERATURE_ERROR.get(checkpoint),
+    )
+
+
+def comparison(
+    checkpoints: list[str], ood_sets: tuple[str, ...], progress: ProgressFn | None = None
+) -> dict:
+    """The comparison of ``checkpoints`` as a JSON-serialisable dict.
+
+    Args:
+        checkpoints: Registry names, in table order.
+        ood_sets: The OOD datasets to rate.
+        progress: Called with the fraction done and a message.
+
+    Returns:
+        ``{"rows": [MethodRow as dict, ...], "device", "versions", "date", "settings"}``.
+    """
+    jobs = [Job(c, lambda p, c=c: method_row(c, ood_sets, p)) for c in checkpoints]
+    rows = run_all(jobs, progress)
+    return {
+        "rows": [asdict(r) for r in rows],
+        "device": device_name(default_device()),
+        "versions": library_versions(),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "settings": {
+            "n_samples": N_SAMPLES,
+            "ood_inputs": OOD_INPUTS,
+            "ood_samples": OOD_SAMPLES,
+            "attack_inputs": ATTACK_INPUTS,
+            "attack_eps": ATTACK_EPS,
+            "eot_k": EOT_K,
+        },
+    }
+
+
+def save_comparison(result: dict, path: Path = RESULT_FILE) -> Path:
+    """Write ``result`` atomically as JSON.
+
+    Args:
+        result: What :func:`comparison` returned.
+        path: Target file (default ``benchmarks/comparison.json``).
+
+    Returns:
+        The path written.
+    """
+    atomic_write_text(path, json.dumps(result, indent=1) + "\n")
+    return path
+
+
+def load_comparison(path: Path = RESULT_FILE) -> dict | None:
+    """The saved comparison, or None when absent or unreadable.
+
+    Args:
+        path: The file (default ``benchmarks/comparison.json``).
+
+    Returns:
+        The dict written by :func:`save_comparison`, or None.
+    """
+    try:
+        result = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return result if isinstance(result, dict) and "rows" in result else None

@@ -1,0 +1,102 @@
+"""The layout holds: core never imports streamlit, only the CLI imports the CLI, core modules
+form no import cycle, every model kind follows the one interface, the examples run."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from core.engine.interface import LabModel, ModelConfig, ModelKind
+from core.engine.models import MODEL_CLASSES, build_model
+from core.engine.sampler import predictive_samples
+from core.storage.checkpoints import REGISTRY
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+CORE = {module_name(p): p for p in (ROOT / "core").rglob("*.py")}
+
+
+def imports_of(path: Path) -> set[str]:
+    """Modules imported by a file: ``from a import b`` counts the submodule a.b when there is
+    one, else a."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            for alias in node.names:
+                sub = f"{node.module}.{alias.name}"
+                names.add(sub if sub in CORE else node.module)
+    return names
+
+
+def test_core_never_imports_streamlit():
+    offenders = [
+        m for m, p in CORE.items() if any(i.split(".")[0] == "streamlit" for i in imports_of(p))
+    ]
+    assert offenders == []
+
+
+def test_only_the_cli_imports_the_cli():
+    sources = [*ROOT.glob("app/**/*.py"), *ROOT.glob("pages/*.py"), *CORE.values()]
+    offenders = [
+        str(p.relative_to(ROOT))
+        for p in sources
+        if not module_name(p).startswith(("core.cli", "core.__main__"))
+        and any(i == "core.cli" or i.startswith("core.cli.") for i in imports_of(p))
+    ]
+    assert offenders == []
+
+
+def test_core_modules_form_no_import_cycle():
+    graph = {m: {i for i in imports_of(p) if i in CORE and i != m} for m, p in CORE.items()}
+    graph = {m: deps - {"core"} for m, deps in graph.items()}  # the package's re-exports
+    state: dict[str, int] = {}
+
+    def visit(m: str, path: list[str]) -> None:
+        state[m] = 1
+        for dep in graph[m]:
+            if state.get(dep) == 1:
+                raise AssertionError(" -> ".join([*path, m, dep]))
+            if dep not in state:
+                visit(dep, [*path, m])
+        state[m] = 2
+
+    for m in graph:
+        if m not in state:
+            visit(m, [])
+
+
+@pytest.mark.parametrize("kind", list(ModelKind))
+def test_every_kind_is_registered_and_follows_the_interface(kind):
+    model = build_model(ModelConfig(kind=kind.value, hidden=(8,)))
+    assert isinstance(model, MODEL_CLASSES[kind]) and isinstance(model, LabModel)
+    x = torch.rand(3, 1, 28, 28)
+    logits, kl = model.forward_with_kl(x)
+    assert logits.shape == (3, 10) and kl.dim() == 0 and kl >= 0
+    probs = predictive_samples(model.eval().requires_grad_(False), x, 4)
+    assert probs.shape == (4, 3, 10)
+    assert torch.equal(probs[0], probs[1]) != model.stochastic
+
+
+def test_every_registered_checkpoint_has_a_known_kind():
+    assert {spec.model.kind for spec in REGISTRY.values()} <= {k.value for k in ModelKind}
+
+
+@pytest.mark.parametrize("example", sorted((ROOT / "examples").glob("*.py")), ids=lambda p: p.name)
+def test_examples_run(example):
+    result = subprocess.run(
+        [sys.executable, str(example)], capture_output=True, text=True, timeout=300, cwd=ROOT
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
