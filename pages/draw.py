@@ -114,6 +114,8 @@ def show_model(
         top,
     )
     show_figure(figure, f"{name}_predictive")
+    if model.sampling_note:
+        st.caption(model.sampling_note)
 
 
 st.title("Draw a digit")

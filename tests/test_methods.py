@@ -240,3 +240,46 @@ def test_laplace_uncertainty_rises_away_from_the_data():
     assert torch.allclose(
         model.probit_probs(near).argmax(-1), mlp(near).argmax(-1)
     )  # the probit predictive keeps the MAP's decisions on the data
+
+
+# --- the shipped checkpoints meet their targets -----------------------------------------------
+
+
+def shipped(name: str):
+    from core.data import DatasetUnavailable, load_dataset
+    from core.storage.checkpoints import CheckpointError
+
+    try:
+        model, _ = load_checkpoint(name)
+        x, y = load_dataset("mnist", "test")
+    except (CheckpointError, DatasetUnavailable) as exc:
+        pytest.skip(str(exc))
+    return model, x, y
+
+
+def test_shipped_ensemble_meets_its_target():
+    from core.evaluation.metrics import evaluate_model
+
+    model, x, y = shipped("ensemble")
+    metrics = evaluate_model(model, x, y, n_samples=model.members)  # the exact ensemble mean
+    assert metrics["test_error"] <= 0.014
+
+
+def test_shipped_laplace_keeps_the_mlp_decisions_and_improves_its_nll():
+    from core.evaluation.metrics import calibration
+
+    laplace, x, y = shipped("laplace")
+    mlp, _, _ = shipped("mlp")
+    probit = laplace.probit_probs(x)
+    map_probs = mlp(x).softmax(-1)
+    assert (probit.argmax(-1) == map_probs.argmax(-1)).float().mean() > 0.999
+    assert calibration(probit, y)["nll"] < calibration(map_probs, y)["nll"] - 0.005
+
+
+def test_shipped_alpha_dropout_meets_its_target():
+    from core.evaluation.metrics import evaluate_model
+
+    model, x, y = shipped("dropout_alpha")
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        assert evaluate_model(model, x, y, n_samples=20)["test_error"] <= 0.017

@@ -37,6 +37,7 @@ class DeepEnsemble(MonteCarloModule):
     Attributes:
         stochastic: True: passes go through different members.
         weight_posterior: False: point-estimate members, no posterior σ.
+        sampling_note: Passes are members, cycled.
         config: The architecture the ensemble was built from.
         stacked: The members' parameters with a leading ``M`` dim, keyed by the MLP's
             parameter names with ``.`` replaced by ``__``.
@@ -44,6 +45,10 @@ class DeepEnsemble(MonteCarloModule):
 
     stochastic = True
     weight_posterior = False
+    sampling_note = (
+        "The sampled networks of a deep ensemble are its members, taken in turn: with n passes "
+        "and M members each member is counted about n/M times."
+    )
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()

@@ -196,10 +196,13 @@ class MonteCarloModule(nn.Module):
     Attributes:
         stochastic: Whether repeated passes differ (True unless a kind says otherwise).
         weight_posterior: Whether each weight has a posterior mean and standard deviation.
+        sampling_note: What one "sampled network" is for this kind, when it is not an
+            independent posterior draw ("" otherwise); pages show it beside the votes.
     """
 
     stochastic: bool = True
     weight_posterior: bool = False
+    sampling_note: str = ""
 
     def sample_logits(
         self, x: torch.Tensor, n_samples: int, lrt: bool | None = True
