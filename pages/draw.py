@@ -8,15 +8,18 @@ from streamlit_drawable_canvas import st_canvas
 from app import ui
 from app.figures import show_figure
 from app.figures.predictive import predictive_figure
+from app.figures.sweep import sweep_figure
 from core.data import DatasetUnavailable
 from core.data.preprocess import mnist_style
 from core.data.upload import MAX_PIXELS, MAX_UPLOAD_MB, ImageError, read_image
 from core.engine.sampler import predictive_samples
+from core.evaluation.sweep import rotation_angles, rotation_sweep
 from core.evaluation.uncertainty import Thresholds, summarize, verdict
 
 CANVAS_KEY = "draw_canvas"
 SOURCE_KEY = "draw_source"
 TEST_INDEX_KEY = "draw_test_index"
+SWEEP_KEY = "draw_sweep"
 SOURCES = ("Draw", "Upload an image", "MNIST test digit")
 CANVAS_SIZE = 280
 PREVIEW_SCALE = 6
@@ -118,6 +121,40 @@ def show_model(
         st.caption(model.sampling_note)
 
 
+@st.fragment
+def show_rotation_sweep(image: torch.Tensor, models: list, n_samples: int) -> None:
+    """The rotated-digit experiment for ``image (28, 28)``; its widgets rerun only this part."""
+    st.subheader("Turn it: the rotated-digit experiment")
+    if not st.toggle("Sweep this input through a rotation", key=SWEEP_KEY):
+        st.caption(
+            "Turns the input step by step (Gal's thesis: a rotated 1 is read as 5 or 7 at some "
+            "angles while the sampled networks disagree) and plots every sampled network's "
+            "softmax for the top classes at each angle, with the entropy and mutual information."
+        )
+        return
+    left, right = st.columns(2)
+    degrees = left.slider("Up to (degrees)", 30, 360, 180, 10, key="draw_sweep_degrees")
+    steps = right.slider("Steps", 4, 24, 12, key="draw_sweep_steps")
+    angles = rotation_angles(degrees, steps)
+    strip = None
+    for column, (name, model) in zip(st.columns(max(len(models), 1)), models, strict=False):
+        sweep = rotation_sweep(model, image, angles, n_samples)
+        strip = sweep.images
+        with column:
+            figure = sweep_figure(
+                sweep.angles.numpy(),
+                sweep.probs.numpy(),
+                sweep.entropy.numpy(),
+                sweep.mutual_information.numpy(),
+                sweep.top_classes(),
+                ui.model_title(name),
+            )
+            show_figure(figure, f"{name}_sweep")
+    if strip is not None:
+        st.image(np.concatenate(list(strip.numpy()), axis=1), clamp=True, width="stretch")
+        st.caption(f"The input at {', '.join(f'{a:.0f}°' for a in angles.tolist())}.")
+
+
 st.title("Draw a digit")
 models = ui.selected_models()
 n_samples = ui.sample_count()
@@ -144,3 +181,4 @@ if picked is not None:
     for column, (name, model) in zip(st.columns(max(len(models), 1)), models, strict=False):
         with column:
             show_model(name, model, x, n_samples, limits.get(name))
+    show_rotation_sweep(x[0, 0], models, n_samples)

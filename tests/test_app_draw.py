@@ -209,3 +209,16 @@ def test_predicting_never_changes_the_cached_models(untrained):
         assert not model.training
         after = model.state_dict()
         assert all(torch.equal(before[name][k], after[k]) for k in after), name
+
+
+def test_rotation_sweep_plots_every_model(untrained):
+    at = draw_page()
+    at.session_state["draw_canvas"] = canvas_state("1")
+    at.run()
+    charts = len(at.get("plotly_chart"))
+    at.toggle(key="draw_sweep").set_value(True).run()
+    assert not at.exception, at.exception
+    assert len(at.get("plotly_chart")) == charts + len(MODELS)
+    at.slider(key="draw_sweep_steps").set_value(6).run()
+    assert not at.exception
+    assert any("0°, 36°, 72°, 108°, 144°, 180°" in c.value for c in at.main.caption)

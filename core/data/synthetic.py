@@ -61,7 +61,20 @@ def rotate(images: torch.Tensor, seed: int) -> torch.Tensor:
     low, high = ROTATION_DEG
     magnitude = torch.rand(len(images), generator=g) * (high - low) + low
     sign = torch.randint(0, 2, (len(images),), generator=g) * 2 - 1
-    theta = torch.deg2rad(magnitude * sign)
+    return rotate_by(images, magnitude * sign)
+
+
+def rotate_by(images: torch.Tensor, degrees: torch.Tensor) -> torch.Tensor:
+    """Turn each image about its centre by its own angle (bilinear, zero outside).
+
+    Args:
+        images: float32 ``(N, 1, H, W)`` in [0, 1].
+        degrees: ``(N,)`` angles in degrees, counter-clockwise on screen.
+
+    Returns:
+        The rotated images, same shape, clipped to [0, 1]; 0° returns the images unchanged.
+    """
+    theta = torch.deg2rad(degrees.to(images.dtype))
     cos, sin = torch.cos(theta), torch.sin(theta)
     zero = torch.zeros_like(theta)
     affine = torch.stack([torch.stack([cos, -sin, zero], 1), torch.stack([sin, cos, zero], 1)], 1)
