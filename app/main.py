@@ -77,6 +77,13 @@ PAGES = [
         "Show the models clothes, Japanese characters, letters, other alphabets or noise and "
         "see whether their uncertainty rises; score histograms, ROC curves, AUROC per score.",
     ),
+    PageInfo(
+        "active.py",
+        "Active learning",
+        ":material/label:",
+        "Let the network choose which digits to label: BALD, entropy, variation ratio and "
+        "spread against random picking, stored curves and a live run.",
+    ),
 ]
 
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from core.cli import attack, bench, bench_predictive, compare, data, models, ood
+from core.cli import active, attack, bench, bench_predictive, compare, data, models, ood
 from core.data import DatasetUnavailable
 from core.storage.checkpoints import CheckpointError
 
-COMMANDS = (data, models, bench, ood, bench_predictive, attack, compare)
+COMMANDS = (data, models, bench, ood, bench_predictive, attack, compare, active)
 """Modules exposing ``register(subparsers)``, in help order."""
 
 

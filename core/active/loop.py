@@ -1,0 +1,392 @@
+"""The pool-based active-learning loop, resumable one round at a time, and cached curves.
+
+Start from a few labelled MNIST training images (two per class, seeded), keep a pool of
+unlabelled ones, and repeat: train a fresh network on the labelled set, measure its test
+accuracy, score a random subset of the pool with ``n_samples`` Monte-Carlo passes (vectorised by
+the project's sampler) and label the ``acquire`` highest-scoring inputs. Everything is seeded, so
+a run is reproducible; :func:`cached_run` stores finished runs in the disk cache.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+
+import torch
+
+from core.active.acquisition import ACQUISITIONS, acquire
+from core.engine.interface import LabModel, ModelConfig
+from core.engine.models import build_model
+from core.engine.sampler import predictive_samples
+from core.engine.train import TrainConfig, train
+from core.evaluation.uncertainty import summarize
+from core.progress import Job, ProgressFn, report
+from core.storage.cache import cache_entry
+
+CACHE_VERSION = 1
+MODEL_KINDS = ("dropout", "bbb")
+
+
+@dataclass(frozen=True)
+class ActiveConfig:
+    """One active-learning run.
+
+    Attributes:
+        acquisition: A key of :data:`core.active.acquisition.ACQUISITIONS`.
+        kind: ``"dropout"`` (MC dropout) or ``"bbb"`` (Bayes by Backprop).
+        hidden: Hidden layer widths of the network (784-…-10).
+        initial: Labelled images at the start (equal numbers per class).
+        pool_size: Unlabelled training images the acquisitions choose from.
+        candidates: Random pool subset scored each round (Gal et al. 2017 used 2,000; we use
+            1,000 to keep a round within about a second on a laptop CPU).
+        acquire: Images labelled per round.
+        budget: Labelled images at the last round.
+        n_samples: Monte-Carlo passes when scoring the pool.
+        train_steps: Optimiser steps per round (the network is retrained from scratch).
+        test_size: Test images for the accuracy of each round.
+        n_eval_samples: Monte-Carlo passes for that accuracy.
+        seed: Seed of the initial set, the pool, the candidates, the training and the noise.
+    """
+
+    acquisition: str = "bald"
+    kind: str = "dropout"
+    hidden: tuple[int, ...] = (256,)
+    initial: int = 20
+    pool_size: int = 10_000
+    candidates: int = 1_000
+    acquire: int = 10
+    budget: int = 300
+    n_samples: int = 20
+    train_steps: int = 200
+    test_size: int = 5_000
+    n_eval_samples: int = 5
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.acquisition not in ACQUISITIONS:
+            raise ValueError(f"acquisition must be one of {sorted(ACQUISITIONS)}")
+        if self.kind not in MODEL_KINDS:
+            raise ValueError(f"kind must be one of {MODEL_KINDS}")
+        if self.initial < 10 or self.initial % 10:
+            raise ValueError("initial must be a positive multiple of 10 (equal per class)")
+        if not self.initial <= self.budget <= self.pool_size or self.acquire < 1:
+            raise ValueError("need initial ≤ budget ≤ pool_size and acquire ≥ 1")
+        object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))
+
+    def to_dict(self) -> dict:
+        """The settings as JSON-serialisable values.
+
+        Returns:
+            A dict with the fields above.
+        """
+        return {**asdict(self), "hidden": list(self.hidden)}
+
+
+@dataclass
+class Round:
+    """One round of the loop.
+
+    The labelled-set size, the test accuracy of the network trained on it, and what it acquired
+    next (training-set indices and their scores; empty at the last round).
+
+    Attributes:
+        labels: Labelled images the network was trained on.
+        accuracy: Test accuracy (fraction) of its ``n_eval_samples``-pass predictive mean.
+        picked: Training-set indices acquired after this round.
+        scores: Their acquisition scores.
+        seconds: Wall-clock time of the round.
+    """
+
+    labels: int
+    accuracy: float
+    picked: list[int] = field(default_factory=list)
+    scores: list[float] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+ActiveData = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
+"""Training images ``(N, 1, 28, 28)``, labels ``(N,)``, test images and labels."""
+
+
+def load_active_data() -> ActiveData:
+    """The MNIST training and test sets.
+
+    Returns:
+        ``(x_train, y_train, x_test, y_test)``.
+
+    Raises:
+        DatasetUnavailable: If MNIST is missing.
+    """
+    from core.data import load_dataset
+
+    return (*load_dataset("mnist", "train"), *load_dataset("mnist", "test"))
+
+
+class ActiveLearner:
+    """A run in progress: call :meth:`step` until :attr:`done`.
+
+    Attributes:
+        config: The run's settings.
+        rounds: The rounds so far.
+        labelled: Training-set indices labelled so far, in acquisition order.
+    """
+
+    def __init__(self, config: ActiveConfig, data: ActiveData) -> None:
+        """Draw the initial labelled set and the pool.
+
+        Args:
+            config: The run's settings.
+            data: What :func:`load_active_data` returns (shared, never modified).
+        """
+        self.config, self.data = config, data
+        x_train, y_train, _, _ = data
+        order = torch.randperm(len(x_train), generator=torch.Generator().manual_seed(config.seed))
+        per_class = config.initial // 10
+        self.labelled = torch.cat(
+            [order[y_train[order] == c][:per_class] for c in range(10)]
+        ).tolist()
+        taken = set(self.labelled)
+        self.pool = [i for i in order.tolist() if i not in taken][: config.pool_size]
+        self.rounds: list[Round] = []
+        self.generator = torch.Generator().manual_seed(config.seed + 1)
+
+    @property
+    def done(self) -> bool:
+        """Whether the last round (``budget`` labels) has been trained and measured."""
+        return bool(self.rounds) and self.rounds[-1].labels >= self.config.budget
+
+    def _model(self) -> LabModel:
+        config = ModelConfig(kind=self.config.kind, hidden=self.config.hidden, init_sigma=0.01)
+        return build_model(config)
+
+    def _train(self, x: torch.Tensor, y: torch.Tensor) -> LabModel:
+        batch = min(32, len(x))
+        epochs = max(1, round(self.config.train_steps * batch / len(x)))
+        seed = self.config.seed * 1000 + len(self.rounds)
+        settings = TrainConfig(
+            epochs=epochs, batch_size=batch, lr=1e-3, n_eval_samples=1, seed=seed
+        )
+        with torch.random.fork_rng():
+            torch.manual_seed(seed)  # the initial weights; train() seeds its own noise
+            model = self._model()
+        train(model, settings, (x, y), (x[:1], y[:1]), device=torch.device("cpu"))
+        return model.eval().requires_grad_(False)
+
+    def step(self) -> Round:
+        """Train on the labelled set, measure, and acquire the next images.
+
+        Returns:
+            The new round (also appended to :attr:`rounds`).
+
+        Raises:
+            RuntimeError: If the run is already done.
+        """
+        if self.done:
+            raise RuntimeError("the run has reached its budget")
+        start = time.perf_counter()
+        config = self.config
+        x_train, y_train, x_test, y_test = self.data
+        index = torch.tensor(self.labelled)
+        model = self._train(x_train[index], y_train[index])
+        with torch.random.fork_rng():
+            torch.manual_seed(config.seed * 1000 + len(self.rounds))
+            probs = predictive_samples(model, x_test[: config.test_size], config.n_eval_samples)
+            accuracy = (probs.mean(0).argmax(-1) == y_test[: config.test_size]).double().mean()
+            result = Round(len(self.labelled), accuracy.item())
+            if len(self.labelled) < config.budget:
+                free = torch.tensor(self.pool)
+                pick = torch.randperm(len(free), generator=self.generator)[: config.candidates]
+                candidates = free[pick]
+                summary = summarize(
+                    predictive_samples(model, x_train[candidates], config.n_samples)
+                )
+                count = min(config.acquire, config.budget - len(self.labelled))
+                chosen = acquire(summary, config.acquisition, count, self.generator)
+                scores = ACQUISITIONS[config.acquisition](summary, self.generator)
+                result.picked = candidates[chosen].tolist()
+                result.scores = scores[chosen].tolist()
+                self.labelled += result.picked
+                taken = set(result.picked)
+                self.pool = [i for i in self.pool if i not in taken]
+        result.seconds = time.perf_counter() - start
+        self.rounds.append(result)
+        return result
+
+
+def run_active(
+    config: ActiveConfig, data: ActiveData, progress: ProgressFn | None = None
+) -> list[Round]:
+    """A whole run, from ``initial`` to ``budget`` labels.
+
+    Args:
+        config: The run's settings.
+        data: What :func:`load_active_data` returns.
+        progress: Called with (fraction done, message).
+
+    Returns:
+        Its rounds.
+    """
+    learner = ActiveLearner(config, data)
+    total = (config.budget - config.initial) // config.acquire + 1
+    while not learner.done:
+        labels = len(learner.labelled)
+        report(progress, len(learner.rounds) / total, f"{labels} labels")
+        learner.step()
+    report(progress, 1.0, "done")
+    return learner.rounds
+
+
+def run_entry(config: ActiveConfig):
+    """The disk-cache entry of a finished run.
+
+    Args:
+        config: The run's settings.
+
+    Returns:
+        A :class:`core.storage.cache.CacheEntry`.
+    """
+    return cache_entry("active", CACHE_VERSION, settings=config.to_dict())
+
+
+def cached_run(
+    config: ActiveConfig, data: ActiveData | None = None, progress: ProgressFn | None = None
+) -> list[Round]:
+    """:func:`run_active`, computed once and then read from the disk cache.
+
+    Args:
+        config: The run's settings.
+        data: The datasets; loaded when None and the run is not cached.
+        progress: Called with (fraction done, message).
+
+    Returns:
+        The rounds.
+    """
+    entry = run_entry(config)
+    stored = entry.load()
+    if isinstance(stored, list):
+        try:
+            return [Round(**r) for r in stored]
+        except TypeError:  # another version's fields
+            pass
+    rounds = run_active(config, data or load_active_data(), progress)
+    entry.save([asdict(r) for r in rounds])
+    return rounds
+
+
+def curve_jobs(configs: list[ActiveConfig], data: ActiveData | None = None) -> list[Job]:
+    """A :class:`~core.progress.Job` per run of ``configs`` not cached yet.
+
+    Args:
+        configs: The runs.
+        data: The datasets (loaded by each job when None).
+
+    Returns:
+        The jobs.
+    """
+    return [
+        Job(
+            f"{c.acquisition}, seed {c.seed}",
+            lambda progress, c=c: cached_run(c, data, progress),
+        )
+        for c in configs
+        if not run_entry(c).exists()
+    ]
+
+
+@dataclass(frozen=True)
+class Curve:
+    """Test accuracy against labels over seeds for one acquisition function.
+
+    Attributes:
+        acquisition: Its name.
+        labels: ``(R,)`` labelled-set sizes.
+        mean: ``(R,)`` mean accuracy over seeds.
+        std: ``(R,)`` standard deviation over seeds (0 for one seed).
+        seeds: Number of seeds.
+    """
+
+    acquisition: str
+    labels: list[int]
+    mean: list[float]
+    std: list[float]
+    seeds: int
+
+    def labels_to(self, accuracy: float) -> int | None:
+        """The fewest labels at which the mean accuracy reaches ``accuracy``.
+
+        Args:
+            accuracy: Target accuracy (fraction).
+
+        Returns:
+            The labelled-set size, or None when the curve never reaches it.
+        """
+        return next((n for n, a in zip(self.labels, self.mean, strict=True) if a >= accuracy), None)
+
+    def area(self) -> float:
+        """Mean accuracy over the rounds (area under the curve per round).
+
+        Returns:
+            A fraction.
+        """
+        return sum(self.mean) / len(self.mean)
+
+
+def curve(runs: list[list[Round]], acquisition: str) -> Curve:
+    """Mean ± std over seeds of runs with identical rounds.
+
+    Args:
+        runs: One list of rounds per seed.
+        acquisition: The function's name.
+
+    Returns:
+        The curve.
+    """
+    acc = torch.tensor([[r.accuracy for r in run] for run in runs], dtype=torch.float64)
+    std = acc.std(0, correction=0) if len(runs) > 1 else torch.zeros(acc.shape[1])
+    return Curve(
+        acquisition, [r.labels for r in runs[0]], acc.mean(0).tolist(), std.tolist(), len(runs)
+    )
+
+
+RESULT_FILE = "active_learning.json"
+
+
+def curves_for(
+    acquisitions: list[str],
+    seeds: int,
+    base: ActiveConfig | None = None,
+    progress: ProgressFn | None = None,
+) -> dict:
+    """Curves of several acquisition functions over ``seeds`` seeds (runs cached on disk).
+
+    Args:
+        acquisitions: Keys of :data:`core.active.acquisition.ACQUISITIONS`.
+        seeds: Seeds 0 … seeds − 1 per function.
+        base: Settings shared by every run (its ``acquisition`` and ``seed`` are replaced).
+        progress: Called with (fraction done, message).
+
+    Returns:
+        ``{"settings": base settings, "curves": {name: {labels, mean, std, seeds,
+        labels_to_85, labels_to_90, labels_to_95, area}}}``.
+    """
+    from dataclasses import replace
+
+    from core.progress import run_all
+
+    base = base or ActiveConfig()
+    configs = [replace(base, acquisition=a, seed=s) for a in acquisitions for s in range(seeds)]
+    missing = curve_jobs(configs)
+    data = load_active_data() if missing else None
+    run_all(curve_jobs(configs, data), progress)
+    curves = {}
+    for a in acquisitions:
+        runs = [cached_run(replace(base, acquisition=a, seed=s)) for s in range(seeds)]
+        c = curve(runs, a)
+        curves[a] = {
+            **asdict(c),
+            "labels_to_85": c.labels_to(0.85),
+            "labels_to_90": c.labels_to(0.90),
+            "labels_to_95": c.labels_to(0.95),
+            "area": c.area(),
+        }
+    return {"settings": {**base.to_dict(), "seeds": seeds}, "curves": curves}

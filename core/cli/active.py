@@ -1,0 +1,78 @@
+"""``python -m core active``: pool-based active learning curves per acquisition function.
+
+Examples::
+
+    python -m core active                                   # every function, 3 seeds
+    python -m core active --acquisition bald,random --seeds 1 --budget 100 --json
+    python -m core active --save                            # benchmarks/active_learning.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from core.active.acquisition import ACQUISITIONS
+from core.active.loop import RESULT_FILE, ActiveConfig, curves_for
+from core.progress import text_progress
+from core.storage.atomic import atomic_write_text
+from core.storage.paths import REPO_ROOT
+
+
+def format_table(result: dict) -> str:
+    """One line per acquisition function: labels to 85/90/95 %, final and mean accuracy.
+
+    Args:
+        result: What :func:`core.active.loop.curves_for` returned.
+
+    Returns:
+        The table as text.
+    """
+    header = "".join(f"{f'to {t} %':>9s}" for t in (85, 90, 95))
+    lines = [f"{'acquisition':16s}{header} {'final':>15s} {'mean':>7s}"]
+    for name, c in result["curves"].items():
+        reach = "".join(
+            f"{'-' if c[f'labels_to_{t}'] is None else c[f'labels_to_{t}']:>9}"
+            for t in (85, 90, 95)
+        )
+        final = f"{c['mean'][-1]:.1%} ± {c['std'][-1]:.1%}"
+        lines.append(f"{name:16s}{reach} {final:>15s} {c['area']:7.1%}")
+    return "\n".join(lines)
+
+
+def cmd_active(args: argparse.Namespace) -> int:
+    """Run ``python -m core active``.
+
+    Args:
+        args: The parsed command line (``acquisition``, ``seeds``, ``kind``, ``budget``,
+            ``json``, ``save``).
+
+    Returns:
+        The exit code: 0.
+    """
+    names = [a.strip() for a in args.acquisition.split(",") if a.strip()]
+    base = ActiveConfig(kind=args.kind, budget=args.budget)
+    result = curves_for(names, args.seeds, base, progress=text_progress("active"))
+    print(json.dumps(result) if args.json else format_table(result))
+    if args.save:
+        path = REPO_ROOT / "benchmarks" / RESULT_FILE
+        atomic_write_text(path, json.dumps(result, indent=1) + "\n")
+        print(f"saved {path}", file=sys.stderr)
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``active`` sub-command.
+
+    Args:
+        subparsers: The parser's sub-command collection.
+    """
+    p = subparsers.add_parser("active", help="active-learning curves per acquisition function")
+    p.add_argument("--acquisition", default=",".join(ACQUISITIONS), help="comma-separated")
+    p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--kind", choices=("dropout", "bbb"), default="dropout")
+    p.add_argument("--budget", type=int, default=ActiveConfig.budget, help="labels at the end")
+    p.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
+    p.add_argument("--save", action="store_true", help="write benchmarks/active_learning.json")
+    p.set_defaults(func=cmd_active)

@@ -1,0 +1,144 @@
+"""Active learning: let the Bayesian network choose which digits to label (Gal et al. 2017)."""
+
+import json
+
+import numpy as np
+import streamlit as st
+
+from app.figures import show_figure
+from app.figures.active import curves_figure
+from core.active.acquisition import TITLES
+from core.active.loop import RESULT_FILE, ActiveConfig, ActiveLearner, load_active_data
+from core.data import DatasetUnavailable
+from core.storage.paths import REPO_ROOT
+
+LIVE_KEY = "active_live"
+RUNNING_KEY = "active_running"
+LIVE = ActiveConfig(budget=150, test_size=2000)
+PAPER = {"bald": 145, "random": 255}  # labels to 10 % test error, Gal et al. 2017, Table 1
+
+
+@st.cache_resource(show_spinner="Loading MNIST…")
+def active_data():
+    """The MNIST training and test sets, shared read-only by every session."""
+    return load_active_data()
+
+
+def stored_curves() -> dict | None:
+    """The precomputed curves (``python -m core active --save``), or None."""
+    try:
+        return json.loads((REPO_ROOT / "benchmarks" / RESULT_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def reach(value: int | None) -> str:
+    return "not reached" if value is None else f"{value}"
+
+
+def start() -> None:
+    data = active_data()
+    st.session_state[LIVE_KEY] = {
+        name: ActiveLearner(ActiveConfig(**{**LIVE.to_dict(), "acquisition": name}), data)
+        for name in ("bald", "random")
+    }
+    st.session_state[RUNNING_KEY] = True
+
+
+def toggle() -> None:
+    st.session_state[RUNNING_KEY] = not st.session_state.get(RUNNING_KEY, False)
+
+
+@st.fragment(run_every=1.0)
+def live_run() -> None:
+    """One round of BALD and of random per tick while running; pause, resume or restart."""
+    learners = st.session_state.get(LIVE_KEY)
+    left, middle = st.columns(2)
+    left.button("Start a new run", on_click=start, key="active_start", type="primary")
+    running = st.session_state.get(RUNNING_KEY, False)
+    if learners is None:
+        st.caption(
+            f"Trains a fresh MC-dropout network after each round of {LIVE.acquire} labels, "
+            f"from {LIVE.initial} to {LIVE.budget} labels, once choosing by BALD and once at "
+            "random, side by side (about a second per round on a laptop)."
+        )
+        return
+    finished = all(learner.done for learner in learners.values())
+    middle.button(
+        "Pause" if running and not finished else "Resume",
+        on_click=toggle,
+        key="active_pause",
+        disabled=finished,
+    )
+    if running and not finished:
+        for learner in learners.values():
+            if not learner.done:
+                learner.step()
+    curves = {
+        name: {
+            "labels": [r.labels for r in learner.rounds],
+            "mean": [r.accuracy for r in learner.rounds],
+        }
+        for name, learner in learners.items()
+        if learner.rounds
+    }
+    if curves:
+        show_figure(curves_figure(curves, TITLES, "This run"), "active_live_curves")
+    x_train = active_data()[0]
+    for name, learner in learners.items():
+        if learner.rounds and learner.rounds[-1].picked:
+            last = learner.rounds[-1]
+            strip = np.concatenate([x_train[i, 0].numpy() for i in last.picked], axis=1)
+            st.image(strip, clamp=True, width="stretch")
+            scores = ", ".join(f"{s:.2f}" for s in last.scores)
+            st.caption(f"{TITLES[name]} picked these after {last.labels} labels (scores {scores}).")
+
+
+st.title("Active learning")
+st.markdown(
+    "Labels are expensive. Start from 20 labelled digits and let the model choose which of "
+    "10,000 unlabelled ones to label next: **BALD** picks the inputs on which the sampled "
+    "networks disagree most (mutual information), the others use the total uncertainty, the "
+    "vote spread or the probability spread, and **random** is the baseline. The network is "
+    "retrained from scratch after every round of 10 labels."
+)
+
+result = stored_curves()
+if result is None:
+    st.info("No stored curves yet: run `python -m core active --save` (about 15 minutes).")
+else:
+    settings = result["settings"]
+    show_figure(
+        curves_figure(result["curves"], TITLES, "Test accuracy against labels (mean ± std)"),
+        "active_curves",
+    )
+    st.table(
+        [
+            {
+                "acquisition": TITLES[name],
+                "labels to 85 %": reach(c["labels_to_85"]),
+                "labels to 90 %": reach(c["labels_to_90"]),
+                "labels to 95 %": reach(c["labels_to_95"]),
+                f"accuracy at {c['labels'][-1]}": f"{c['mean'][-1]:.1%} ± {c['std'][-1]:.1%}",
+                "paper, labels to 90 % (CNN)": str(PAPER.get(name, "–")),
+            }
+            for name, c in result["curves"].items()
+        ]
+    )
+    st.caption(
+        f"MC-dropout network 784-{'-'.join(map(str, settings['hidden']))}-10, retrained for "
+        f"{settings['train_steps']} steps per round; {settings['n_samples']} passes to score "
+        f"{settings['candidates']:,} random pool images per round; accuracy on "
+        f"{settings['test_size']:,} test images; {settings['seeds']} seeds. Gal et al. (2017) "
+        "used a small CNN, which learns far more from few labels than this fully connected "
+        "network: compare the gap between BALD and random, not the label counts."
+    )
+
+st.subheader("Watch it live")
+try:
+    active_data()
+except DatasetUnavailable as exc:
+    st.error("The MNIST training set is needed for a live run.")
+    st.text(str(exc))
+    st.stop()
+live_run()

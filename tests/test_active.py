@@ -1,0 +1,94 @@
+"""Active learning: acquisition scores, the loop's bookkeeping, reproducibility, BALD vs random."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+import torch
+
+from core.active.acquisition import ACQUISITIONS, acquire
+from core.active.loop import ActiveConfig, ActiveLearner, curve, run_active
+from core.evaluation.uncertainty import summarize
+
+TINY = ActiveConfig(
+    pool_size=600, candidates=200, acquire=10, budget=50, train_steps=40, test_size=500, n_samples=8
+)
+
+
+@pytest.fixture(scope="module")
+def data(mnist_small):
+    (x_train, y_train), (x_test, y_test) = mnist_small
+    return x_train, y_train, x_test, y_test
+
+
+def test_bald_is_entropy_minus_expected_entropy_and_zero_without_spread():
+    probs = torch.tensor(
+        [
+            [[0.9, 0.1], [0.5, 0.5], [0.2, 0.8]],
+            [[0.1, 0.9], [0.5, 0.5], [0.2, 0.8]],
+        ]
+    )  # (S=2, N=3, C=2): disagreement, agreement at 0.5, agreement at 0.8
+    s = summarize(probs)
+    bald = ACQUISITIONS["bald"](s, torch.Generator())
+    mean = probs.mean(0)
+    entropy = -(mean * mean.log()).sum(-1)
+    expected = -(probs * probs.log()).sum(-1).mean(0)
+    assert torch.allclose(bald, entropy - expected, atol=1e-6)
+    assert bald[0] > 0.3 and bald[1] == 0 and bald[2] == 0
+    assert ACQUISITIONS["entropy"](s, torch.Generator())[1] == pytest.approx(0.6931, abs=1e-4)
+    picked = acquire(s, "bald", 1, torch.Generator())
+    assert picked.tolist() == [0]
+    with pytest.raises(ValueError, match="acquisition"):
+        acquire(s, "oracle", 1, torch.Generator())
+
+
+@pytest.mark.parametrize("name", list(ACQUISITIONS))
+def test_each_round_labels_exactly_the_acquired_new_images(data, name):
+    learner = ActiveLearner(replace(TINY, acquisition=name), data)
+    assert len(learner.labelled) == 20 and len(set(learner.labelled)) == 20
+    assert sorted(data[1][learner.labelled].tolist()) == sorted(list(range(10)) * 2)
+    seen = set(learner.labelled)
+    while not learner.done:
+        before = len(learner.labelled)
+        round_ = learner.step()
+        if learner.done:
+            assert round_.picked == [] and round_.labels == TINY.budget
+            break
+        assert len(round_.picked) == TINY.acquire == len(set(round_.picked))
+        assert not seen & set(round_.picked)  # never an image labelled before
+        assert len(learner.labelled) == before + TINY.acquire
+        seen |= set(round_.picked)
+        assert 0.0 <= round_.accuracy <= 1.0
+    assert [r.labels for r in learner.rounds] == [20, 30, 40, 50]
+
+
+def test_a_seeded_run_is_reproducible(data):
+    first, second = (run_active(replace(TINY, budget=40), data) for _ in range(2))
+    assert [r.picked for r in first] == [r.picked for r in second]
+    assert [r.accuracy for r in first] == [r.accuracy for r in second]
+    other = run_active(replace(TINY, budget=40, seed=1), data)
+    assert [r.picked for r in other] != [r.picked for r in first]
+
+
+def test_bald_is_not_worse_than_random_beyond_the_seed_spread(data):
+    config = replace(TINY, budget=80, train_steps=60)
+    curves = {
+        name: curve(
+            [run_active(replace(config, acquisition=name, seed=s), data) for s in (0, 1)], name
+        )
+        for name in ("bald", "random")
+    }
+    spread = max(max(c.std) for c in curves.values())
+    assert curves["bald"].area() >= curves["random"].area() - max(spread, 0.02)
+    assert curves["bald"].labels == list(range(20, 81, 10))
+
+
+def test_curve_statistics_and_thresholds():
+    from core.active.loop import Round
+
+    runs = [[Round(20, 0.5), Round(30, 0.9)], [Round(20, 0.7), Round(30, 0.92)]]
+    c = curve(runs, "bald")
+    assert c.mean == pytest.approx([0.6, 0.91]) and c.std == pytest.approx([0.1, 0.01])
+    assert c.labels_to(0.9) == 30 and c.labels_to(0.95) is None and c.labels_to(0.5) == 20
+    assert c.area() == pytest.approx(0.755)

@@ -1,0 +1,63 @@
+"""Headless tests of the Active learning page: stored curves, and a short live run."""
+
+from __future__ import annotations
+
+import json
+
+from streamlit.testing.v1 import AppTest
+
+from core.active.loop import RESULT_FILE
+
+PAGE = "../pages/active.py"
+CURVES = {
+    "settings": {
+        "hidden": [256],
+        "train_steps": 200,
+        "n_samples": 20,
+        "candidates": 1000,
+        "test_size": 5000,
+        "seeds": 3,
+    },
+    "curves": {
+        name: {
+            "labels": [20, 30, 40],
+            "mean": mean,
+            "std": [0.01, 0.01, 0.01],
+            "labels_to_85": None,
+            "labels_to_90": None,
+            "labels_to_95": None,
+            "area": sum(mean) / 3,
+        }
+        for name, mean in (("bald", [0.5, 0.6, 0.7]), ("random", [0.5, 0.55, 0.6]))
+    },
+}
+
+
+def test_page_shows_the_stored_curves_and_a_table(tmp_path, monkeypatch, mnist_small):
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks" / RESULT_FILE).write_text(json.dumps(CURVES))
+    monkeypatch.setattr("core.storage.paths.REPO_ROOT", tmp_path)
+    at = AppTest.from_file(PAGE, default_timeout=300).run()
+    assert not at.exception, at.exception
+    assert at.title[0].value == "Active learning"
+    rows = at.table[0].value
+    assert list(rows["acquisition"]) == ["BALD (mutual information)", "Random"]
+    assert list(rows["paper, labels to 90 % (CNN)"]) == ["145", "255"]
+
+
+def test_a_live_run_grows_both_curves_and_can_pause(mnist_small):
+    at = AppTest.from_file(PAGE, default_timeout=300).run()
+    at.button(key="active_start").click().run()
+    assert not at.exception, at.exception
+    learners = at.session_state["active_live"]
+    assert {name: len(learner.rounds) for name, learner in learners.items()} == {
+        "bald": 1,
+        "random": 1,
+    }
+    at.run()
+    learners = at.session_state["active_live"]
+    assert [len(learner.rounds) for learner in learners.values()] == [2, 2]
+    assert learners["bald"].labelled != learners["random"].labelled
+    at.button(key="active_pause").click().run()
+    at.run()
+    assert [len(learner.rounds) for learner in at.session_state["active_live"].values()] == [2, 2]
