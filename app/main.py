@@ -78,6 +78,22 @@ PAGES = [
         "see whether their uncertainty rises; score histograms, ROC curves, AUROC per score.",
     ),
     PageInfo(
+        "train.py",
+        "Train",
+        ":material/model_training:",
+        "Train a BBB, MLP, MC dropout, ensemble or Laplace network on MNIST or Fashion-MNIST "
+        "from the browser: live ELBO, NLL, KL and error curves, cancel, a shared job queue; the "
+        "result joins the model list.",
+    ),
+    PageInfo(
+        "calibration.py",
+        "Calibration and shift",
+        ":material/balance:",
+        "Reliability diagrams and temperature scaling, accuracy when the most uncertain inputs "
+        "are rejected, and accuracy, calibration and uncertainty under rotation, noise, blur and "
+        "low contrast.",
+    ),
+    PageInfo(
         "active.py",
         "Active learning",
         ":material/label:",

@@ -1,7 +1,12 @@
 """Shared UI for every page.
 
-The sidebar and its choices, cached loaders (models, MNIST test set, "I don't know"
-thresholds) and the one progress runner for expensive cached work.
+The sidebar and its choices, cached loaders (models, test sets, "I don't know" thresholds) and
+the one progress runner for expensive cached work.
+
+Models are named by their registry name (shipped) or ``user:NAME`` (trained on the Train page
+or with ``python -m core train --name``, stored in the user-model folder); the sidebar lists
+both, the user-trained ones marked as such. Each model has a task (:func:`model_dataset`,
+MNIST or Fashion-MNIST) and pages evaluate it on that task's test set (:func:`test_set`).
 
 Pages read the sidebar's choices only through :func:`selected_models`, :func:`selected_names`
 and :func:`sample_count`; they work with defaults when the sidebar was not drawn (e.g. a page
@@ -21,9 +26,14 @@ from core.progress import Job, run_all
 from core.storage.checkpoints import (
     REGISTRY,
     CheckpointError,
-    checkpoint_path,
+    CheckpointInfo,
+    checkpoint_dataset,
+    is_user_key,
     list_checkpoints,
+    list_user_checkpoints,
     load_checkpoint,
+    resolve_checkpoint,
+    task_title,
 )
 from core.studies import evaluations
 
@@ -31,25 +41,52 @@ MODELS_KEY = "sidebar_models"
 SAMPLES_KEY = "sidebar_samples"
 DEFAULT_SAMPLES = 100
 MAX_SAMPLES = 1000
-THRESHOLDS_MESSAGE = (
-    'Scoring the MNIST test set for the "I don\'t know" thresholds (once per model)'
-)
+THRESHOLDS_MESSAGE = 'Scoring the test set for the "I don\'t know" thresholds (once per model)'
 
 
 # --- sidebar -------------------------------------------------------------------------------
 
 
 def model_title(name: str) -> str:
-    """Give the human title of a registered checkpoint.
+    """Give the human title of a checkpoint.
 
     Args:
-        name: The checkpoint's registry name.
+        name: The checkpoint's registry name, or ``user:NAME`` for a user-trained model.
 
     Returns:
-        Its title, or ``name`` itself if unregistered.
+        Its registered title; ``NAME (user-trained)`` (plus its task when not MNIST) for a
+        user-trained model (names are letters, digits, ``_`` and ``-``, safe in Markdown);
+        ``name`` itself otherwise.
     """
+    if is_user_key(name):
+        stem = name.removeprefix("user:")
+        dataset = model_dataset(name)
+        return f"{stem} (user-trained{'' if dataset == 'mnist' else ', ' + task_title(dataset)})"
     spec = REGISTRY.get(name)
     return spec.title if spec else name
+
+
+def model_dataset(name: str) -> str:
+    """Give the task a checkpoint was trained on.
+
+    Args:
+        name: The checkpoint's registry name or ``user:NAME``.
+
+    Returns:
+        The dataset's name, e.g. ``"mnist"`` or ``"fashion_mnist"``
+        (:func:`core.storage.checkpoints.checkpoint_dataset`).
+    """
+    return checkpoint_dataset(name)
+
+
+def all_checkpoints() -> list[CheckpointInfo]:
+    """List the shipped checkpoints, then the user-trained ones.
+
+    Returns:
+        Registered specs in registry order, then each model of the user-model folder
+        (named ``user:NAME``), each with whether it loads.
+    """
+    return list_checkpoints() + list_user_checkpoints()
 
 
 def default_models(available: list[str]) -> list[str]:
@@ -78,9 +115,10 @@ def device() -> torch.device:
 def render_sidebar() -> None:
     """Draw the sidebar: models to compare, Monte-Carlo samples and the device in use.
 
-    Broken checkpoints are listed apart, with the reason.
+    User-trained models follow the shipped ones, marked "(user-trained)". Broken checkpoints
+    are listed apart, with the reason.
     """
-    infos = list_checkpoints()
+    infos = all_checkpoints()
     available = [i.spec.name for i in infos if i.available]
     chosen = st.session_state.get(MODELS_KEY)
     if chosen is not None and not set(chosen) <= set(available):  # a checkpoint vanished
@@ -93,6 +131,8 @@ def render_sidebar() -> None:
             format_func=model_title,
             key=MODELS_KEY,
             placeholder="No trained checkpoint" if not available else "Choose models",
+            help="Shipped models, then models trained on the Train page (marked "
+            '"user-trained"); a page uses those that fit its task.',
         )
         missing = [i for i in infos if not i.available]
         if missing:
@@ -150,10 +190,11 @@ def version(name: str) -> int:
     Raises:
         CheckpointError: If the checkpoint file is missing.
     """
+    path = resolve_checkpoint(name)
     try:
-        return checkpoint_path(name).stat().st_mtime_ns
+        return path.stat().st_mtime_ns
     except OSError as exc:
-        raise CheckpointError(f"{checkpoint_path(name)}: checkpoint file not found") from exc
+        raise CheckpointError(f"{path}: checkpoint file not found") from exc
 
 
 @st.cache_resource(show_spinner="Loading model…", max_entries=32)
@@ -167,7 +208,7 @@ def load_model(name: str) -> Model:
     Shared by all sessions and pages: never modify it.
 
     Args:
-        name: The checkpoint's registry name.
+        name: The checkpoint's registry name or ``user:NAME``.
 
     Returns:
         The model, on :func:`device`.
@@ -175,7 +216,7 @@ def load_model(name: str) -> Model:
     Raises:
         CheckpointError: Naming the file when it is missing or corrupt.
     """
-    return _load(str(checkpoint_path(name)), version(name), str(device()))
+    return _load(str(resolve_checkpoint(name)), version(name), str(device()))
 
 
 def selected_models() -> list[tuple[str, Model]]:
@@ -195,9 +236,26 @@ def selected_models() -> list[tuple[str, Model]]:
     return models
 
 
-@st.cache_resource(show_spinner="Loading the MNIST test set…")
+@st.cache_resource(show_spinner="Loading the test set…", max_entries=4)
+def test_set(dataset: str = "mnist") -> tuple[torch.Tensor, torch.Tensor]:
+    """Load a task's test set once, shared read-only by all sessions.
+
+    Args:
+        dataset: ``"mnist"`` or ``"fashion_mnist"`` (see :func:`model_dataset`).
+
+    Returns:
+        Images ``(10000, 1, 28, 28)`` in [0, 1] and int64 labels ``(10000,)``.
+
+    Raises:
+        DatasetUnavailable: If the files are missing.
+    """
+    from core.data import load_dataset
+
+    return load_dataset(dataset, "test")
+
+
 def mnist_test() -> tuple[torch.Tensor, torch.Tensor]:
-    """Load the MNIST test set once, shared read-only by all sessions.
+    """Load the MNIST test set once, shared read-only by all sessions (:func:`test_set`).
 
     Returns:
         Images ``(10000, 1, 28, 28)`` in [0, 1] and int64 labels ``(10000,)``.
@@ -205,9 +263,26 @@ def mnist_test() -> tuple[torch.Tensor, torch.Tensor]:
     Raises:
         DatasetUnavailable: If the MNIST files are missing.
     """
-    from core.data import load_dataset
+    return test_set("mnist")
 
-    return load_dataset("mnist", "test")
+
+def require_test_set(dataset: str = "mnist") -> tuple[torch.Tensor, torch.Tensor]:
+    """Load :func:`test_set`, or show what is missing and end the page run.
+
+    Args:
+        dataset: The task's dataset.
+
+    Returns:
+        Images ``(10000, 1, 28, 28)`` in [0, 1] and int64 labels ``(10000,)``.
+    """
+    from core.data import DatasetUnavailable
+
+    try:
+        return test_set(dataset)
+    except DatasetUnavailable as exc:
+        st.error(f"The {task_title(dataset)} test set is unavailable.")
+        st.text(str(exc))
+        st.stop()
 
 
 def require_mnist_test() -> tuple[torch.Tensor, torch.Tensor]:
@@ -216,14 +291,7 @@ def require_mnist_test() -> tuple[torch.Tensor, torch.Tensor]:
     Returns:
         Images ``(10000, 1, 28, 28)`` in [0, 1] and int64 labels ``(10000,)``.
     """
-    from core.data import DatasetUnavailable
-
-    try:
-        return mnist_test()
-    except DatasetUnavailable as exc:
-        st.error("The MNIST test set is unavailable.")
-        st.text(str(exc))
-        st.stop()
+    return require_test_set("mnist")
 
 
 # --- expensive cached work -----------------------------------------------------------------
@@ -254,17 +322,22 @@ def rejection_thresholds(names: list[str]) -> dict[str, Thresholds]:
     """Get the "I don't know" limits of each checkpoint, computing missing ones.
 
     Missing ones are computed under a progress bar, once per checkpoint file, then cached on
-    disk (:func:`core.studies.evaluations.rejection_thresholds`).
+    disk (:func:`core.studies.evaluations.rejection_thresholds`), each on its own task's test
+    set.
 
     Args:
-        names: Registry names of the checkpoints.
+        names: Registry names (or ``user:NAME``) of the checkpoints.
 
     Returns:
         Name → its thresholds (score name → ``{"p90", "p99"}``).
 
     Raises:
-        DatasetUnavailable: Without the MNIST test set.
+        DatasetUnavailable: Without a model's test set.
     """
-    jobs = evaluations.evaluation_jobs(names, [evaluations.IN_DISTRIBUTION], title=model_title)
+    jobs = [
+        job
+        for name in names
+        for job in evaluations.evaluation_jobs([name], [model_dataset(name)], title=model_title)
+    ]
     run_jobs(jobs, THRESHOLDS_MESSAGE)
     return {name: _thresholds(name, version(name)) for name in names}

@@ -1,6 +1,9 @@
 """Adversarial examples: FGSM at a chosen ε on a few digits, accuracy and uncertainty against ε
 for each model (naive or EOT gradients, white-box or transferred from the MLP), and a targeted
-iterative attack with the trajectory of class probabilities."""
+iterative attack with the trajectory of class probabilities.
+
+Each model is attacked on its own task's test set (MNIST, or Fashion-MNIST); when the chosen
+models span both tasks, a radio button picks one."""
 
 import numpy as np
 import streamlit as st
@@ -11,7 +14,7 @@ from app.figures import show_figure
 from app.figures.adversarial import curve_figure, tile, trajectory_figure
 from core.engine.sampler import predictive_samples
 from core.evaluation.attacks import fgsm_direction, perturb, targeted_fgsm
-from core.storage.checkpoints import CheckpointError
+from core.storage.checkpoints import TASK_DATASETS, CheckpointError, task_title
 from core.studies.robustness import (
     EPS_GRID,
     CurveSettings,
@@ -21,7 +24,7 @@ from core.studies.robustness import (
     is_cached,
 )
 
-SOURCE = "mlp"  # transfer attacks are crafted on this checkpoint
+SOURCES = {"mnist": "mlp", "fashion_mnist": "fashion_mlp"}  # transfer attacks' crafter per task
 MAX_EPS = 0.3
 DEFAULT_K = 20
 GRIDS = {
@@ -45,18 +48,19 @@ CURVE_PANELS = (  # (column, chart key, curve fields → legend labels, title, y
 )
 
 
-def grid_digits() -> tuple[torch.Tensor, torch.Tensor]:
-    """The first test image of each class 0–9: ``(10, 1, 28, 28)`` and their labels ``(10,)``."""
-    x, y = ui.mnist_test()
+def grid_digits(task: str = "mnist") -> tuple[torch.Tensor, torch.Tensor]:
+    """The first test image of each class 0–9 of ``task``: ``(10, 1, 28, 28)`` and their labels
+    ``(10,)``."""
+    x, y = ui.test_set(task)
     first = torch.stack([torch.nonzero(y == c)[0, 0] for c in range(10)])
     return x[first], y[first]
 
 
 @st.cache_data(show_spinner="Computing input gradients…", max_entries=64)
-def grid_direction(crafter: str, file_version: int, n_samples: int) -> np.ndarray:
+def grid_direction(crafter: str, file_version: int, n_samples: int, task: str) -> np.ndarray:
     """sign(∇ₓ NLL) ``(10, 1, 28, 28)`` of model ``crafter`` with ``n_samples`` passes per
-    gradient on :func:`grid_digits` (seeded)."""
-    x, y = grid_digits()
+    gradient on :func:`grid_digits` of ``task`` (seeded)."""
+    x, y = grid_digits(task)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         return fgsm_direction(ui.load_model(crafter), x, y, n_samples).cpu().numpy()
@@ -71,12 +75,13 @@ def targeted(
     attack: tuple,
     n_samples: int,
     n_eval_samples: int,
+    task: str = "mnist",
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Targeted FGSM on test image ``index``; ``attack`` = (step, steps, ε) in pixel units,
-    ``n_samples`` passes per gradient, ``n_eval_samples`` per recorded prediction.
+    """Targeted FGSM on test image ``index`` of ``task``; ``attack`` = (step, steps, ε) in pixel
+    units, ``n_samples`` passes per gradient, ``n_eval_samples`` per recorded prediction.
     Returns the adversarial image ``(28, 28)`` and the probabilities ``(steps + 1, 10)``."""
     step, steps, eps = attack
-    x, _ = ui.mnist_test()
+    x, _ = ui.test_set(task)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         result = targeted_fgsm(
@@ -164,7 +169,23 @@ n_samples = ui.sample_count()
 if not models:
     st.warning("Choose at least one trained model in the sidebar.")
     st.stop()
-test_images, test_labels = ui.require_mnist_test()
+tasks = [t for t in TASK_DATASETS if any(ui.model_dataset(m) == t for m in models)]
+task = tasks[0]
+if len(tasks) > 1:
+    task = st.radio(
+        "Task (each model is attacked on its own test set)",
+        tasks,
+        format_func=task_title,
+        horizontal=True,
+        key="adv_task",
+    )
+    st.text(  # may hold user-trained model names
+        "Left out (another task): "
+        + ", ".join(ui.model_title(m) for m in models if ui.model_dataset(m) != task)
+    )
+    models = {m: model for m, model in models.items() if ui.model_dataset(m) == task}
+SOURCE = SOURCES.get(task, "mlp")
+test_images, test_labels = ui.require_test_set(task)
 
 eps_col, mode_col, grad_col = st.columns([2, 1, 1])
 eps = eps_col.slider("ε", 0.0, MAX_EPS, 0.1, 0.01, key="adv_eps", format="%.2f")
@@ -180,18 +201,19 @@ if transfer:
     try:
         ui.load_model(SOURCE)
     except CheckpointError as exc:
-        st.error(f"Transfer attacks need the MLP checkpoint: {exc}")
+        st.error(f"Transfer attacks need the {task_title(task)} MLP checkpoint: {exc}")
         st.stop()
 
 # --- examples ------------------------------------------------------------------------------
 st.subheader(f"Perturbed digits at ε = {eps:.2f}")
-x, y = grid_digits()
+x, y = grid_digits(task)
 pictures, predictions = st.columns([3, 2])
-pictures.image(tile([x[:, 0].numpy()]), caption="Clean test digits", clamp=True)
+clean = "Clean test digits" if task == "mnist" else f"Clean {task_title(task)} test images"
+pictures.image(tile([x[:, 0].numpy()]), caption=clean, clamp=True)
 table, shown = {}, set()
 for name, model in models.items():
     crafter = source or name
-    direction = grid_direction(crafter, ui.version(crafter), gradient_passes(crafter, k))
+    direction = grid_direction(crafter, ui.version(crafter), gradient_passes(crafter, k), task)
     adv = perturb(x, torch.from_numpy(direction), eps)
     prob, pred = predictive_samples(model, adv, n_samples).mean(0).cpu().max(-1)
     table[ui.model_title(name)] = [
@@ -264,6 +286,7 @@ adv_image, probs = targeted(
     (step, steps, budget),
     gradient_passes(target_name, k),
     n_samples,
+    task,
 )
 clean_image = test_images[index, 0].numpy()
 pictures, plot = st.columns([1, 2])

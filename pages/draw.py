@@ -1,4 +1,7 @@
-"""Draw page: draw, upload or pick a digit; compare each model's Monte-Carlo predictive."""
+"""Draw page: draw, upload or pick a digit; compare each model's Monte-Carlo predictive.
+
+Only digit models (trained on MNIST) are offered; the page says which chosen models are left
+out and why."""
 
 import numpy as np
 import streamlit as st
@@ -155,8 +158,22 @@ def show_rotation_sweep(image: torch.Tensor, models: list, n_samples: int) -> No
         st.caption(f"The input at {', '.join(f'{a:.0f}°' for a in angles.tolist())}.")
 
 
+def digit_models() -> list:
+    """The chosen models trained on digits; the others are named with the reason."""
+    chosen = ui.selected_names()
+    other = [name for name in chosen if ui.model_dataset(name) != "mnist"]
+    if other:
+        st.info(
+            "Not offered on this page: these models were trained on another task (e.g. "
+            "Fashion-MNIST clothes), not on digits, so a digit means nothing to them. Try them "
+            "on the OOD explorer, the Adversarial or the Pruning page."
+        )
+        st.text(", ".join(ui.model_title(name) for name in other))  # may hold user names
+    return [(name, model) for name, model in ui.selected_models() if name not in other]
+
+
 st.title("Draw a digit")
-models = ui.selected_models()
+models = digit_models()
 n_samples = ui.sample_count()
 
 source_col, seen_col = st.columns([3, 2])

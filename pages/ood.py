@@ -1,6 +1,9 @@
 """OOD explorer: show the models inputs they never saw (clothes, Japanese characters, letters,
 alphabets, noise) and compare their uncertainty with that on MNIST digits, one input at a time
-and over a whole dataset (score distributions, ROC curves, AUROC and FPR at 95 % TPR)."""
+and over a whole dataset (score distributions, ROC curves, AUROC and FPR at 95 % TPR).
+
+The in-distribution task can also be Fashion-MNIST: then the Fashion-MNIST models are compared
+on clothes against MNIST digits and the other sets."""
 
 import numpy as np
 import pandas as pd
@@ -14,6 +17,7 @@ from core.data import DatasetUnavailable, list_datasets, load_dataset
 from core.engine.sampler import predictive_samples
 from core.evaluation.metrics import roc_curve
 from core.evaluation.uncertainty import SCORES, summarize
+from core.storage.checkpoints import TASK_DATASETS, task_title
 from core.studies.evaluations import (
     IN_DISTRIBUTION,
     DatasetEvaluation,
@@ -31,7 +35,7 @@ from core.studies.ood import (
 
 GRID = 9  # random samples shown
 SCALE = 3  # screen pixels per image pixel
-DEFAULT_DATASET = "fashion_mnist"
+DEFAULT_DATASET = {"mnist": "fashion_mnist", "fashion_mnist": "mnist"}  # per task
 DEFAULT_SUBSET = 2000
 EVAL_SAMPLES = (10, 20, 50, 100)
 DEFAULT_EVAL_SAMPLES = 50
@@ -90,10 +94,10 @@ def subset_images(dataset: str, subset: int) -> torch.Tensor:
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def detection(
-    name: str, file_version: int, dataset: str, subset: int, n_samples: int
+    name: str, file_version: int, dataset: str, subset: int, n_samples: int, task: str
 ) -> dict[str, dict[str, float]]:
-    """Score name → ``{"auroc", "aupr", "fpr95"}`` of telling ``dataset`` from MNIST."""
-    inside = evaluation(name, file_version, IN_DISTRIBUTION, subset, n_samples)
+    """Score name → ``{"auroc", "aupr", "fpr95"}`` of telling ``dataset`` from ``task``."""
+    inside = evaluation(name, file_version, task, subset, n_samples)
     outside = evaluation(name, file_version, dataset, subset, n_samples)
     return compare(inside, outside)
 
@@ -120,15 +124,15 @@ def describe(views: dict[str, np.ndarray], j: int) -> str:
 def show_sample(
     models: list[str], ood: np.ndarray, digit: np.ndarray, label: str, n_samples: int
 ) -> None:
-    """For each model: votes and top-class spread on the OOD sample next to the MNIST digit
+    """For each model: votes and top-class spread on the OOD sample next to the task's input
     (both ``(28, 28)``)."""
-    images, names = np.stack([ood, digit]), (label, "MNIST digit")
+    images, names = np.stack([ood, digit]), (label, TASK_INPUT)
     for name in models:
         views = sample_views(name, ui.version(name), images, n_samples)
         predicted = views["mean"].argmax(-1)
         st.markdown(
             f"**{ui.model_title(name)}** — {label}: {describe(views, 0)}; "
-            f"MNIST digit: {describe(views, 1)}"
+            f"{TASK_INPUT}: {describe(views, 1)}"
         )
         left, right = st.columns(2)
         with left:
@@ -157,11 +161,11 @@ def sample_explorer(
     st.subheader("One input, every sampled network")
     preview, views = st.columns([1, 6])
     preview.image(enlarge(grid[chosen]), caption=f"{label} #{chosen + 1}", clamp=True)
-    preview.image(enlarge(digits[chosen]), caption="an MNIST test digit", clamp=True)
+    preview.image(enlarge(digits[chosen]), caption=f"a test input of {TASK}", clamp=True)
     with views:
         show_sample(models, grid[chosen], digits[chosen], f"{label} #{chosen + 1}", n_samples)
     st.caption(
-        f"For the picked input and for the MNIST digit: the class each of the {n_samples} "
+        f"For the picked input and for the {TASK_INPUT}: the class each of the {n_samples} "
         "sampled networks predicts, and the softmax score of the overall predicted class in "
         "each of them. Confident: all votes on one class and scores near 1. The MLP repeats "
         "one network, so its votes are unanimous by construction."
@@ -184,18 +188,18 @@ def honest_caption(
         behaviour = ood_behaviour(inside, outside, score)
         text = (
             f"**{ui.model_title(name)}**: {behaviour.calm:.0%} of the {label} inputs "
-            f"have a {title} no higher than 90 % of MNIST digits (it would answer them as "
+            f"have a {title} no higher than 90 % of {TASK} inputs (it would answer them as "
             '"confident"), and '
         )
         if behaviour.confident_mistakes is not None:
             text += (
                 f"{behaviour.confident_mistakes:.0%} are confident mistakes (mean probability ≥ "
-                f"{CONFIDENT_PROB:.0%} for a wrong digit)"
+                f"{CONFIDENT_PROB:.0%} for a wrong class)"
             )
         else:
             text += (
                 f"{behaviour.confident:.0%} get a mean probability ≥ "
-                f"{CONFIDENT_PROB:.0%} for some digit"
+                f"{CONFIDENT_PROB:.0%} for some class"
             )
             if behaviour.common_class is not None:
                 text += f", most often {behaviour.common_class}"
@@ -204,7 +208,8 @@ def honest_caption(
         parts.append(text + ".")
     if not digit_labels:
         parts.append(
-            "None of these inputs is a digit, so every confident answer is a confident mistake."
+            f"None of these inputs belongs to a class of {TASK}, so every confident answer is a "
+            "confident mistake."
         )
     best = []
     for name, metrics in results.items():
@@ -222,26 +227,43 @@ def honest_caption(
 
 st.title("Out-of-distribution explorer")
 st.markdown(
-    "The models were trained on MNIST digits only. Show them something else — clothes, "
-    "Japanese characters, letters, other alphabets, noise — and see whether their uncertainty "
-    "rises. A Bayesian network should disagree with itself (high mutual information) on inputs "
-    "unlike its training data; a plain MLP has no such signal."
+    "The models were trained on one task only — MNIST digits, or Fashion-MNIST clothes. Show "
+    "them something else — clothes, digits, Japanese characters, letters, other alphabets, "
+    "noise — and see whether their uncertainty rises. A Bayesian network should disagree with "
+    "itself (high mutual information) on inputs unlike its training data; a plain MLP has no "
+    "such signal."
 )
+task = st.radio(
+    "In-distribution task (the models' training data)",
+    tuple(TASK_DATASETS),
+    format_func=task_title,
+    horizontal=True,
+    key="ood_task",
+)
+TASK = task_title(task)
+TASK_INPUT = "MNIST digit" if task == IN_DISTRIBUTION else f"{TASK} input"
 
-infos = {info.name: info for info in list_datasets() if info.name != IN_DISTRIBUTION}
+infos = {info.name: info for info in list_datasets() if info.name != task}
 status = {name: info.availability() for name, info in infos.items()}
 titles = {name: info.title for name, info in infos.items()}
 available = [name for name, (ok, _) in status.items() if ok]
 missing = [name for name, (ok, _) in status.items() if not ok]
 
-models = [name for name, _ in ui.selected_models()]
+chosen = [name for name, _ in ui.selected_models()]
+models = [name for name in chosen if ui.model_dataset(name) == task]
+if len(models) < len(chosen):
+    st.caption(
+        f"Left out: these chosen models were trained on another task than {TASK}, so its "
+        "inputs are not in-distribution for them (switch the task above to see them):"
+    )
+    st.text(", ".join(ui.model_title(n) for n in chosen if n not in models))  # user names
 n_samples = ui.sample_count()
 
 left, middle, right = st.columns([3, 2, 1], vertical_alignment="bottom")
 dataset = left.selectbox(
     "Dataset the models never saw",
     available,
-    index=available.index(DEFAULT_DATASET) if DEFAULT_DATASET in available else 0,
+    index=available.index(DEFAULT_DATASET[task]) if DEFAULT_DATASET.get(task) in available else 0,
     format_func=titles.get,
     key="ood_dataset",
     placeholder="No dataset available",
@@ -256,21 +278,21 @@ if dataset is None:
     st.warning("No out-of-distribution dataset is available; see the list above.")
     st.stop()
 if not models:
-    st.warning("Choose at least one trained model in the sidebar.")
+    st.warning(f"Choose at least one model trained on {TASK} in the sidebar.")
     st.stop()
 try:
     grid = random_samples(dataset, int(seed))
-    digits = random_samples(IN_DISTRIBUTION, int(seed))
+    digits = random_samples(task, int(seed))
 except DatasetUnavailable as exc:
     st.error(str(exc))
     st.stop()
 
 label = titles[dataset]
-digit_labels = digit_labelled(dataset)
+digit_labels = digit_labelled(dataset, task)
 st.caption(infos[dataset].description)
 sample_explorer(grid, digits, label, models, n_samples)
 
-st.subheader(f"MNIST test against {label}")
+st.subheader(f"{TASK} test against {label}")
 a, b, c = st.columns(3)
 subset = a.number_input(
     "Inputs per dataset",
@@ -279,7 +301,7 @@ subset = a.number_input(
     DEFAULT_SUBSET,
     step=500,
     key="ood_subset",
-    help="Random test inputs drawn from each of MNIST and the OOD dataset (seed 0).",
+    help=f"Random test inputs drawn from each of {TASK} and the OOD dataset (seed 0).",
 )
 eval_samples = b.selectbox(
     "Samples per input",
@@ -295,7 +317,7 @@ score = c.selectbox(
     format_func=lambda s: SCORES[s].title,
     key="ood_score",
 )
-datasets = (IN_DISTRIBUTION, dataset)
+datasets = (task, dataset)
 try:
     ui.run_jobs(
         evaluation_jobs(
@@ -315,7 +337,7 @@ evals = {
     for name in models
 }
 results = {
-    name: detection(name, ui.version(name), dataset, subset, eval_samples) for name in models
+    name: detection(name, ui.version(name), dataset, subset, eval_samples, task) for name in models
 }
 
 score_title = SCORES[score].title.lower()
@@ -343,7 +365,7 @@ with table_column:
         ("auroc", "AUROC (1 = perfect, 0.5 = chance)"),
         (
             "fpr95",
-            "FPR at 95 % TPR (MNIST inputs flagged when 95 % of OOD inputs are; lower is better)",
+            f"FPR at 95 % TPR ({TASK} inputs flagged when 95 % of OOD inputs are; lower is better)",
         ),
     ):
         st.markdown(f"**{heading}**")
@@ -354,7 +376,7 @@ with table_column:
         st.table(table.map("{:.3f}".format))
 if digit_labels:
     st.caption(
-        f"Accuracy on {label} (its labels are the original digits) against the MNIST subset: "
+        f"Accuracy on {label} (its labels are the original digits) against the {TASK} subset: "
         + ", ".join(
             f"{ui.model_title(name)} {outside.accuracy:.1%} vs {inside.accuracy:.1%}"
             for name, (inside, outside) in evals.items()
@@ -367,15 +389,15 @@ elif infos[dataset].has_labels:
         + ", ".join(
             f"{ui.model_title(name)} {out.accuracy:.1%}" for name, (_, out) in evals.items()
         )
-        + ". Near chance by design: those labels are not digits, so a digit classifier has no "
-        "right answer to give."
+        + f". Near chance by design: those labels are not classes of {TASK}, so a classifier "
+        "of that task has no right answer to give."
     )
 inside, outside = evals[models[0]]
 st.caption(
-    f"{len(inside):,} random MNIST test digits and {len(outside):,} {label} inputs, "
+    f"{len(inside):,} random {TASK} test inputs and {len(outside):,} {label} inputs, "
     f"{eval_samples} passes each. A score flags an input as "
     "OOD when it exceeds a threshold; AUROC is the chance that a random OOD input scores higher "
-    "than a random MNIST digit."
+    f"than a random {TASK} input."
 )
 st.info(honest_caption(evals, results, score, label, digit_labels))
 

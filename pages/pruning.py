@@ -1,5 +1,8 @@
 """Pruning and weights: remove the weights with the lowest signal-to-noise ratio and watch the
-test error (Blundell et al. 2015, §5.1); the densities of SNR values and of trained weights."""
+test error (Blundell et al. 2015, §5.1); the densities of SNR values and of trained weights.
+
+Shipped and user-trained BBB models are offered; each is evaluated on its own task's test set
+(MNIST, or Fashion-MNIST), and compared with the MLP and MC dropout network of that task."""
 
 import numpy as np
 import streamlit as st
@@ -10,7 +13,7 @@ from app.figures.pruning import MODEL_DASHES, curve_figure, snr_figure, weights_
 from core.engine.models import model_class
 from core.evaluation import pruning
 from core.evaluation.metrics import seeded_error
-from core.storage.checkpoints import CheckpointError, list_checkpoints
+from core.storage.checkpoints import CheckpointError, task_title
 from core.studies.pruning_curves import (
     CURVE_SAMPLES,
     cached_pruning_curve,
@@ -22,15 +25,18 @@ QUICK_EXAMPLES = 1000  # test images evaluated on each slider move
 QUICK_SAMPLES = 5
 WEIGHT_RANGE = (-0.3, 0.3)
 BINS = 200
-POINT_MODELS = ("mlp", "dropout_mlp")  # compared by |w| and at random
+POINT_MODELS = {  # per task: the MLP and the MC dropout network, compared by |w| and at random
+    "mnist": ("mlp", "dropout_mlp"),
+    "fashion_mnist": ("fashion_mlp", "fashion_dropout"),
+}
 SNR_FLOOR_DB = -60.0  # left end of the SNR axis; the CDF still counts the weights below
 CURVES_MESSAGE = "Computing the pruning curves on the full test set (once per checkpoint)"
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def unpruned_error(name: str, mtime_ns: int) -> float:
-    """Test error (fraction) of the unpruned model on the quick subset."""
-    x, y = ui.mnist_test()
+def unpruned_error(name: str, mtime_ns: int, task: str = "mnist") -> float:
+    """Test error (fraction) of the unpruned model on the quick subset of its task."""
+    x, y = ui.test_set(task)
     return seeded_error(ui.load_model(name), x[:QUICK_EXAMPLES], y[:QUICK_EXAMPLES], QUICK_SAMPLES)
 
 
@@ -49,10 +55,12 @@ def weight_density(name: str, mtime_ns: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 @st.cache_resource(show_spinner=False, max_entries=1000)
-def pruned_point(name: str, mtime_ns: int, method: str, percent: int) -> pruning.PruningPoint:
-    """The model pruned to ``percent`` % on the quick subset; cached (shared, immutable), so
-    revisiting a slider position costs nothing."""
-    x, y = ui.mnist_test()
+def pruned_point(
+    name: str, mtime_ns: int, method: str, percent: int, task: str = "mnist"
+) -> pruning.PruningPoint:
+    """The model pruned to ``percent`` % on the quick subset of its task; cached (shared,
+    immutable), so revisiting a slider position costs nothing."""
+    x, y = ui.test_set(task)
     return pruning.pruning_point(
         ui.load_model(name),
         method,
@@ -77,9 +85,7 @@ st.markdown(
     "moves. For comparison, prune by |μ| alone or at random."
 )
 
-x_test, y_test = ui.require_mnist_test()
-
-infos = list_checkpoints()
+infos = ui.all_checkpoints()
 available = [i.spec.name for i in infos if i.available]
 # Present but broken files stay listed: choosing one names the file and says what is wrong.
 bbb_names = [
@@ -88,7 +94,10 @@ bbb_names = [
     if i.path.is_file() and model_class(i.spec.model.kind).weight_posterior
 ]
 if not bbb_names:
-    st.warning("No trained BBB checkpoint: train one with `python -m core train bbb_mixture`.")
+    st.warning(
+        "No trained BBB checkpoint: train one on the Train page or with "
+        "`python -m core train bbb_mixture`."
+    )
     st.stop()
 
 left, middle, right = st.columns([2, 2, 3])
@@ -114,9 +123,13 @@ try:
 except CheckpointError as exc:
     st.error(f"Cannot load {ui.model_title(name)}: {exc}")
     st.stop()
-pruned = pruned_point(name, ui.version(name), method, percent)
+task = ui.model_dataset(name)
+x_test, y_test = ui.require_test_set(task)
+if task != "mnist":
+    st.caption(f"Trained on {task_title(task)}: evaluated on its test set.")
+pruned = pruned_point(name, ui.version(name), method, percent, task)
 error, size = pruned.error, pruned.size
-base = unpruned_error(name, ui.version(name))
+base = unpruned_error(name, ui.version(name), task)
 
 a, b, c, d = st.columns(4)
 a.metric("Test error, unpruned", f"{base:.2%}")
@@ -169,12 +182,13 @@ compare = st.checkbox(
 )
 jobs = [(name, m, f"BBB, {pruning.METHOD_LABELS[m]}") for m in pruning.METHODS]
 dashes = {}
-for point_name in POINT_MODELS if compare else ():
-    if point_name in available:
+point_models = POINT_MODELS.get(task, ())
+for point_name, style in zip(point_models, POINT_MODELS["mnist"], strict=False):
+    if compare and point_name in available:
         for m in ("magnitude", "random"):
             label = f"{ui.model_title(point_name)}, {pruning.METHOD_LABELS[m].replace('μ', 'w')}"
             jobs.append((point_name, m, label))
-            dashes[label] = MODEL_DASHES[point_name]
+            dashes[label] = MODEL_DASHES[style]
 ui.run_jobs(pruning_jobs(jobs), CURVES_MESSAGE)
 curves = {label: cached_pruning_curve(n, m) for n, m, label in jobs}
 show_figure(curve_figure(curves, dashes, fraction), "pruning_curves")
@@ -190,7 +204,7 @@ st.table(paper_table(curves, total_weights))
 st.subheader("Trained weights")
 log_density = st.checkbox("Logarithmic density axis", key="pruning_log_density")
 densities = {
-    ui.model_title(n): weight_density(n, ui.version(n)) for n in POINT_MODELS if n in available
+    ui.model_title(n): weight_density(n, ui.version(n)) for n in point_models if n in available
 }
 densities[f"{ui.model_title(name)}, one posterior sample"] = weight_density(name, ui.version(name))
 show_figure(weights_figure(densities, WEIGHT_RANGE, log_density), "pruning_weights")

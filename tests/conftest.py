@@ -23,3 +23,10 @@ def mnist_small():
     except DatasetUnavailable as exc:
         pytest.skip(f"MNIST unavailable: {exc}")
     return (xtr[:2000], ytr[:2000]), (xte[:1000], yte[:1000])
+
+
+@pytest.fixture(autouse=True)
+def _empty_user_models(tmp_path_factory, monkeypatch):
+    """Every test starts with an empty user-model folder (models trained on this machine must
+    not leak into the sidebar a test inspects)."""
+    monkeypatch.setenv("BNN_MODELS_DIR", str(tmp_path_factory.mktemp("user_models")))

@@ -113,3 +113,31 @@ def test_page_runs_inside_the_app(checkpoint_dir):
     assert at.title[0].value == "Adversarial examples"
     at.slider(key="adv_eps").set_value(0.15).run()
     assert not at.exception, at.exception
+
+
+def test_each_task_is_attacked_on_its_own_test_set(checkpoint_dir):
+    from core.data import DatasetUnavailable, load_dataset
+    from core.storage.checkpoints import load_checkpoint
+    from core.studies.robustness import cached_curve, robustness_curve
+
+    try:
+        images, labels = load_dataset("fashion_mnist", "test", n_inputs=200, seed=0)
+    except DatasetUnavailable as exc:
+        pytest.skip(f"Fashion-MNIST unavailable: {exc}")
+    for seed, name in enumerate(("fashion_bbb_mixture", "fashion_mlp")):
+        torch.manual_seed(seed)
+        config = {**REGISTRY[name].model.to_dict(), "hidden": [16], "init_sigma": 0.05}
+        save_checkpoint(name, build_model(ModelConfig.from_dict(config)), {"note": "for tests"})
+    at = run_page(**{ui.MODELS_KEY: ["bbb_gaussian", "fashion_bbb_mixture", "fashion_mlp"]})
+    task = at.radio(key="adv_task")
+    assert task.value == "mnist" and task.options == ["MNIST", "Fashion-MNIST"]
+    task.set_value("fashion_mnist").run()
+    assert not at.exception, at.exception
+    assert "Left out (another task): BBB (Gaussian prior)" in [t.value for t in at.text]
+    assert at.get("image")[0].proto.imgs[0].caption == "Clean Fashion-MNIST test images"
+    at.radio(key="adv_mode").set_value("Transfer from the MLP").run()  # crafted on fashion_mlp
+    assert not at.exception, at.exception
+    settings = CurveSettings(n_inputs=200, n_eval_samples=20)
+    model = load_checkpoint("fashion_bbb_mixture", default_device())[0]
+    expected = robustness_curve(model, images, labels, settings)
+    assert cached_curve("fashion_bbb_mixture", settings) == expected

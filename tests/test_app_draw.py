@@ -89,7 +89,7 @@ def test_drawing_gives_prediction_and_verdict_per_model(untrained):
     at.session_state["draw_canvas"] = canvas_state("1")
     at.run()
     assert not at.exception, at.exception
-    assert [s.value for s in at.subheader] == [REGISTRY[n].title for n in MODELS]
+    assert [s.value for s in at.subheader][: len(MODELS)] == [REGISTRY[n].title for n in MODELS]
     assert len(verdicts(at)) == len(MODELS)
     labels = [m.label for m in at.metric]
     assert labels.count("Predictive entropy") == labels.count("Mutual information") == 3
@@ -222,3 +222,22 @@ def test_rotation_sweep_plots_every_model(untrained):
     at.slider(key="draw_sweep_steps").set_value(6).run()
     assert not at.exception
     assert any("0°, 36°, 72°, 108°, 144°, 180°" in c.value for c in at.main.caption)
+
+
+def test_models_of_another_task_are_not_offered_and_the_page_says_why(untrained):
+    from app.ui import MODELS_KEY
+
+    save_checkpoint("fashion_mlp", build_model(REGISTRY["fashion_mlp"].model), {"note": "test"})
+    at = AppTest.from_file(MAIN, default_timeout=120)
+    at.session_state[MODELS_KEY] = [*MODELS, "fashion_mlp"]
+    at.run()
+    at.switch_page("../pages/draw.py").run()
+    at.session_state["draw_canvas"] = canvas_state("1")
+    at.run()
+    assert not at.exception, at.exception
+    assert [s.value for s in at.main.subheader][: len(MODELS)] == [
+        REGISTRY[n].title for n in MODELS
+    ]
+    assert REGISTRY["fashion_mlp"].title not in [s.value for s in at.main.subheader]
+    assert any("Not offered on this page" in i.value for i in at.info)
+    assert REGISTRY["fashion_mlp"].title in [t.value for t in at.main.text]

@@ -58,8 +58,9 @@ def test_draw_shows_every_method(app):
     app.session_state["draw_canvas"] = canvas_state("1")
     app.run()
     assert not app.exception, app.exception
-    assert [s.value for s in app.subheader] == [spec.title for spec in REGISTRY.values()]
-    assert len(app.get("plotly_chart")) == len(REGISTRY)
+    digits = [spec for spec in REGISTRY.values() if spec.dataset == "mnist"]
+    assert [s.value for s in app.subheader][: len(digits)] == [spec.title for spec in digits]
+    assert len(app.get("plotly_chart")) == len(digits)
     assert any("members" in c.value for c in app.caption)  # the ensemble says what a pass is
 
 

@@ -172,3 +172,45 @@ def test_score_selector_redraws_from_the_disk_cache(small_models, small_dirs):
     assert chart_specs(at)[VIEWS:] != before
     assert "predictive entropy" in at.info[0].value
     assert_caption_states_the_core_numbers(at, "predictive_entropy")
+
+
+def test_fashion_mnist_can_be_the_in_distribution_task(small_dirs, tmp_path, monkeypatch):
+    """Fashion-MNIST models against MNIST digits; the MNIST model is left out, saying why."""
+    from app.ui import MODELS_KEY
+    from core.data import dataset_info
+
+    try:
+        load_dataset("fashion_mnist", "test", n_inputs=1)
+    except DatasetUnavailable as exc:
+        pytest.skip(f"Fashion-MNIST unavailable: {exc}")
+    monkeypatch.setattr(core.storage.checkpoints, "CHECKPOINT_DIR", tmp_path)
+    monkeypatch.setenv("BNN_CACHE_DIR", str(small_dirs[1]))
+    fashion = ("fashion_bbb_mixture", "fashion_mlp")
+    for i, name in enumerate(("bbb_mixture", *fashion)):
+        torch.manual_seed(i)
+        config = ModelConfig.from_dict({**REGISTRY[name].model.to_dict(), "hidden": [16]})
+        save_checkpoint(name, build_model(config), {"note": "untrained, for tests"})
+    at = AppTest.from_file("../app/main.py", default_timeout=300)
+    for key, value in {**SMALL, MODELS_KEY: ["bbb_mixture", *fashion]}.items():
+        at.session_state[key] = value
+    at.run()
+    at.switch_page(PAGE).run()
+    at.radio(key="ood_task").set_value("fashion_mnist").run()
+    assert not at.exception, at.exception
+    box = at.selectbox(key="ood_dataset")
+    assert box.value == "mnist" and "Fashion-MNIST" not in box.options
+    assert at.subheader[-1].value == "Fashion-MNIST test against MNIST" or any(
+        s.value == "Fashion-MNIST test against MNIST" for s in at.subheader
+    )
+    for table in (t.value for t in at.table):
+        assert list(table.index) == [REGISTRY[n].title for n in fashion]
+    assert REGISTRY["bbb_mixture"].title in [t.value for t in at.main.text]
+    assert "Near chance by design" in captions(at)  # digits are not clothes classes
+    settings = {"n_samples": SMALL["ood_samples"], "n_inputs": SMALL["ood_subset"]}
+    inside = evaluate_dataset("fashion_mlp", "fashion_mnist", **settings)
+    outside = evaluate_dataset("fashion_mlp", "mnist", **settings)
+    title = REGISTRY["fashion_mlp"].title
+    calm = ood_behaviour(inside, outside, "mutual_information").calm
+    assert f"{title}**: {calm:.0%} of the MNIST inputs" in at.info[0].value
+    assert not digit_labelled("rotated_mnist", "fashion_mnist")
+    assert digit_labelled("rotated_mnist") and dataset_info("fashion_mnist").has_labels

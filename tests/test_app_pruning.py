@@ -52,6 +52,7 @@ def checkpoints(shared_dirs, monkeypatch):
     """Use the shared small checkpoints (``checkpoints("mlp_only")``, ``checkpoints("corrupt")``
     for the other folders); curves at the paper's fractions only, to compute less."""
     monkeypatch.setenv("BNN_CACHE_DIR", str(shared_dirs / "cache"))
+    monkeypatch.setenv("BNN_MODELS_DIR", str(shared_dirs / "user_models"))  # none by default
     monkeypatch.setattr(core.studies.pruning_curves, "CURVE_FRACTIONS", PAPER_FRACTIONS)
 
     def use(which: str = "all") -> None:
@@ -153,3 +154,40 @@ def test_a_rewritten_checkpoint_is_evaluated_afresh(checkpoints, tmp_path, monke
         model = load_checkpoint("bbb_mixture")[0]
         expected = seeded_error(model, x[:1000], y[:1000], 5)
         assert metrics(run_page())["Test error, unpruned"] == f"{expected:.2%}"
+
+
+def test_a_user_trained_fashion_bbb_is_offered_and_evaluated_on_its_own_test_set(
+    checkpoints, shared_dirs
+):
+    from core.data import DatasetUnavailable, load_dataset
+    from core.evaluation.metrics import seeded_error
+    from core.storage.checkpoints import load_checkpoint
+
+    try:
+        x, y = load_dataset("fashion_mnist", "test")
+    except DatasetUnavailable as exc:
+        pytest.skip(f"Fashion-MNIST unavailable: {exc}")
+    folder = shared_dirs / "user_models"
+    torch.manual_seed(3)
+    config = ModelConfig.from_dict(
+        {**REGISTRY["fashion_bbb_mixture"].model.to_dict(), "hidden": [16]}
+    )
+    save_checkpoint("clothes", build_model(config), {"dataset": "fashion_mnist"}, folder)
+    try:
+        at = AppTest.from_file(PAGE, default_timeout=300)
+        at.session_state["pruning_model"] = "user:clothes"
+        at.run()
+        assert not at.exception, at.exception
+        box = at.selectbox(key="pruning_model")
+        assert "clothes (user-trained, Fashion-MNIST)" in box.options
+        assert "Trained on Fashion-MNIST: evaluated on its test set." in [
+            c.value for c in at.caption
+        ]
+        model = load_checkpoint("user:clothes")[0]
+        expected = seeded_error(model, x[:1000], y[:1000], 5)
+        assert metrics(at)["Test error, unpruned"] == f"{expected:.2%}"
+        at.checkbox(key="pruning_compare").check().run()  # no Fashion-MNIST MLP here: no curves
+        assert not at.exception, at.exception
+    finally:
+        for path in folder.iterdir():
+            path.unlink()

@@ -220,7 +220,12 @@ def test_killed_training_leaves_shipped_checkpoints_intact_and_no_temporaries(tm
     shipped = {p.name: sha256(p) for p in SHIPPED.glob("*.pt")}
     data = tmp_path / "data"
     search = os.pathsep.join(str(p) for p in data_search_path())
-    env = {"BNN_DATA_DIR": str(data), "BNN_DATA_PATH": search, "PYTHONUNBUFFERED": "1"}
+    env = {
+        "BNN_DATA_DIR": str(data),
+        "BNN_MODELS_DIR": str(data / "models"),
+        "BNN_DATA_PATH": search,
+        "PYTHONUNBUFFERED": "1",
+    }
     process = subprocess.Popen(
         [sys.executable, "-m", "core", "train", "mlp", "--epochs", "50", "--train-subset", "2000"],
         cwd=REPO_ROOT,

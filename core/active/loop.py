@@ -57,7 +57,7 @@ class ActiveConfig:
     acquire: int = 10
     budget: int = 300
     n_samples: int = 20
-    train_steps: int = 200
+    train_steps: int = 600
     test_size: int = 5_000
     n_eval_samples: int = 5
     seed: int = 0

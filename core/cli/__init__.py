@@ -10,11 +10,21 @@ from __future__ import annotations
 import argparse
 import sys
 
-from core.cli import active, attack, bench, bench_predictive, compare, data, models, ood
+from core.cli import (
+    active,
+    attack,
+    bench,
+    bench_predictive,
+    calibration,
+    compare,
+    data,
+    models,
+    ood,
+)
 from core.data import DatasetUnavailable
 from core.storage.checkpoints import CheckpointError
 
-COMMANDS = (data, models, bench, ood, bench_predictive, attack, compare, active)
+COMMANDS = (data, models, bench, ood, bench_predictive, attack, compare, calibration, active)
 """Modules exposing ``register(subparsers)``, in help order."""
 
 

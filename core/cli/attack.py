@@ -105,7 +105,7 @@ def cmd_attack(args) -> int:
     Returns:
         The exit code: 0, or 1 when no trained checkpoint is available.
     """
-    available = [i.spec.name for i in list_checkpoints() if i.available]
+    available = [i.spec.name for i in list_checkpoints(dataset="mnist") if i.available]
     names = args.checkpoint or available
     if not names:
         print("no trained checkpoints available (see python -m core list)", file=sys.stderr)

@@ -51,7 +51,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     Returns:
         The exit code: 0, or 1 when no checkpoint is available.
     """
-    names = args.checkpoint or [i.spec.name for i in list_checkpoints() if i.available]
+    names = args.checkpoint or [
+        i.spec.name for i in list_checkpoints(dataset="mnist") if i.available
+    ]
     if not names:
         print("no trained checkpoints available (see python -m core list)", file=sys.stderr)
         return 1

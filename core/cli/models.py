@@ -1,13 +1,20 @@
-"""``python -m core list | train | promote | evaluate``: the registered models.
+"""``python -m core list | train | promote | evaluate``: registered and user-trained models.
 
 Training writes to the user-model folder (:func:`core.storage.paths.user_model_dir`), never to
 the shipped ``checkpoints/``: an interrupted run cannot destroy a documented model. ``promote``
 replaces a shipped checkpoint with the user-trained one, after it finished and loads.
+
+``train`` takes a registered name (``python -m core train fashion_mlp``) or an ad-hoc
+configuration, the same choices as the app's Train page::
+
+    python -m core train --kind bbb --prior mixture --dataset fashion_mnist --epochs 5 --name my_bbb
+
+An ad-hoc model is saved once, when it finishes (:func:`core.jobs.training.run_training`), as
+``data/models/NAME.pt``; pages and commands address it as ``user:NAME``.
 """
 
 from __future__ import annotations
 
-import datetime
 import json
 import time
 from dataclasses import replace
@@ -15,21 +22,35 @@ from dataclasses import replace
 import torch
 
 from core.data import load_dataset
-from core.engine.device import default_device, device_name, library_versions
+from core.engine.device import default_device
 from core.engine.interface import ModelKind
-from core.engine.models import POST_HOC_FITS, build_model
+from core.engine.models import MODEL_CLASSES, POST_HOC_FITS, build_model
+from core.engine.objective import IMPLEMENTATIONS, KL_SCHEDULES
 from core.engine.train import EpochStats, train
 from core.evaluation.metrics import evaluate_model
+from core.jobs.training import (
+    PRIORS,
+    make_request,
+    prior_config,
+    run_training,
+    spec_request,
+    training_metadata,
+)
 from core.progress import text_progress
 from core.storage.checkpoints import (
     REGISTRY,
+    TASK_DATASETS,
     CheckpointError,
     CheckpointSpec,
+    checkpoint_dataset,
     checkpoint_path,
     list_checkpoints,
+    list_user_checkpoints,
     load_checkpoint,
     promote,
     save_checkpoint,
+    task_title,
+    user_key,
 )
 from core.storage.paths import user_model_dir
 
@@ -37,7 +58,8 @@ from core.storage.paths import user_model_dir
 def cmd_list(args) -> int:
     """Run ``python -m core list``: print each registered checkpoint and whether it loads.
 
-    User-trained models found in the user-model folder are listed after them.
+    User-trained models found in the user-model folder are listed after them, by the name
+    pages and commands know them by (``user:NAME``), with their task and test error.
 
     Args:
         args: The parsed command line (none are used).
@@ -46,32 +68,22 @@ def cmd_list(args) -> int:
         The exit code: 0.
     """
     for info in list_checkpoints():
-        meta = info.metadata
-        if not info.available:
-            status = f"BROKEN: {info.reason}" if info.path.is_file() else info.reason
-        else:
-            status = f"test error {meta['test_error']:.2%}" if "test_error" in meta else "ok"
-        print(f"{info.spec.name:14s} {info.spec.title:34s} {status}")
-    trained = sorted(user_model_dir().glob("*.pt"))
-    if trained:
-        print(f"user-trained models in {user_model_dir()}: {', '.join(p.stem for p in trained)}")
+        print(f"{info.spec.name:20s} {info.spec.title:36s} {_status(info)}")
+    user = list_user_checkpoints()
+    if user:
+        print(f"\nuser-trained models in {user_model_dir()}:")
+    for info in user:
+        task = task_title(info.spec.dataset)
+        print(f"{info.spec.name:26s} {info.spec.model.kind:9s} {task:14s} {_status(info)}")
     return 0
 
 
-def _metadata(spec, training, history, seconds, device, metrics, n_eval_samples) -> dict:
-    return {
-        "title": spec.title,
-        "training": training.to_dict(),
-        "epochs": len(history),
-        "test_error": metrics["test_error"],
-        "nll": metrics["nll"],
-        "n_eval_samples": n_eval_samples,
-        "train_seconds": seconds,
-        "history": [s.__dict__ for s in history],
-        "device": device_name(device),
-        "versions": library_versions(),
-        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-    }
+def _status(info) -> str:
+    """Test error of an available checkpoint, or why it is not available."""
+    if not info.available:
+        return f"BROKEN: {info.reason}" if info.path.is_file() else info.reason
+    meta = info.metadata
+    return f"test error {meta['test_error']:.2%}" if "test_error" in meta else "ok"
 
 
 def _resume_point(name: str) -> tuple[torch.nn.Module, list[EpochStats], float]:
@@ -104,20 +116,145 @@ def _fresh_model(spec: CheckpointSpec) -> torch.nn.Module:
     return model.requires_grad_(True).train()
 
 
-def cmd_train(args) -> int:
-    """Run ``python -m core train``: train a registered model into the user-model folder.
+ADHOC_OPTIONS = (
+    "kind",
+    "prior",
+    "prior_sigma",
+    "pi",
+    "sigma1",
+    "sigma2",
+    "init_sigma",
+    "beta",
+    "lr",
+    "batch_size",
+    "impl",
+    "kl_schedule",
+    "dropout",
+    "members",
+    "dataset",
+)
 
-    The checkpoint is saved atomically after every epoch, so an interrupted run keeps its last
-    finished epoch; ``--resume`` continues from it (the learning-rate schedule picks up where
-    it stopped; Adam's moments restart).
+
+def _adhoc_settings(args) -> dict:
+    """The model and training settings given on the command line (the others default)."""
+    settings = {}
+    if args.prior or args.prior_sigma or args.pi or args.sigma1 or args.sigma2:
+        family = args.prior or ("mixture" if args.pi or args.sigma1 or args.sigma2 else "gaussian")
+        given = {
+            "sigma": args.prior_sigma,
+            "pi": args.pi,
+            "sigma1": args.sigma1,
+            "sigma2": args.sigma2,
+        }
+        settings["prior"] = prior_config(family, **{k: v for k, v in given.items() if v})
+    for option in ("init_sigma", "beta", "lr", "batch_size", "impl", "kl_schedule", "dropout"):
+        if getattr(args, option) is not None:
+            settings[option] = getattr(args, option)
+    if args.members:
+        settings["members"] = args.members
+    if args.epochs:
+        settings["epochs"] = args.epochs
+    if args.train_samples:
+        settings["n_samples"] = args.train_samples
+    return settings
+
+
+def cmd_train_request(args) -> int:
+    """Train an ad-hoc configuration (``--kind``) or a registered spec under ``--name``.
+
+    The model is saved once, atomically, when training finishes; Ctrl-C leaves nothing.
 
     Args:
-        args: The parsed command line (``name``, ``epochs``, ``resume``, ``eval_samples``,
-            ``train_samples``, ``train_subset``, ``threads``).
+        args: The parsed command line.
 
     Returns:
         The exit code: 0.
+
+    Raises:
+        ValueError: For a bad combination of options or an invalid setting.
     """
+    if args.resume:
+        raise ValueError(
+            "--resume continues a registered model; it cannot be combined with --kind or --name"
+        )
+    if args.kind:
+        if args.name:
+            raise ValueError(f"give either a registered name ({args.name}) or --kind, not both")
+        if not args.model_name:
+            raise ValueError("--kind needs --name NAME, the name the new model is saved under")
+        request = make_request(
+            args.model_name,
+            args.kind,
+            dataset=args.dataset or "mnist",
+            n_train=args.train_subset or None,
+            n_eval_samples=args.eval_samples,
+            **_adhoc_settings(args),
+        )
+    else:
+        given = [o for o in ADHOC_OPTIONS if getattr(args, o, None) not in (None, 0, "")]
+        if given:
+            options = ", ".join("--" + o.replace("_", "-") for o in given)
+            raise ValueError(f"{options}: only with --kind (a registered model is fixed)")
+        spec = REGISTRY[args.name]
+        training = spec.training
+        overrides = {"epochs": args.epochs} if args.epochs else {}
+        if args.train_samples:
+            overrides["n_samples"] = args.train_samples
+        request = replace(
+            spec_request(
+                spec,
+                args.model_name,
+                n_train=args.train_subset or None,
+                n_eval_samples=args.eval_samples,
+            ),
+            training=replace(training, **overrides),
+        )
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    print(f"training {request.name}: {request.describe()}")
+    outcome = run_training(
+        request,
+        progress=text_progress(f"train {request.name}"),
+        on_epoch=lambda s: print(
+            f"\nepoch {s.epoch}: nll {s.nll:.4f} kl {s.kl:.0f} train err {s.train_error:.2%} "
+            f"test err {s.test_error:.2%} ({s.seconds:.1f}s)"
+        ),
+    )
+    metrics = outcome.metrics
+    print(
+        f"saved {outcome.path}: test error {metrics['test_error']:.2%}, NLL "
+        f"{metrics['nll']:.4f} on {task_title(request.dataset)} "
+        f"({request.n_eval_samples} passes); use it as {user_key(outcome.path.stem)}"
+    )
+    return 0
+
+
+def cmd_train(args) -> int:
+    """Run ``python -m core train``: train a model into the user-model folder.
+
+    A registered name alone trains that spec, saving atomically after every epoch, so an
+    interrupted run keeps its last finished epoch; ``--resume`` continues from it (the
+    learning-rate schedule picks up where it stopped; Adam's moments restart). With ``--kind``
+    (an ad-hoc configuration) or ``--name`` the run goes through :func:`cmd_train_request`.
+
+    Args:
+        args: The parsed command line (``name``, ``epochs``, ``resume``, ``eval_samples``,
+            ``train_samples``, ``train_subset``, ``threads``, the ad-hoc options).
+
+    Returns:
+        The exit code: 0.
+
+    Raises:
+        ValueError: Without a name or ``--kind``, or for a bad combination of options.
+    """
+    if args.kind or args.model_name:
+        return cmd_train_request(args)
+    if not args.name:
+        raise ValueError("give a registered name or --kind ... --name NAME (see --help)")
+    given = [o for o in ADHOC_OPTIONS if getattr(args, o, None) not in (None, 0, "")]
+    if given:
+        options = ", ".join("--" + o.replace("_", "-") for o in given)
+        raise ValueError(f"{options}: only with --kind (a registered model is fixed)")
     spec = REGISTRY[args.name]
     registered = spec.training
     if args.threads:
@@ -148,7 +285,16 @@ def cmd_train(args) -> int:
 
     def metadata(metrics: dict, n_eval_samples: int) -> dict:
         seconds = seconds_before + time.perf_counter() - start
-        meta = _metadata(spec, training, history, seconds, device, metrics, n_eval_samples)
+        meta = training_metadata(
+            title=spec.title,
+            dataset=spec.dataset,
+            training=training,
+            history=history,
+            seconds=seconds,
+            device=device,
+            metrics=metrics,
+            n_eval_samples=n_eval_samples,
+        )
         return meta | ({"base": spec.base} if spec.base else {}) | fitted
 
     def on_epoch(s: EpochStats) -> None:
@@ -161,8 +307,8 @@ def cmd_train(args) -> int:
         metrics = {"test_error": s.test_error, "nll": s.test_nll}
         save_checkpoint(spec.name, model, metadata(metrics, training.n_eval_samples), folder)
 
-    test = load_dataset("mnist", "test")
-    train_data = load_dataset("mnist", "train", n_inputs=n_train)
+    test = load_dataset(spec.dataset, "test")
+    train_data = load_dataset(spec.dataset, "train", n_inputs=n_train)
     if epochs > 0:
         progress = text_progress(f"train {spec.name}")
         train(
@@ -195,7 +341,9 @@ def cmd_promote(args) -> int:
 
 
 def cmd_evaluate(args) -> int:
-    """Run ``python -m core evaluate``: print the MNIST test metrics of a checkpoint.
+    """Run ``python -m core evaluate``: print a checkpoint's metrics on its own test set.
+
+    A Fashion-MNIST model is evaluated on the Fashion-MNIST test set, a MNIST model on MNIST's.
 
     Args:
         args: The parsed command line (``checkpoint``, ``samples``, ``json``).
@@ -204,14 +352,16 @@ def cmd_evaluate(args) -> int:
         The exit code: 0.
     """
     model, _ = load_checkpoint(args.checkpoint, default_device())
-    metrics = evaluate_model(model, *load_dataset("mnist", "test"), n_samples=args.samples)
+    dataset = checkpoint_dataset(args.checkpoint)
+    metrics = evaluate_model(model, *load_dataset(dataset, "test"), n_samples=args.samples)
     metrics["checkpoint"] = args.checkpoint
+    metrics["dataset"] = dataset
     if args.json:
         print(json.dumps(metrics))
     else:
         print(
-            f"{args.checkpoint}: test error {metrics['test_error']:.2%}, NLL {metrics['nll']:.4f}"
-            f", ECE {metrics['ece']:.4f} ({args.samples} samples)"
+            f"{args.checkpoint}: {task_title(dataset)} test error {metrics['test_error']:.2%}, "
+            f"NLL {metrics['nll']:.4f}, ECE {metrics['ece']:.4f} ({args.samples} samples)"
         )
     return 0
 
@@ -225,9 +375,30 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("list", help="list registered checkpoints and check they load")
     p.set_defaults(func=cmd_list)
     p = subparsers.add_parser(
-        "train", help="train a registered model into the user-model folder (data/models)"
+        "train",
+        help="train a registered model or an ad-hoc configuration into the user-model folder",
+        description="Train a registered model (NAME) or an ad-hoc configuration (--kind ... "
+        "--name NEW) into the user-model folder (data/models); settings not given come from "
+        "the kind's registered model.",
     )
-    p.add_argument("name", choices=sorted(REGISTRY))
+    p.add_argument("name", nargs="?", choices=sorted(REGISTRY), help="a registered model")
+    p.add_argument("--name", dest="model_name", help="save as this user model (ad-hoc: required)")
+    kinds = sorted(k.value for k in MODEL_CLASSES)
+    p.add_argument("--kind", choices=kinds, help="ad-hoc: the method")
+    p.add_argument("--dataset", choices=sorted(TASK_DATASETS), help="ad-hoc: task (mnist)")
+    p.add_argument("--prior", choices=PRIORS, help="ad-hoc BBB: prior family")
+    p.add_argument("--prior-sigma", type=float, help="ad-hoc BBB: σ of the Gaussian prior")
+    p.add_argument("--pi", type=float, help="ad-hoc BBB: mixture weight π of the wide part")
+    p.add_argument("--sigma1", type=float, help="ad-hoc BBB: σ1 of the mixture's wide part")
+    p.add_argument("--sigma2", type=float, help="ad-hoc BBB: σ2 of the mixture's narrow part")
+    p.add_argument("--init-sigma", type=float, help="ad-hoc BBB: initial posterior σ")
+    p.add_argument("--beta", type=float, help="ad-hoc: KL weight β")
+    p.add_argument("--impl", choices=IMPLEMENTATIONS, help="ad-hoc: ELBO estimator")
+    p.add_argument("--kl-schedule", choices=KL_SCHEDULES, help="ad-hoc: KL weighting")
+    p.add_argument("--lr", type=float, help="ad-hoc: Adam's learning rate")
+    p.add_argument("--batch-size", type=int, help="ad-hoc: images per minibatch")
+    p.add_argument("--dropout", type=float, help="ad-hoc MC dropout: dropout probability")
+    p.add_argument("--members", type=int, default=0, help="ad-hoc ensemble: networks")
     p.add_argument("--epochs", type=int, default=0, help="epochs to run (default: registered)")
     p.add_argument("--resume", action="store_true", help="continue the user-trained checkpoint")
     p.add_argument("--eval-samples", type=int, default=100)

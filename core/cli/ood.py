@@ -53,7 +53,9 @@ def cmd_ood(args) -> int:
     Returns:
         The exit code: 0, or 1 when no checkpoint or no OOD dataset is available.
     """
-    checkpoints = args.checkpoint or [i.spec.name for i in list_checkpoints() if i.available]
+    checkpoints = args.checkpoint or [
+        i.spec.name for i in list_checkpoints(dataset="mnist") if i.available
+    ]
     datasets = args.dataset or ood_datasets()
     if not checkpoints or not datasets:
         missing = "trained checkpoints" if not checkpoints else "OOD datasets"

@@ -107,6 +107,27 @@ class EpochStats:
 
 
 @dataclass
+class StepStats:
+    """Running averages of the current epoch so far, reported every few steps.
+
+    Attributes:
+        epoch: Epoch number, 1-based.
+        fraction: Fraction of all steps of the run done, in [0, 1].
+        elbo_loss: Training objective per training image so far in this epoch (nats).
+        nll: Training NLL per training image so far in this epoch (nats).
+        kl: Complexity cost averaged over this epoch's minibatches so far (nats).
+        train_error: Fraction of this epoch's training images so far misclassified.
+    """
+
+    epoch: int
+    fraction: float
+    elbo_loss: float
+    nll: float
+    kl: float
+    train_error: float
+
+
+@dataclass
 class TrainResult:
     """What :func:`train` returns.
 
@@ -147,6 +168,7 @@ def train(
     progress: ProgressFn | None = None,
     on_epoch: Callable[[EpochStats], None] | None = None,
     cancel: threading.Event | None = None,
+    on_step: Callable[[StepStats], None] | None = None,
 ) -> TrainResult:
     """Train ``model`` in place.
 
@@ -161,6 +183,8 @@ def train(
         on_epoch: Gets each epoch's stats.
         cancel: Setting it stops after the current step (the model keeps its last weights
             and ``TrainResult.cancelled`` is True).
+        on_step: Gets the epoch's running averages every 20 steps and at its end (for live
+            curves; each call waits for the device).
 
     Returns:
         The per-epoch history, whether the run was cancelled and its duration.
@@ -210,6 +234,14 @@ def train(
             step = (epoch - 1) * num_batches + i
             if i % 20 == 0 or i == num_batches:
                 report(progress, step / total_steps, f"epoch {epoch}/{config.epochs}")
+                if on_step is not None:
+                    seen = min(i * config.batch_size, n_train)
+                    loss, nll, kl, wrong = sums.tolist()
+                    on_step(
+                        StepStats(
+                            epoch, step / total_steps, loss / seen, nll / seen, kl / i, wrong / seen
+                        )
+                    )
         scheduler.step()
         model.eval()
         test = evaluate_model(model, x_test, y_test, config.n_eval_samples)

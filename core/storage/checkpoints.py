@@ -5,6 +5,14 @@ Shipped checkpoints live in ``checkpoints/`` (tracked by git); models trained by
 :func:`~core.storage.paths.user_model_dir`, so an interrupted run never touches a shipped file.
 Replacing a shipped file is a separate step, :func:`promote`, after training finished.
 
+Models are named by their registry name (a shipped file, ``checkpoints/NAME.pt``) or by
+``user:NAME`` (:func:`user_key`, the file ``<user-model folder>/NAME.pt``); every function that
+takes a checkpoint (:func:`resolve_checkpoint`, :func:`load_checkpoint`, the disk cache, the
+studies) accepts both, and a ``.pt`` path. :func:`list_user_checkpoints` lists the user
+folder; :func:`rename_user_checkpoint` and :func:`delete_user_checkpoint` manage it. Each
+model's task (the dataset it was trained on, e.g. ``"fashion_mnist"``) is in its metadata and
+read by :func:`checkpoint_dataset`.
+
 Each checkpoint ``NAME`` is two files written atomically (temp file in the same folder, fsync,
 ``os.replace``), so a crash never leaves a half-written model:
 
@@ -18,6 +26,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
 import shutil
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -31,6 +41,12 @@ from core.storage.atomic import atomic_write, remove_stale_temporaries
 from core.storage.paths import CHECKPOINT_DIR, user_model_dir
 
 FORMAT_VERSION = 1
+USER_PREFIX = "user:"
+"""Prefix of the names of user-trained models: ``user:NAME`` is ``<user folder>/NAME.pt``."""
+TASK_DATASETS = {"mnist": "MNIST", "fashion_mnist": "Fashion-MNIST"}
+"""Datasets a model can be trained on (with a train split) → their titles."""
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+"""A user model's name: letters, digits, ``_`` and ``-`` (safe as a file name and in titles)."""
 GAUSSIAN_PRIOR = {"kind": "gaussian", "sigma": 1.0}
 MIXTURE_PRIOR = {"kind": "mixture", "pi": 0.5, "sigma1": 1.0, "sigma2": 0.0024787521766663585}
 
@@ -55,6 +71,8 @@ class CheckpointSpec:
             training, only the kind's post-hoc fit (:data:`core.engine.models.POST_HOC_FITS`).
         base: The registered checkpoint whose weights it starts from (a post-hoc method such
             as Laplace fits on top of a trained network), or None.
+        dataset: The task it is trained and evaluated on, a key of
+            :data:`TASK_DATASETS` (``"mnist"`` or ``"fashion_mnist"``).
     """
 
     name: str
@@ -63,6 +81,7 @@ class CheckpointSpec:
     model: ModelConfig
     training: TrainConfig = field(default_factory=TrainConfig)
     base: str | None = None
+    dataset: str = "mnist"
 
 
 REGISTRY: dict[str, CheckpointSpec] = {
@@ -129,6 +148,32 @@ REGISTRY: dict[str, CheckpointSpec] = {
             TrainConfig(epochs=0),
             base="mlp",
         ),
+        CheckpointSpec(
+            "fashion_mlp",
+            "MLP (Fashion-MNIST)",
+            "Plain 784-400-400-10 ReLU network trained on Fashion-MNIST, point estimate.",
+            ModelConfig(kind="mlp"),
+            TrainConfig(epochs=15, impl="vmap", lr_decay=0.85),
+            dataset="fashion_mnist",
+        ),
+        CheckpointSpec(
+            "fashion_dropout",
+            "MC dropout MLP (Fashion-MNIST)",
+            "784-400-400-10 ReLU network trained on Fashion-MNIST, dropout 0.5 kept on at "
+            "prediction (MC dropout).",
+            ModelConfig(kind="dropout", dropout=0.5),
+            TrainConfig(epochs=30, impl="vmap", lr_decay=0.93),
+            dataset="fashion_mnist",
+        ),
+        CheckpointSpec(
+            "fashion_bbb_mixture",
+            "BBB, scale mixture (Fashion-MNIST)",
+            "Bayes by Backprop trained on Fashion-MNIST, prior ½·N(0, 1) + ½·N(0, e^-12), "
+            "KL weight β = 0.1.",
+            ModelConfig(kind="bbb", prior=MIXTURE_PRIOR),
+            TrainConfig(epochs=20, impl="vmap", lr_decay=0.92, beta=0.1),
+            dataset="fashion_mnist",
+        ),
     ]
 }
 
@@ -165,15 +210,42 @@ def checkpoint_path(name: str, directory: Path | None = None) -> Path:
     return (directory or CHECKPOINT_DIR) / f"{name}.pt"
 
 
-def resolve_checkpoint(checkpoint: str | Path) -> Path:
-    """The ``.pt`` file of a registry name (in ``checkpoints/``) or the path itself.
+def user_key(name: str) -> str:
+    """The name under which pages and studies address a user-trained model.
 
     Args:
-        checkpoint: A registry name, or a path ending in ``.pt``.
+        name: The file stem in the user-model folder.
+
+    Returns:
+        ``user:NAME``.
+    """
+    return USER_PREFIX + name
+
+
+def is_user_key(name: str | Path) -> bool:
+    """Tell whether a checkpoint name addresses a user-trained model (``user:NAME``).
+
+    Args:
+        name: A checkpoint name or path.
+
+    Returns:
+        True for ``user:NAME``.
+    """
+    return isinstance(name, str) and name.startswith(USER_PREFIX)
+
+
+def resolve_checkpoint(checkpoint: str | Path) -> Path:
+    """The ``.pt`` file of a registry name (in ``checkpoints/``), a user key or a path.
+
+    Args:
+        checkpoint: A registry name, ``user:NAME`` (in
+            :func:`~core.storage.paths.user_model_dir`), or a path ending in ``.pt``.
 
     Returns:
         The path (which may not exist).
     """
+    if is_user_key(checkpoint):
+        return checkpoint_path(str(checkpoint)[len(USER_PREFIX) :], user_model_dir())
     path = Path(checkpoint)
     return path if path.suffix == ".pt" else checkpoint_path(str(checkpoint))
 
@@ -356,7 +428,9 @@ def checkpoint_problem(path: Path) -> str:
     return _health(str(path), stat.st_size, stat.st_mtime_ns, json_mtime)
 
 
-def list_checkpoints(directory: Path | None = None) -> list[CheckpointInfo]:
+def list_checkpoints(
+    directory: Path | None = None, dataset: str | None = None
+) -> list[CheckpointInfo]:
     """Every registered checkpoint, with whether its weights file is present and loads.
 
     Each file is loaded once per version to check it; stale temporary files in the folder are
@@ -364,6 +438,7 @@ def list_checkpoints(directory: Path | None = None) -> list[CheckpointInfo]:
 
     Args:
         directory: The folder; None for the shipped ``checkpoints/`` folder.
+        dataset: Only the specs trained on this dataset (e.g. ``"mnist"``); None for all.
 
     Returns:
         One entry per registered name, in registry order.
@@ -372,6 +447,8 @@ def list_checkpoints(directory: Path | None = None) -> list[CheckpointInfo]:
     folder = directory or CHECKPOINT_DIR
     remove_stale_temporaries(folder)
     for spec in REGISTRY.values():
+        if dataset is not None and spec.dataset != dataset:
+            continue
         path = checkpoint_path(spec.name, directory)
         problem = checkpoint_problem(path)
         metadata = {} if problem else read_metadata(path)
@@ -406,3 +483,176 @@ def promote(name: str, source_dir: Path | None = None) -> Path:
     if source.with_suffix(".json").is_file():
         _copy(source.with_suffix(".json"), target.with_suffix(".json"))
     return target
+
+
+# --- user-trained models -------------------------------------------------------------------
+
+
+def task_title(dataset: str) -> str:
+    """The title of a task dataset.
+
+    Args:
+        dataset: A dataset name, e.g. ``"fashion_mnist"``.
+
+    Returns:
+        Its title from :data:`TASK_DATASETS`, or the name itself.
+    """
+    return TASK_DATASETS.get(dataset, dataset)
+
+
+@lru_cache(maxsize=512)
+def _stored_dataset(path: str, json_mtime_ns: int) -> str | None:
+    try:
+        value = read_metadata(Path(path)).get("dataset")
+    except CheckpointError:
+        return None
+    return value if isinstance(value, str) and value else None
+
+
+def checkpoint_dataset(checkpoint: str | Path) -> str:
+    """The dataset a model was trained on, the task it is evaluated on.
+
+    Read from the checkpoint's metadata (``"dataset"``), else from its registry spec; models
+    saved before datasets were recorded are MNIST models.
+
+    Args:
+        checkpoint: A registry name, ``user:NAME`` or a ``.pt`` path.
+
+    Returns:
+        The dataset's name, e.g. ``"mnist"`` or ``"fashion_mnist"``.
+    """
+    path = resolve_checkpoint(checkpoint)
+    json_file = path.with_suffix(".json")
+    try:
+        stored = _stored_dataset(str(path), json_file.stat().st_mtime_ns)
+    except OSError:
+        stored = None
+    if stored:
+        return stored
+    stem = path.stem
+    if not is_user_key(checkpoint) and stem in REGISTRY:
+        return REGISTRY[stem].dataset
+    return "mnist"
+
+
+def validate_model_name(name: str) -> str:
+    """Check a user model's name.
+
+    Args:
+        name: The proposed name (surrounding spaces are dropped).
+
+    Returns:
+        The name, stripped.
+
+    Raises:
+        ValueError: If it is empty, too long, or has characters other than letters, digits,
+            ``_`` and ``-`` (or does not start with a letter or digit).
+    """
+    name = name.strip()
+    if not NAME_PATTERN.match(name):
+        raise ValueError(
+            f"{name!r} is not a valid model name: use 1 to 64 letters, digits, '_' or '-', "
+            "starting with a letter or digit"
+        )
+    return name
+
+
+def _user_spec(stem: str, meta: dict) -> CheckpointSpec:
+    """The spec of a user-trained model, read from its metadata (defaults where absent)."""
+    try:
+        model = ModelConfig.from_dict(meta["model_config"])
+    except (KeyError, TypeError, ValueError):
+        model = ModelConfig()
+    try:
+        training = TrainConfig(**meta["training"])
+    except (KeyError, TypeError, ValueError):
+        training = TrainConfig()
+    dataset = meta.get("dataset") or (REGISTRY[stem].dataset if stem in REGISTRY else "mnist")
+    task = "" if dataset == "mnist" else f", {task_title(dataset)}"
+    description = meta.get("description") or meta.get("title") or ""
+    return CheckpointSpec(
+        user_key(stem),
+        f"{stem} (user-trained{task})",
+        str(description),
+        model,
+        training,
+        dataset=str(dataset),
+    )
+
+
+def list_user_checkpoints(directory: Path | None = None) -> list[CheckpointInfo]:
+    """Every model in the user-model folder, with whether it loads.
+
+    Their specs are read from the metadata: the name is ``user:NAME``, the title
+    ``NAME (user-trained)`` (plus the task when it is not MNIST). Stale temporary files are
+    removed first, so a run killed mid-save leaves nothing listed.
+
+    Args:
+        directory: The folder; None for :func:`~core.storage.paths.user_model_dir`.
+
+    Returns:
+        One entry per ``.pt`` file, by name.
+    """
+    folder = directory or user_model_dir()
+    remove_stale_temporaries(folder)
+    infos = []
+    for path in sorted(folder.glob("*.pt")):
+        problem = checkpoint_problem(path)
+        try:
+            meta = read_metadata(path)
+        except CheckpointError:
+            meta = {}
+        spec = _user_spec(path.stem, meta)
+        infos.append(CheckpointInfo(spec, path, not problem, problem, {} if problem else meta))
+    return infos
+
+
+def rename_user_checkpoint(old: str, new: str, directory: Path | None = None) -> Path:
+    """Rename a user-trained model (its ``.pt`` and ``.json``).
+
+    The new metadata is written first (atomically), then the weights file is renamed in one
+    step, then the old metadata removed: an interruption leaves at most a stray ``.json``.
+
+    Args:
+        old: The current name (file stem, or ``user:NAME``).
+        new: The new name (see :func:`validate_model_name`).
+        directory: The folder; None for :func:`~core.storage.paths.user_model_dir`.
+
+    Returns:
+        The new ``.pt`` path.
+
+    Raises:
+        ValueError: If ``new`` is not a valid name.
+        CheckpointError: If ``old`` does not exist or ``new`` does.
+    """
+    folder = directory or user_model_dir()
+    old = old.removeprefix(USER_PREFIX)
+    new = validate_model_name(new.removeprefix(USER_PREFIX))
+    source, target = checkpoint_path(old, folder), checkpoint_path(new, folder)
+    if not source.is_file():
+        raise CheckpointError(f"{source}: no such user-trained model")
+    if target.exists():
+        raise CheckpointError(f"{target}: a model named {new!r} exists already")
+    meta = read_metadata(source) | {"name": new}
+    text = json.dumps(meta, indent=2, sort_keys=True).encode()
+    atomic_write(target.with_suffix(".json"), lambda f: f.write(text))
+    os.replace(source, target)
+    source.with_suffix(".json").unlink(missing_ok=True)
+    return target
+
+
+def delete_user_checkpoint(name: str, directory: Path | None = None) -> None:
+    """Delete a user-trained model (its ``.pt`` and ``.json``).
+
+    Args:
+        name: Its name (file stem, or ``user:NAME``).
+        directory: The folder; None for :func:`~core.storage.paths.user_model_dir`.
+
+    Raises:
+        CheckpointError: If there is no such model.
+    """
+    path = checkpoint_path(name.removeprefix(USER_PREFIX), directory or user_model_dir())
+    if not path.is_file():
+        raise CheckpointError(f"{path}: no such user-trained model")
+    path.unlink()
+    path.with_suffix(".json").unlink(missing_ok=True)

@@ -4,7 +4,8 @@
 - ``BNN_DATA_PATH``: extra read-only folders searched after it, separated by ``os.pathsep``
   (e.g. ``../shared/datasets`` in CI).
 - ``BNN_CACHE_DIR``: on-disk evaluation cache (default ``<repo>/.cache``, git-ignored).
-- user-trained models: ``<data folder>/models`` (:func:`user_model_dir`).
+- ``BNN_MODELS_DIR``: user-trained models (default ``<data folder>/models``,
+  :func:`user_model_dir`).
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ def user_model_dir() -> Path:
     """Where models trained by users are saved, never the shipped ``checkpoints/`` folder.
 
     Returns:
-        ``<data folder>/models``.
+        ``BNN_MODELS_DIR``, or ``<data folder>/models`` by default, as an absolute path.
     """
-    return data_dir() / "models"
+    folder = os.environ.get("BNN_MODELS_DIR")
+    return Path(folder).expanduser().resolve() if folder else data_dir() / "models"

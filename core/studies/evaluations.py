@@ -9,7 +9,8 @@ checkpoint's content, the dataset, split, subset size and seed and the sample co
 Monte-Carlo noise is seeded too, so results are reproducible.
 
 :func:`rejection_thresholds` derives the "I don't know" limits (90th/99th percentiles of each
-score) from the cached full MNIST test-set evaluation.
+score) from the cached evaluation of the checkpoint's own full test set (MNIST, or
+Fashion-MNIST for a Fashion-MNIST model).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from core.evaluation.metrics import calibration
 from core.evaluation.uncertainty import rejection_limits, summarize
 from core.progress import Job, ProgressFn, report
 from core.storage.cache import CacheEntry, cache_entry
-from core.storage.checkpoints import load_checkpoint, resolve_checkpoint
+from core.storage.checkpoints import checkpoint_dataset, load_checkpoint, resolve_checkpoint
 
 CACHE_VERSION = 2  # bump when what is computed or stored changes
 BATCH_SIZE = 500  # inputs per progress step
@@ -234,8 +235,10 @@ def evaluation_jobs(
 def rejection_thresholds(
     checkpoint: str | Path, *, n_samples: int = 100, progress: ProgressFn | None = None
 ) -> dict[str, dict[str, float]]:
-    """Derive the "I don't know" limits of each score from the full MNIST test set.
+    """Derive the "I don't know" limits of each score from the checkpoint's own test set.
 
+    The test set is that of the task it was trained on
+    (:func:`~core.storage.checkpoints.checkpoint_dataset`: MNIST, or Fashion-MNIST).
     Computed once per checkpoint file, then cached (see
     :func:`core.evaluation.uncertainty.verdict`).
 
@@ -245,9 +248,8 @@ def rejection_thresholds(
         progress: Called with (fraction done, message) while computing; None for silence.
 
     Returns:
-        Score name → ``{"p90", "p99"}``, the 90th and 99th percentiles on MNIST.
+        Score name → ``{"p90", "p99"}``, the 90th and 99th percentiles on the test set.
     """
-    evaluation = evaluate_dataset(
-        checkpoint, IN_DISTRIBUTION, n_samples=n_samples, progress=progress
-    )
+    dataset = checkpoint_dataset(checkpoint)
+    evaluation = evaluate_dataset(checkpoint, dataset, n_samples=n_samples, progress=progress)
     return {name: rejection_limits(values) for name, values in evaluation.scores.items()}

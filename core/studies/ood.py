@@ -18,6 +18,7 @@ import torch
 from core.evaluation.metrics import ood_metrics
 from core.evaluation.uncertainty import rejection_limits
 from core.progress import ProgressFn, report, share
+from core.storage.checkpoints import checkpoint_dataset
 from core.studies.evaluations import IN_DISTRIBUTION, DatasetEvaluation, evaluate_dataset
 
 CONFIDENT_PROB = 0.9  # a mean probability at least this high counts as a confident answer
@@ -38,21 +39,23 @@ def ood_datasets() -> list[str]:
     ]
 
 
-def digit_labelled(dataset: str) -> bool:
-    """Tell whether a dataset is labelled with MNIST's digit classes (e.g. rotated MNIST).
+def digit_labelled(dataset: str, in_distribution: str = IN_DISTRIBUTION) -> bool:
+    """Tell whether a dataset is labelled with the task's classes (e.g. rotated MNIST).
 
-    Only then does the accuracy of a MNIST model on it mean something.
+    Only then does the accuracy of a model of that task on it mean something.
 
     Args:
         dataset: The dataset's name.
+        in_distribution: The task the model was trained on (MNIST by default, whose classes
+            are digits; Fashion-MNIST's are clothes).
 
     Returns:
-        True for digit labels.
+        True when ``dataset`` has the same class names as the task.
     """
     from core.data import dataset_info
 
     info = dataset_info(dataset)
-    return info.has_labels and info.class_names == dataset_info(IN_DISTRIBUTION).class_names
+    return info.has_labels and info.class_names == dataset_info(in_distribution).class_names
 
 
 @dataclass(frozen=True)
@@ -112,7 +115,10 @@ def ood_result(
     n_inputs: int | None = None,
     progress: ProgressFn | None = None,
 ) -> OodResult:
-    """Rate a checkpoint at detecting an OOD dataset among MNIST test inputs.
+    """Rate a checkpoint at detecting an OOD dataset among its own task's test inputs.
+
+    The in-distribution inputs are the test set of the task the checkpoint was trained on
+    (:func:`~core.storage.checkpoints.checkpoint_dataset`: MNIST or Fashion-MNIST).
 
     Args:
         checkpoint: Registry name or ``.pt`` path.
@@ -124,6 +130,7 @@ def ood_result(
     Returns:
         The detection metrics per score and the OOD-label accuracy.
     """
+    task = checkpoint_dataset(checkpoint)
     inside, outside = (
         evaluate_dataset(
             checkpoint,
@@ -132,7 +139,7 @@ def ood_result(
             n_inputs=n_inputs,
             progress=share(progress, i, 2),
         )
-        for i, dataset in enumerate((IN_DISTRIBUTION, ood_dataset))
+        for i, dataset in enumerate((task, ood_dataset))
     )
     return OodResult(
         checkpoint=Path(checkpoint).stem,
@@ -140,7 +147,7 @@ def ood_result(
         n_samples=n_samples,
         num_in=len(inside),
         num_out=len(outside),
-        ood_accuracy=outside.accuracy if digit_labelled(ood_dataset) else None,
+        ood_accuracy=outside.accuracy if digit_labelled(ood_dataset, task) else None,
         metrics=compare(inside, outside),
     )
 
@@ -212,7 +219,7 @@ def ood_behaviour(
     p90 = rejection_limits(inside.scores[score])["p90"]
     sure = outside.mean.max(-1).values >= CONFIDENT_PROB
     mistakes = None
-    if outside.labels is not None and digit_labelled(outside.dataset):
+    if outside.labels is not None and digit_labelled(outside.dataset, inside.dataset):
         mistakes = (sure & ~outside.correct).float().mean().item()
     common = None
     if sure.any():

@@ -17,7 +17,7 @@ from core.evaluation.metrics import seeded_error
 from core.evaluation.pruning import prune
 from core.progress import Job, ProgressFn, report
 from core.storage.cache import CacheEntry, cache_entry
-from core.storage.checkpoints import load_checkpoint
+from core.storage.checkpoints import checkpoint_dataset, load_checkpoint
 
 CURVE_FRACTIONS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 0.98, 0.99)
 CURVE_SAMPLES = 10
@@ -73,7 +73,8 @@ def curve_entry(checkpoint: str | Path, method: str, n_samples: int, seed: int) 
     Returns:
         The entry.
     """
-    settings = {"method": method, "n_samples": n_samples, "seed": seed, "data": "mnist/test"}
+    data = f"{checkpoint_dataset(checkpoint)}/test"
+    settings = {"method": method, "n_samples": n_samples, "seed": seed, "data": data}
     return cache_entry("pruning", CACHE_VERSION, checkpoints=(checkpoint,), settings=settings)
 
 
@@ -119,7 +120,7 @@ def cached_pruning_curve(
     seed: int = 0,
     progress: ProgressFn | None = None,
 ) -> PruningCurve:
-    """Get a checkpoint's pruning curve on the full MNIST test set.
+    """Get a checkpoint's pruning curve on its task's full test set (MNIST or Fashion-MNIST).
 
     Points not cached yet are computed (reporting progress) and cached one by one, so an
     interrupted computation resumes where it stopped.
@@ -143,7 +144,7 @@ def cached_pruning_curve(
         from core.data import load_dataset
 
         model = load_checkpoint(checkpoint, default_device())[0]
-        x, y = load_dataset("mnist", "test")
+        x, y = load_dataset(checkpoint_dataset(checkpoint), "test")
         for i, fraction in enumerate(missing):
             report(progress, i / len(missing), f"{fraction:.0%} removed")
             pruned = prune(model, fraction, method, seed)

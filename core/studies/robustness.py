@@ -1,4 +1,4 @@
-"""Accuracy and uncertainty against the FGSM ε on an MNIST test subset, cached on disk.
+"""Accuracy and uncertainty against the FGSM ε on a test subset, cached on disk.
 
 A :class:`RobustnessCurve` holds, at each ε of a grid, for one model: the accuracy of its
 ``n_eval_samples``-pass predictive mean on the FGSM examples, the mean predictive entropy and
@@ -11,7 +11,8 @@ The FGSM direction sign(∇ₓ NLL) is computed once per model (on the clean inp
 each ε. For a transfer attack it comes from another model (``source``). Monte-Carlo noise is
 seeded, so a curve is reproducible; the global RNG is left as it was.
 
-:func:`cached_curve` evaluates a checkpoint on ``n_inputs`` MNIST test images drawn with
+:func:`cached_curve` evaluates a checkpoint on ``n_inputs`` test images of its own task
+(:func:`~core.storage.checkpoints.checkpoint_dataset`: MNIST, or Fashion-MNIST) drawn with
 ``seed`` (:func:`core.data.load_dataset`) and stores the curve in the disk cache
 (:func:`core.storage.cache.cache_entry`), keyed by the contents of the attacked and of the
 source checkpoint, the settings and :data:`CACHE_VERSION`, so a retrained checkpoint gets a
@@ -32,7 +33,7 @@ from core.evaluation.metrics import auroc
 from core.evaluation.uncertainty import summarize
 from core.progress import Job, ProgressFn, report
 from core.storage.cache import CacheEntry, cache_entry
-from core.storage.checkpoints import load_checkpoint
+from core.storage.checkpoints import checkpoint_dataset, load_checkpoint
 
 EPS_GRID = (0.0, 0.05, 0.1, 0.15, 0.2)
 CACHE_VERSION = 3  # bump when what is computed or stored changes
@@ -176,7 +177,7 @@ def curve_entry(
         "adversarial",
         CACHE_VERSION,
         checkpoints=(checkpoint, source),
-        settings={**settings.to_dict(), "data": ["mnist", "test"]},
+        settings={**settings.to_dict(), "data": [checkpoint_dataset(checkpoint), "test"]},
     )
 
 
@@ -215,7 +216,7 @@ def cached_curve(
         The curve.
 
     Raises:
-        DatasetUnavailable: If MNIST is missing.
+        DatasetUnavailable: If the checkpoint's test set is missing.
         CheckpointError: If a checkpoint is missing or damaged.
     """
     entry = curve_entry(checkpoint, settings, source)
@@ -228,7 +229,8 @@ def cached_curve(
     device = default_device()
     model = load_checkpoint(checkpoint, device)[0]
     crafter = None if source is None else load_checkpoint(source, device)[0]
-    images, labels = load_dataset("mnist", "test", n_inputs=settings.n_inputs, seed=settings.seed)
+    dataset = checkpoint_dataset(checkpoint)
+    images, labels = load_dataset(dataset, "test", n_inputs=settings.n_inputs, seed=settings.seed)
     curve = robustness_curve(
         model, images.to(device), labels.to(device), settings, source=crafter, progress=progress
     )
@@ -304,11 +306,11 @@ def targeted_detection(
 
     Raises:
         CheckpointError: If the checkpoint does not load.
-        DatasetUnavailable: If MNIST is missing.
+        DatasetUnavailable: If the checkpoint's test set is missing.
     """
-    entry = cache_entry(
-        "targeted", CACHE_VERSION, checkpoints=(checkpoint,), settings=asdict(settings)
-    )
+    dataset = checkpoint_dataset(checkpoint)
+    key = asdict(settings) | ({} if dataset == "mnist" else {"data": dataset})
+    entry = cache_entry("targeted", CACHE_VERSION, checkpoints=(checkpoint,), settings=key)
     stored = entry.load()
     if isinstance(stored, dict):
         return stored
@@ -316,7 +318,7 @@ def targeted_detection(
 
     device = default_device()
     model = load_checkpoint(checkpoint, device)[0]
-    images, labels = load_dataset("mnist", "test", n_inputs=settings.n_inputs, seed=settings.seed)
+    images, labels = load_dataset(dataset, "test", n_inputs=settings.n_inputs, seed=settings.seed)
     images, labels = images.to(device), labels.to(device)
     target = (labels + 1) % 10
     k = settings.n_attack_samples if model.stochastic else 1

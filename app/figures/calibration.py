@@ -1,0 +1,221 @@
+"""The Calibration page's figures.
+
+Reliability diagrams (accuracy per confidence bin with the gap to the diagonal shaded and the
+bin counts below), accuracy–coverage curves with the "I don't know" operating points, and
+metrics against the severity of a dataset shift.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from app.figures import MODEL_COLORS, layout, vline
+
+GAP_COLOR = "rgba(214, 39, 40, 0.45)"
+BAR_COLOR = "#1f77b4"
+CURVE_POINTS = 500  # accuracy–coverage curves are thinned to about this many points
+
+
+def color(i: int) -> str:
+    """Give the colour of the ``i``-th model.
+
+    Args:
+        i: The model's position on the page.
+
+    Returns:
+        A colour of :data:`app.figures.MODEL_COLORS`, cycling.
+    """
+    return MODEL_COLORS[i % len(MODEL_COLORS)]
+
+
+def reliability_figure(
+    edges: np.ndarray,
+    confidence: np.ndarray,
+    accuracy: np.ndarray,
+    count: np.ndarray,
+    title: str,
+) -> go.Figure:
+    """Plot a reliability diagram: accuracy per confidence bin against the diagonal.
+
+    The gap between each bin's accuracy and its mean confidence is shaded (above the bar:
+    over-confident, inside it: under-confident); a lower panel shows how many inputs fall in
+    each bin, on a log scale.
+
+    Args:
+        edges: Bin edges ``(bins + 1,)`` from 0 to 1.
+        confidence: Mean confidence per bin ``(bins,)`` (NaN when empty).
+        accuracy: Fraction correct per bin ``(bins,)`` (NaN when empty).
+        count: Inputs per bin ``(bins,)``.
+        title: The figure's title.
+
+    Returns:
+        The figure.
+    """
+    centres, widths = (edges[1:] + edges[:-1]) / 2, np.diff(edges)
+    filled = count > 0
+    x, w = centres[filled], widths[filled]
+    acc, conf, n = accuracy[filled], confidence[filled], count[filled]
+    hover = [
+        f"confidence {c:.3f}<br>accuracy {a:.3f}<br>{k:,} inputs"
+        for c, a, k in zip(conf, acc, n, strict=True)
+    ]
+    traces = [
+        go.Bar(
+            x=x,
+            y=acc,
+            width=w,
+            name="accuracy",
+            marker_color=BAR_COLOR,
+            hovertext=hover,
+            hoverinfo="text",
+        ),
+        go.Bar(
+            x=x,
+            y=conf - acc,
+            base=acc,
+            width=w,
+            name="gap to confidence",
+            marker={"color": GAP_COLOR, "line": {"color": "#d62728", "width": 1}},
+            hoverinfo="skip",
+        ),
+        go.Scatter(
+            x=[0, 1],
+            y=[0, 1],
+            mode="lines",
+            name="perfectly calibrated",
+            line={"dash": "dot", "color": "grey"},
+        ),
+        go.Bar(
+            x=x,
+            y=n,
+            width=w,
+            yaxis="y2",
+            name="inputs per bin",
+            marker_color="#7f7f7f",
+            showlegend=False,
+            hovertext=[f"{k:,} inputs" for k in n],
+            hoverinfo="text",
+        ),
+    ]
+    xaxis = {"range": [0, 1], "title": {"text": "confidence"}}
+    yaxis = {"range": [0, 1.02], "title": {"text": "accuracy"}, "domain": [0.34, 1]}
+    yaxis2 = {"type": "log", "title": {"text": "inputs"}, "domain": [0, 0.22]}
+    xaxis["anchor"] = "y2"
+    return go.Figure(
+        traces, layout(title, 400, xaxis, yaxis, yaxis2=yaxis2, barmode="overlay", bargap=0)
+    )
+
+
+def thin(coverage: np.ndarray, accuracy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Thin an accuracy–coverage curve to about :data:`CURVE_POINTS` points, both ends kept.
+
+    Args:
+        coverage: Coverages ``(K,)``, ascending.
+        accuracy: Accuracies ``(K,)``.
+
+    Returns:
+        The kept coverages and accuracies.
+    """
+    keep = np.unique(np.linspace(0, len(coverage) - 1, CURVE_POINTS).round().astype(int))
+    return coverage[keep], accuracy[keep]
+
+
+def coverage_figure(
+    curves: dict[str, tuple[np.ndarray, np.ndarray]],
+    points: dict[str, tuple[float, float]],
+    title: str,
+) -> go.Figure:
+    """Plot accuracy against coverage per model, with each model's operating point marked.
+
+    The coverage axis starts a little before the first mistake is answered (below that every
+    curve is at 1).
+
+    Args:
+        curves: Legend label → (coverages, accuracies), the coverages ascending.
+        points: Legend label → (coverage, accuracy) of the "I don't know" rule (NaN accuracy
+            when nothing is kept: not drawn).
+        title: The figure's title.
+
+    Returns:
+        The figure.
+    """
+    traces, start = [], 1.0
+    for i, (label, (coverage, accuracy)) in enumerate(curves.items()):
+        wrong = np.nonzero(accuracy < 1)[0]
+        start = min(start, coverage[wrong[0]] if len(wrong) else 1.0)
+        x, y = thin(coverage, accuracy)
+        traces.append(go.Scatter(x=x, y=y, mode="lines", name=label, line={"color": color(i)}))
+        if label in points and np.isfinite(points[label][1]):
+            cov, acc = points[label]
+            traces.append(
+                go.Scatter(
+                    x=[cov],
+                    y=[acc],
+                    mode="markers",
+                    marker={"color": color(i), "size": 11, "symbol": "diamond"},
+                    name=f"{label}: 99th-percentile rule",
+                    showlegend=False,
+                    hovertext=f"99th-percentile rule: coverage {cov:.1%}, accuracy {acc:.2%}",
+                    hoverinfo="text",
+                )
+            )
+    start = 0.0 if start >= 1.0 else max(0.0, np.floor((start - 0.02) * 20) / 20)
+    xaxis = {"range": [start, 1.005], "title": {"text": "coverage (fraction of inputs answered)"}}
+    yaxis = {"title": {"text": "accuracy on the answered inputs"}}
+    return go.Figure(traces, layout(title, 400, xaxis, yaxis))
+
+
+def shift_figure(
+    severities: np.ndarray,
+    series: dict[str, np.ndarray],
+    title: str,
+    xtitle: str,
+    ytitle: str,
+    selected: float,
+    dashed: dict[str, np.ndarray] | None = None,
+    dashed_note: str = "",
+) -> go.Figure:
+    """Plot one metric against the severity of a shift, one line per model.
+
+    Args:
+        severities: The grid ``(K,)``.
+        series: Legend label → the metric at each severity ``(K,)``.
+        title: The figure's title.
+        xtitle: Title of the severity axis.
+        ytitle: Title of the metric axis.
+        selected: The severity marked by a vertical line.
+        dashed: Legend label → a second metric per model, drawn dashed in the model's colour
+            (e.g. after temperature scaling); None for none.
+        dashed_note: Appended to the dashed lines' legend labels.
+
+    Returns:
+        The figure.
+    """
+    traces = []
+    for i, (label, values) in enumerate(series.items()):
+        traces.append(
+            go.Scatter(
+                x=severities,
+                y=values,
+                mode="lines+markers",
+                name=label,
+                line={"color": color(i)},
+                legendgroup=label,
+            )
+        )
+        if dashed and label in dashed:
+            traces.append(
+                go.Scatter(
+                    x=severities,
+                    y=dashed[label],
+                    mode="lines",
+                    name=f"{label} {dashed_note}".strip(),
+                    line={"color": color(i), "dash": "dash"},
+                    legendgroup=label,
+                )
+            )
+    xaxis = {"title": {"text": xtitle}}
+    yaxis = {"title": {"text": ytitle}, "rangemode": "tozero"}
+    shapes = [vline(selected, dash="dot", color="grey")]
+    return go.Figure(traces, layout(title, 320, xaxis, yaxis, shapes=shapes))

@@ -1,0 +1,252 @@
+"""Calibration and rejection on per-input arrays (pure, no disk).
+
+Temperature scaling, the maximum calibration error, tie-aware accuracy–coverage curves and the
+"I don't know" operating point.
+
+Temperature scaling (Guo et al. 2017) divides a network's logits by one scalar T fitted by
+minimising the NLL on held-out data. Here it acts on the *predictive* probabilities p̄ (the
+mean of the Monte-Carlo passes): ``p_T ∝ p̄^(1/T)``, i.e. ``softmax(log p̄ / T)``. For a
+deterministic network ``log p̄`` is its logits up to a constant per input, so this is exactly
+Guo et al.'s method; for a Bayesian or ensemble model it rescales the model-averaged
+predictive, which needs nothing but the predictive mean, so it applies to every model kind.
+T > 1 softens over-confident predictions, T < 1 sharpens under-confident ones; the predicted
+class never changes, so neither does the accuracy.
+
+ECE, the reliability bins, NLL and the Brier score are those of :mod:`core.evaluation.metrics`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from core.evaluation.metrics import ECE_BINS, Reliability, calibration, reliability
+
+TEMPERATURE_BOUNDS = (0.05, 20.0)
+"""The range searched for T; a fit at either end is reported as at the bound."""
+_TINY = torch.finfo(torch.float32).tiny  # probabilities are clamped here before the log
+_GOLDEN = (math.sqrt(5) - 1) / 2
+
+
+def _probs(probs) -> torch.Tensor:
+    return torch.as_tensor(probs).detach().cpu().double()
+
+
+def _labels(labels) -> torch.Tensor:
+    return torch.as_tensor(labels).detach().cpu().long().reshape(-1)
+
+
+def tempered(probs, temperature: float) -> torch.Tensor:
+    """Temperature-scale predictive probabilities: ``softmax(log p / T)``.
+
+    Args:
+        probs: Class probabilities ``(N, C)`` (rows summing to 1).
+        temperature: T > 0; 1 returns the probabilities themselves (up to rounding).
+
+    Returns:
+        float64 ``(N, C)`` probabilities, each row ∝ ``p^(1/T)``.
+
+    Raises:
+        ValueError: If ``temperature`` is not positive.
+    """
+    if not temperature > 0:
+        raise ValueError(f"temperature must be > 0, got {temperature}")
+    log_p = _probs(probs).clamp_min(_TINY).log()
+    return torch.softmax(log_p / temperature, dim=-1)
+
+
+def tempered_nll(probs, labels, temperature: float) -> float:
+    """Mean NLL of ``labels`` under :func:`tempered` probabilities.
+
+    Args:
+        probs: Class probabilities ``(N, C)``.
+        labels: Class indices ``(N,)``.
+        temperature: T > 0.
+
+    Returns:
+        The mean NLL in nats.
+    """
+    log_p = _probs(probs).clamp_min(_TINY).log() / temperature
+    y = _labels(labels)
+    return (torch.logsumexp(log_p, -1) - log_p.gather(1, y[:, None]).squeeze(1)).mean().item()
+
+
+def fit_temperature(
+    probs, labels, bounds: tuple[float, float] = TEMPERATURE_BOUNDS, tol: float = 1e-5
+) -> tuple[float, bool]:
+    """Fit the temperature that minimises the NLL of held-out predictions.
+
+    The NLL of ``softmax(β log p)`` is convex in β = 1/T, hence unimodal in log T, so a
+    golden-section search over log T in ``bounds`` finds the minimum.
+
+    Args:
+        probs: Predictive probabilities ``(N, C)`` of held-out (validation) inputs — never the
+            inputs the result is judged on.
+        labels: Their class indices ``(N,)``.
+        bounds: The range of T searched, ``(low, high)`` with 0 < low < high.
+        tol: Stop when the bracket of log T is narrower than this.
+
+    Returns:
+        ``(temperature, at_bound)``: the fitted T, and whether it lies at (within 1 % of) an end
+        of ``bounds`` (e.g. predictions that are all right, whose NLL keeps falling as T → 0).
+
+    Raises:
+        ValueError: If ``bounds`` is not an increasing pair of positive numbers or there are no
+            inputs.
+    """
+    low, high = bounds
+    if not 0 < low < high:
+        raise ValueError(f"temperature bounds must satisfy 0 < low < high, got {bounds}")
+    p, y = _probs(probs), _labels(labels)
+    if len(y) == 0:
+        raise ValueError("need at least one input to fit a temperature")
+    log_p = p.clamp_min(_TINY).log()
+    picked = log_p.gather(1, y[:, None]).squeeze(1)
+
+    def nll(log_t: float) -> float:
+        scaled = log_p / math.exp(log_t)
+        return (torch.logsumexp(scaled, -1) - picked / math.exp(log_t)).mean().item()
+
+    a, b = math.log(low), math.log(high)
+    c, d = b - _GOLDEN * (b - a), a + _GOLDEN * (b - a)
+    fc, fd = nll(c), nll(d)
+    while b - a > tol:
+        if fc <= fd:
+            b, d, fd = d, c, fc
+            c = b - _GOLDEN * (b - a)
+            fc = nll(c)
+        else:
+            a, c, fc = c, d, fd
+            d = a + _GOLDEN * (b - a)
+            fd = nll(d)
+    log_t = (a + b) / 2
+    # the ends themselves are candidates too (a monotone NLL pushes the bracket to one end)
+    best = min((log_t, math.log(low), math.log(high)), key=nll)
+    at_bound = abs(best - math.log(low)) < 0.01 or abs(best - math.log(high)) < 0.01
+    return math.exp(best), at_bound
+
+
+def max_calibration_error(bins: Reliability) -> float:
+    """The maximum calibration error: the largest |accuracy − confidence| of a non-empty bin.
+
+    Args:
+        bins: Reliability-diagram data (:func:`core.evaluation.metrics.reliability`).
+
+    Returns:
+        MCE in [0, 1] (0 when every bin is empty).
+    """
+    gap = (bins.accuracy - bins.confidence).abs()[bins.count > 0]
+    return gap.max().item() if len(gap) else 0.0
+
+
+def reliability_of(probs, labels, bins: int = ECE_BINS) -> Reliability:
+    """Reliability-diagram data of predictive probabilities.
+
+    Args:
+        probs: Class probabilities ``(N, C)``.
+        labels: Class indices ``(N,)``.
+        bins: Number of equal-width confidence bins.
+
+    Returns:
+        The bins of the predicted class's probability (the confidence) against correctness.
+    """
+    p, y = _probs(probs), _labels(labels)
+    confidence, predicted = p.max(1)
+    return reliability(confidence, predicted == y, bins)
+
+
+def calibration_metrics(probs, labels, bins: int = ECE_BINS) -> dict[str, float]:
+    """Accuracy and calibration of predictive probabilities, with the MCE.
+
+    Args:
+        probs: Class probabilities ``(N, C)``.
+        labels: Class indices ``(N,)``.
+        bins: Number of confidence bins of the ECE and MCE.
+
+    Returns:
+        ``{"accuracy", "ece", "mce", "nll", "brier"}``: accuracy, ECE and MCE as fractions,
+        NLL in nats, multi-class Brier score (:func:`core.evaluation.metrics.calibration`).
+    """
+    metrics = calibration(probs, labels, bins)
+    metrics["mce"] = max_calibration_error(reliability_of(probs, labels, bins))
+    return metrics
+
+
+def coverage_curve(scores, correct) -> tuple[torch.Tensor, torch.Tensor]:
+    """Accuracy against coverage when the most uncertain inputs are rejected first.
+
+    Like :func:`core.evaluation.metrics.accuracy_coverage`, but inputs with equal scores are
+    treated alike: where the cut falls inside a group of ties, the accuracy is its expectation
+    over a random choice among them. So a score that is the same for every input (e.g. the
+    mutual information of a deterministic network) gives a flat curve at the plain accuracy,
+    not one that depends on the inputs' order.
+
+    Args:
+        scores: Uncertainty scores ``(N,)`` (higher = more uncertain).
+        correct: Whether each prediction was right ``(N,)``.
+
+    Returns:
+        ``(coverage, accuracy)``, float64 ``(N,)`` each: keeping the ``k`` least uncertain
+        inputs gives coverage k/N and the (expected) fraction of them that is correct.
+
+    Raises:
+        ValueError: If there are no inputs or the lengths differ.
+    """
+    s = torch.as_tensor(scores).detach().cpu().double().reshape(-1)
+    hit = torch.as_tensor(correct).detach().cpu().double().reshape(-1)
+    if len(s) == 0 or len(s) != len(hit):
+        raise ValueError(f"need as many scores as outcomes (> 0), got {len(s)} and {len(hit)}")
+    s, order = torch.sort(s, stable=True)
+    hit = hit[order]
+    _, group, counts = torch.unique_consecutive(s, return_inverse=True, return_counts=True)
+    group_hits = torch.zeros(len(counts), dtype=torch.float64).index_add_(0, group, hit)
+    starts = counts.cumsum(0) - counts
+    hits_before = group_hits.cumsum(0) - group_hits
+    kept = torch.arange(1, len(s) + 1, dtype=torch.float64)
+    rate = group_hits / counts
+    expected = hits_before[group] + (kept - starts[group]) * rate[group]
+    return kept / len(s), expected / kept
+
+
+def rejection_auc(scores, correct) -> float:
+    """Area under the accuracy–coverage curve of :func:`coverage_curve`.
+
+    The mean accuracy over the coverages 1/N, 2/N, …, 1: the higher, the better the score puts
+    the mistakes last. A score unrelated to the mistakes gives about the plain accuracy; one
+    that ranks every mistake as most uncertain gives the most possible.
+
+    Args:
+        scores: Uncertainty scores ``(N,)`` (higher = more uncertain).
+        correct: Whether each prediction was right ``(N,)``.
+
+    Returns:
+        The area, in [0, 1].
+    """
+    return coverage_curve(scores, correct)[1].mean().item()
+
+
+def operating_point(scores, correct, threshold: float) -> dict[str, float]:
+    """Coverage and accuracy of a rejection rule: answer when score ≤ ``threshold``.
+
+    This is the rule of :func:`core.evaluation.uncertainty.judge` ("I don't know" above the
+    threshold).
+
+    Args:
+        scores: Uncertainty scores ``(N,)``.
+        correct: Whether each prediction was right ``(N,)``.
+        threshold: Largest score still answered.
+
+    Returns:
+        ``{"threshold", "coverage", "accuracy"}``: the fraction answered and the fraction of
+        them correct (NaN when none is answered).
+    """
+    s = torch.as_tensor(scores).detach().cpu().double().reshape(-1)
+    hit = torch.as_tensor(correct).detach().cpu().double().reshape(-1)
+    kept = s <= threshold
+    accuracy = hit[kept].mean().item() if kept.any() else math.nan
+    return {
+        "threshold": float(threshold),
+        "coverage": kept.double().mean().item(),
+        "accuracy": accuracy,
+    }

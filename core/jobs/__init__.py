@@ -1,0 +1,45 @@
+"""Training from the app and the command line: requests, the one run, the server's job queue.
+
+* :mod:`core.jobs.training`: :class:`TrainRequest` (an ad-hoc configuration via
+  :func:`make_request`, or a registered spec via :func:`spec_request`) and
+  :func:`run_training`, which trains it and saves a user checkpoint atomically when it finishes.
+* :mod:`core.jobs.queue`: :class:`JobQueue`, worker threads owned by the server process that run
+  requests one at a time (configurable), with progress, live curves and cancel;
+  :func:`training_queue` is the process's one queue.
+"""
+
+from core.jobs.queue import (
+    JobQueue,
+    JobStatus,
+    TrainJob,
+    set_training_queue,
+    training_queue,
+)
+from core.jobs.training import (
+    PRIORS,
+    TrainOutcome,
+    TrainRequest,
+    kind_template,
+    make_request,
+    prior_config,
+    run_training,
+    spec_request,
+    training_metadata,
+)
+
+__all__ = [
+    "PRIORS",
+    "JobQueue",
+    "JobStatus",
+    "TrainJob",
+    "TrainOutcome",
+    "TrainRequest",
+    "kind_template",
+    "make_request",
+    "prior_config",
+    "run_training",
+    "set_training_queue",
+    "spec_request",
+    "training_metadata",
+    "training_queue",
+]

@@ -1,0 +1,433 @@
+"""One user training run: what to train (:class:`TrainRequest`) and how (:func:`run_training`).
+
+A request is either an ad-hoc configuration (:func:`make_request`: a model kind, a task dataset
+and any settings of :class:`~core.engine.interface.ModelConfig` and
+:class:`~core.engine.train.TrainConfig`; unset ones come from the kind's registered model) or a
+registered spec. :func:`run_training` trains it with :func:`core.engine.train.train` and saves
+the result **once, at the end**, atomically, as a user checkpoint in
+:func:`~core.storage.paths.user_model_dir` (never ``checkpoints/``) with the same metadata as the
+shipped models. A cancelled, failed or killed run therefore leaves no checkpoint, and an
+existing file is never half-overwritten. Used by the Train page's job queue
+(:mod:`core.jobs.queue`) and by ``python -m core train --kind ...``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+from core.engine.device import default_device, device_name, library_versions
+from core.engine.interface import ModelConfig, ModelKind
+from core.engine.models import MODEL_CLASSES, POST_HOC_FITS, build_model
+from core.engine.train import EpochStats, StepStats, TrainConfig, train
+from core.evaluation.metrics import evaluate_model
+from core.progress import ProgressFn, report
+from core.storage.checkpoints import (
+    GAUSSIAN_PRIOR,
+    MIXTURE_PRIOR,
+    REGISTRY,
+    TASK_DATASETS,
+    CheckpointSpec,
+    checkpoint_path,
+    save_checkpoint,
+    task_title,
+    validate_model_name,
+)
+from core.storage.paths import user_model_dir
+
+PRIORS = ("gaussian", "mixture")
+"""Prior families of BBB: ``N(0, σ²)`` and ``π·N(0, σ1²) + (1 − π)·N(0, σ2²)``."""
+MODEL_FIELDS = {f for f in ModelConfig.__dataclass_fields__}
+TRAIN_FIELDS = {f for f in TrainConfig.__dataclass_fields__}
+TRAIN_SHARE = 0.95  # of the progress bar; the final evaluation takes the rest
+
+
+@dataclass(frozen=True)
+class TrainRequest:
+    """Everything a user training run needs.
+
+    Attributes:
+        name: The user model's name, the file stem in the user-model folder.
+        model: The architecture.
+        training: The optimisation settings (``epochs`` included).
+        dataset: The task, a key of :data:`~core.storage.checkpoints.TASK_DATASETS`.
+        n_train: Training images (a seeded random subset); None for the whole training set.
+        n_test: Test images evaluated after each epoch for the curves (seeded subset); None
+            for the whole test set. The saved test error always uses the whole test set.
+        n_eval_samples: Passes of the predictive mean for the saved test error and NLL.
+        title: Human-readable name stored in the metadata ("" for the name).
+
+    Raises:
+        ValueError: If the name is invalid, the dataset is not a task dataset, or a size is
+            below 1.
+    """
+
+    name: str
+    model: ModelConfig
+    training: TrainConfig
+    dataset: str = "mnist"
+    n_train: int | None = None
+    n_test: int | None = None
+    n_eval_samples: int = 100
+    title: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "name", validate_model_name(self.name))
+        if self.dataset not in TASK_DATASETS:
+            raise ValueError(
+                f"dataset must be one of {', '.join(TASK_DATASETS)}, got {self.dataset!r}"
+            )
+        for label, value in (("n_train", self.n_train), ("n_test", self.n_test)):
+            if value is not None and value < 1:
+                raise ValueError(f"{label} must be ≥ 1 (or None for all), got {value}")
+        if self.n_eval_samples < 1:
+            raise ValueError(f"n_eval_samples must be ≥ 1, got {self.n_eval_samples}")
+
+    @property
+    def post_hoc(self) -> bool:
+        """Whether the kind is fitted after training (Laplace): its network trains as an MLP."""
+        return ModelKind(self.model.kind) in POST_HOC_FITS
+
+    def describe(self) -> str:
+        """One line on the request: kind, task, epochs and training images.
+
+        Returns:
+            E.g. ``"bbb on Fashion-MNIST, 3 epochs × 10,000 images"``.
+        """
+        images = f"{self.n_train:,}" if self.n_train else "all"
+        return (
+            f"{self.model.kind} on {task_title(self.dataset)}, "
+            f"{self.training.epochs} epochs × {images} images"
+        )
+
+    def to_dict(self) -> dict:
+        """The request as a JSON-ready dict.
+
+        Returns:
+            Field name → value (the configurations as dicts).
+        """
+        d = asdict(self)
+        d["model"], d["training"] = self.model.to_dict(), self.training.to_dict()
+        return d
+
+
+def kind_template(kind: str) -> CheckpointSpec | None:
+    """The registered MNIST spec a new model of ``kind`` takes its defaults from.
+
+    Args:
+        kind: A :class:`~core.engine.interface.ModelKind` value.
+
+    Returns:
+        The first registered MNIST spec of that kind trained by gradient descent (for a post-hoc
+        kind, the spec itself), or None when the registry has none.
+    """
+    specs = [s for s in REGISTRY.values() if s.model.kind == kind and s.dataset == "mnist"]
+    plain = [s for s in specs if s.training.alpha == 0 and s.training.adversarial_eps == 0]
+    return (plain or specs or [None])[0]
+
+
+def prior_config(
+    family: str,
+    *,
+    sigma: float = 1.0,
+    pi: float = 0.5,
+    sigma1: float = 1.0,
+    sigma2: float = MIXTURE_PRIOR["sigma2"],
+) -> dict:
+    """A BBB prior as :class:`~core.engine.interface.ModelConfig` stores it.
+
+    Args:
+        family: ``"gaussian"`` or ``"mixture"``.
+        sigma: Standard deviation of the Gaussian prior.
+        pi: Weight of the wide component of the mixture.
+        sigma1: Standard deviation of the wide component.
+        sigma2: Standard deviation of the narrow component.
+
+    Returns:
+        ``{"kind": "gaussian", "sigma": σ}`` or ``{"kind": "mixture", "pi", "sigma1", "sigma2"}``.
+
+    Raises:
+        ValueError: For an unknown family, a standard deviation ≤ 0 or π outside (0, 1].
+    """
+    if family == "gaussian":
+        if sigma <= 0:
+            raise ValueError(f"the prior's σ must be > 0, got {sigma}")
+        return {**GAUSSIAN_PRIOR, "sigma": float(sigma)}
+    if family == "mixture":
+        if sigma1 <= 0 or sigma2 <= 0 or not 0 < pi <= 1:
+            raise ValueError("the mixture prior needs σ1 > 0, σ2 > 0 and 0 < π ≤ 1")
+        return {
+            "kind": "mixture",
+            "pi": float(pi),
+            "sigma1": float(sigma1),
+            "sigma2": float(sigma2),
+        }
+    raise ValueError(f"prior must be one of {PRIORS}, got {family!r}")
+
+
+def make_request(
+    name: str,
+    kind: str,
+    *,
+    dataset: str = "mnist",
+    n_train: int | None = None,
+    n_test: int | None = None,
+    n_eval_samples: int = 100,
+    **settings,
+) -> TrainRequest:
+    """An ad-hoc training request: a kind, a task and any settings.
+
+    Settings not given come from :func:`kind_template` (e.g. a BBB gets the shipped BBB's
+    β = 0.1, learning-rate decay and estimator). ``impl="vmap_lrt"`` also makes the model use
+    local reparameterisation at prediction; an ensemble always trains with ``"members"``.
+
+    Args:
+        name: The user model's name.
+        kind: A :class:`~core.engine.interface.ModelKind` value.
+        dataset: The task dataset.
+        n_train: Training images; None for all.
+        n_test: Test images evaluated after each epoch; None for all.
+        n_eval_samples: Passes for the saved test error.
+        **settings: Fields of :class:`~core.engine.interface.ModelConfig` (``prior``,
+            ``init_sigma``, ``dropout``, ``members``, ``hidden``, ...) and of
+            :class:`~core.engine.train.TrainConfig` (``epochs``, ``lr``, ``beta``,
+            ``n_samples``, ``impl``, ``kl_schedule``, ``batch_size``, ...).
+
+    Returns:
+        The request.
+
+    Raises:
+        ValueError: For an unknown kind or setting, or an invalid value.
+    """
+    if kind not in {k.value for k in MODEL_CLASSES}:
+        raise ValueError(f"kind must be one of {[k.value for k in MODEL_CLASSES]}, got {kind!r}")
+    unknown = set(settings) - MODEL_FIELDS - TRAIN_FIELDS - {"kind"}
+    if unknown:
+        raise ValueError(f"unknown settings: {', '.join(sorted(unknown))}")
+    template = kind_template(kind)
+    model = template.model if template else ModelConfig(kind=kind)
+    training = template.training if template else TrainConfig()
+    if ModelKind(kind) in POST_HOC_FITS:  # its network trains like the MLP
+        mlp = kind_template(ModelKind.MLP.value)
+        training = mlp.training if mlp else TrainConfig()
+    model_settings = {k: v for k, v in settings.items() if k in MODEL_FIELDS and k != "kind"}
+    train_settings = {k: v for k, v in settings.items() if k in TRAIN_FIELDS}
+    if kind == ModelKind.ENSEMBLE.value:
+        train_settings["impl"] = "members"
+    elif train_settings.get("impl") == "members":
+        raise ValueError("impl 'members' is for ensembles only")
+    if kind == ModelKind.BBB.value and "impl" in train_settings and "lrt" not in model_settings:
+        model_settings["lrt"] = train_settings["impl"] == "vmap_lrt"
+    model = ModelConfig.from_dict({**model.to_dict(), **model_settings, "kind": kind})
+    training = replace(training, **train_settings)
+    return TrainRequest(
+        name,
+        model,
+        training,
+        dataset=dataset,
+        n_train=n_train,
+        n_test=n_test,
+        n_eval_samples=n_eval_samples,
+    )
+
+
+def spec_request(spec: CheckpointSpec, name: str | None = None, **overrides) -> TrainRequest:
+    """A request that trains a registered spec afresh (no base weights) as a user model.
+
+    Args:
+        spec: The registered spec.
+        name: The user model's name; None for the spec's name.
+        **overrides: :class:`TrainRequest` fields to change (``n_train``, ...).
+
+    Returns:
+        The request.
+    """
+    return TrainRequest(
+        name or spec.name,
+        spec.model,
+        spec.training,
+        dataset=spec.dataset,
+        title=spec.title,
+        **overrides,
+    )
+
+
+def training_metadata(
+    *,
+    title: str,
+    dataset: str,
+    training: TrainConfig,
+    history: list[EpochStats],
+    seconds: float,
+    device,
+    metrics: dict,
+    n_eval_samples: int,
+) -> dict:
+    """The JSON metadata of a trained checkpoint (the same for shipped and user models).
+
+    Args:
+        title: Human-readable name.
+        dataset: The task dataset.
+        training: The optimisation settings.
+        history: Every finished epoch's stats.
+        seconds: Training time (wall clock).
+        device: Where it trained.
+        metrics: ``test_error`` and ``nll`` of the saved model.
+        n_eval_samples: Passes behind ``metrics``.
+
+    Returns:
+        Title, dataset, training config, epochs, test error, NLL, time, history, device,
+        library versions and date (UTC).
+    """
+    return {
+        "title": title,
+        "dataset": dataset,
+        "training": training.to_dict(),
+        "epochs": len(history),
+        "test_error": metrics["test_error"],
+        "nll": metrics["nll"],
+        "n_eval_samples": n_eval_samples,
+        "train_seconds": seconds,
+        "history": [s.__dict__ for s in history],
+        "device": device_name(device),
+        "versions": library_versions(),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    }
+
+
+@dataclass
+class TrainOutcome:
+    """What :func:`run_training` returns.
+
+    Attributes:
+        path: The saved ``.pt`` file; None when cancelled.
+        cancelled: Whether the run was cancelled (nothing saved).
+        history: Every finished epoch's stats.
+        metrics: The saved model's test metrics on the whole test set ({} when cancelled).
+        seconds: Wall-clock time of the run.
+    """
+
+    path: Path | None
+    cancelled: bool
+    history: list[EpochStats] = field(default_factory=list)
+    metrics: dict = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+def free_name(name: str, folder: Path) -> str:
+    """``name``, or ``name-2``, ``name-3``, ... whichever has no file in ``folder`` yet.
+
+    Args:
+        name: The wanted name.
+        folder: The user-model folder.
+
+    Returns:
+        A name without a checkpoint in ``folder``.
+    """
+    candidate, i = name, 1
+    while checkpoint_path(candidate, folder).exists():
+        i += 1
+        candidate = f"{name}-{i}"
+    return candidate
+
+
+def run_training(
+    request: TrainRequest,
+    *,
+    device=None,
+    progress: ProgressFn | None = None,
+    on_epoch: Callable[[EpochStats], None] | None = None,
+    on_step: Callable[[StepStats], None] | None = None,
+    cancel: threading.Event | None = None,
+    directory: Path | None = None,
+) -> TrainOutcome:
+    """Train a request and save it as a user checkpoint when (and only when) it finishes.
+
+    If a file of that name appeared meanwhile it is not overwritten: the model is saved as
+    :func:`free_name`.
+
+    Args:
+        request: What to train.
+        device: Where; None for :func:`~core.engine.device.default_device`.
+        progress: Gets the fraction done (training, then the final evaluation).
+        on_epoch: Gets each epoch's stats (test error on ``request.n_test`` images).
+        on_step: Gets the running averages every 20 steps.
+        cancel: Setting it stops the run within one step; nothing is saved.
+        directory: Where to save; None for :func:`~core.storage.paths.user_model_dir`.
+
+    Returns:
+        The saved path (None if cancelled), the history and the final metrics.
+
+    Raises:
+        DatasetUnavailable: If the task's files are missing.
+    """
+    from core.data import load_dataset
+
+    device = device or default_device()
+    folder = directory or user_model_dir()
+    start = time.perf_counter()
+    model = build_model(request.model)
+    network = model
+    if request.post_hoc:
+        mlp = {**request.model.to_dict(), "kind": ModelKind.MLP.value}
+        network = build_model(ModelConfig.from_dict(mlp))
+    train_data = load_dataset(request.dataset, "train", n_inputs=request.n_train)
+    curve_test = load_dataset(request.dataset, "test", n_inputs=request.n_test)
+    history: list[EpochStats] = []
+
+    def epoch_done(stats: EpochStats) -> None:
+        history.append(stats)
+        if on_epoch is not None:
+            on_epoch(stats)
+
+    def cancelled() -> TrainOutcome:
+        return TrainOutcome(None, True, history, {}, time.perf_counter() - start)
+
+    if request.training.epochs > 0:
+        result = train(
+            network,
+            request.training,
+            train_data,
+            curve_test,
+            device=device,
+            progress=lambda f, m: report(progress, TRAIN_SHARE * f, m),
+            on_epoch=epoch_done,
+            on_step=on_step,
+            cancel=cancel,
+        )
+        if result.cancelled:
+            return cancelled()
+    extra = {}
+    model.to(device)
+    if request.post_hoc:
+        report(progress, TRAIN_SHARE, "post-hoc fit")
+        model.load_state_dict(network.state_dict(), strict=False)
+        fit = POST_HOC_FITS[ModelKind(request.model.kind)]
+        extra["posterior"] = fit(model, *(t.to(device) for t in train_data))
+    if cancel is not None and cancel.is_set():
+        return cancelled()
+    report(progress, TRAIN_SHARE, f"final test error, {request.n_eval_samples} passes")
+    model.eval().requires_grad_(False)
+    test = load_dataset(request.dataset, "test")
+    metrics = evaluate_model(model, *test, n_samples=request.n_eval_samples)
+    if cancel is not None and cancel.is_set():
+        return cancelled()
+    seconds = time.perf_counter() - start
+    meta = training_metadata(
+        title=request.title or request.name,
+        dataset=request.dataset,
+        training=request.training,
+        history=history,
+        seconds=seconds,
+        device=device,
+        metrics=metrics,
+        n_eval_samples=request.n_eval_samples,
+    )
+    meta |= {"user_trained": True, "train_subset": request.n_train, **extra}
+    path = save_checkpoint(free_name(request.name, folder), model, meta, folder)
+    report(progress, 1.0, "saved")
+    return TrainOutcome(path, False, history, metrics, seconds)

@@ -1,0 +1,443 @@
+"""Calibration, "I don't know" and dataset shift: when can a model's confidence be trusted?
+
+Reliability diagrams with ECE, MCE, NLL and Brier score before and after temperature scaling
+(fitted on held-out training images), accuracy against coverage when the most uncertain inputs
+are rejected, and accuracy, calibration and uncertainty under rotation, noise, blur and low
+contrast at a chosen severity."""
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+import torch
+
+from app import ui
+from app.figures import show_figure
+from app.figures.calibration import coverage_figure, reliability_figure, shift_figure
+from core.data import DatasetUnavailable, dataset_info, load_dataset
+from core.engine.sampler import predictive_samples
+from core.evaluation.calibration import coverage_curve
+from core.evaluation.shift import SHIFTS, shift_images
+from core.evaluation.uncertainty import SCORES, summarize
+from core.storage.checkpoints import CheckpointError
+from core.studies.calibration import (
+    REJECTION_LIMIT,
+    VALIDATION_SIZE,
+    CalibrationResult,
+    ShiftLevel,
+    ShiftSettings,
+    calibration_jobs,
+    calibration_result,
+    shift_curve,
+    shift_jobs,
+    task_dataset,
+)
+from core.studies.evaluations import IN_DISTRIBUTION, DatasetEvaluation, evaluate_dataset
+
+DEFAULT_SCORE = "predictive_entropy"
+DEFAULT_SHIFT = "rotation"
+SHIFT_SAMPLES = (5, 10, 20, 50, 100)
+DEFAULT_SHIFT_SAMPLES = 20
+DEFAULT_SHIFT_INPUTS = 2000
+COLUMNS = 3  # reliability diagrams per row
+SCALE = 3  # screen pixels per image pixel
+PREPARING = "Scoring the test set and fitting temperatures (once per model, then cached on disk)"
+SHIFTING = "Evaluating the shifted test sets (once per model and shift, then cached on disk)"
+METRIC_COLUMNS = {
+    "accuracy": "Accuracy",
+    "ece": "ECE",
+    "mce": "MCE",
+    "nll": "NLL",
+    "brier": "Brier",
+}
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def result(name: str, file_version: int, n_samples: int) -> CalibrationResult:
+    """The disk-cached calibration result, kept in memory (shared: never modify it)."""
+    return calibration_result(name, n_samples=n_samples)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def task_of(name: str, file_version: int) -> str:
+    """The dataset the checkpoint was trained on (:func:`task_dataset`)."""
+    return task_dataset(name)
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def evaluation(name: str, file_version: int, n_samples: int) -> DatasetEvaluation:
+    """The disk-cached test-set evaluation on the model's task, kept in memory (shared: never
+    modify it)."""
+    return evaluate_dataset(name, task_of(name, file_version), n_samples=n_samples)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def curve(name: str, file_version: int, n_samples: int, score: str) -> tuple[np.ndarray, ...]:
+    """(coverage, accuracy) of rejecting the most uncertain test inputs by ``score`` first."""
+    found = evaluation(name, file_version, n_samples)
+    coverage, accuracy = coverage_curve(found.scores[score], found.correct)
+    return coverage.numpy(), accuracy.numpy()
+
+
+@st.cache_resource(show_spinner=False, max_entries=256)
+def levels(
+    name: str, file_version: int, shift: str, n_inputs: int, n_samples: int
+) -> list[ShiftLevel]:
+    """The disk-cached results at every severity of ``shift`` (shared: never modify them)."""
+    settings = ShiftSettings(n_inputs=n_inputs, n_samples=n_samples)
+    return shift_curve(name, shift, settings)
+
+
+@st.cache_data(show_spinner=False, max_entries=512)
+def sample_predictions(
+    name: str, file_version: int, task: str, shift: str, severity: float, n_samples: int
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Seeded ``n_samples``-pass predicted classes ``(C,)`` and scores of :func:`examples`
+    shifted by ``shift`` at ``severity``."""
+    images = shifted_examples(task, shift, severity)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        summary = summarize(predictive_samples(ui.load_model(name), images, n_samples))
+    return summary.predicted.numpy(), {k: v.numpy() for k, v in summary.scores().items()}
+
+
+@st.cache_resource(show_spinner="Loading the test set…", max_entries=4)
+def test_set(task: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """The test set of a task other than MNIST (shared read-only)."""
+    return load_dataset(task, "test")
+
+
+def examples(task: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """The first test image of each class of ``task``: ``(C, 1, 28, 28)`` and labels ``(C,)``."""
+    x, y = ui.require_mnist_test() if task == IN_DISTRIBUTION else test_set(task)
+    first = torch.stack([torch.nonzero(y == c)[0, 0] for c in torch.unique(y)])
+    return x[first], y[first]
+
+
+def shifted_examples(task: str, shift: str, severity: float) -> torch.Tensor:
+    """:func:`examples` under ``shift`` at ``severity`` (seed 0), ``(C, 1, 28, 28)``."""
+    return shift_images(examples(task)[0], shift, severity, seed=0)
+
+
+def enlarge(image: np.ndarray) -> np.ndarray:
+    """``image (H, W)`` with each pixel repeated :data:`SCALE` times along both axes."""
+    return np.kron(image, np.ones((SCALE, SCALE), dtype=np.float32))
+
+
+def metrics_table(results: dict[str, CalibrationResult]) -> pd.DataFrame:
+    """One row per model: the metrics before and after temperature scaling, and T."""
+    rows = {}
+    for name, r in results.items():
+        row = {title: f"{r.metrics[key]:.4f}" for key, title in METRIC_COLUMNS.items()}
+        row["Accuracy"] = f"{r.metrics['accuracy']:.2%}"
+        row["T"] = f"{r.fit.temperature:.3f}" + (" (bound)" if r.fit.at_bound else "")
+        for key in ("ece", "mce", "nll", "brier"):
+            row[f"{METRIC_COLUMNS[key]} after T"] = f"{r.tempered[key]:.4f}"
+        row["Validation NLL / test NLL"] = f"{r.validation_nll_ratio:.2f}"
+        rows[ui.model_title(name)] = row
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("Model")
+
+
+def seen_warning(results: dict[str, CalibrationResult]) -> str | None:
+    """The warning for models whose validation images were in their training set, or None."""
+    seen = {name: r for name, r in results.items() if r.validation_seen}
+    if not seen:
+        return None
+    listed = "; ".join(
+        f"{ui.model_title(name)} ({r.validation_evidence}; T = {r.fit.temperature:.3f})"
+        for name, r in seen.items()
+    )
+    return (
+        f"These models were trained on the validation images too: {listed}. A network fits its "
+        "training images far better than new ones, so a temperature fitted there makes it more "
+        "confident, not calibrated — compare their ECE after T. That is the lesson of "
+        "temperature scaling: fit it on data the model never saw. For a held-out fit, retrain "
+        f"on the other {60_000 - VALIDATION_SIZE:,} images: `python -m core train NAME "
+        f"--train-subset {60_000 - VALIDATION_SIZE}` (the split is the last {VALIDATION_SIZE:,} "
+        "of the same seeded permutation)."
+    )
+
+
+def best_score(r: CalibrationResult) -> str:
+    """The score with the largest area under the accuracy–coverage curve (first on ties)."""
+    return max(r.rejection, key=lambda k: r.rejection[k]["auc"])
+
+
+def reliability_section(results: dict[str, CalibrationResult], n_samples: int) -> None:
+    """Reliability diagrams, before or after temperature scaling, and the metrics table."""
+    st.header("Reliability: is 90 % confidence right 90 % of the time?")
+    scaled = st.toggle(
+        "Apply temperature scaling",
+        key="cal_tempered",
+        help="Divide the log predictive probabilities by the temperature T fitted on "
+        f"{VALIDATION_SIZE:,} held-out training images (never the test set).",
+    )
+    names = list(results)
+    for start in range(0, len(names), COLUMNS):
+        for column, name in zip(st.columns(COLUMNS), names[start : start + COLUMNS], strict=False):
+            r = results[name]
+            bins = r.reliability_tempered if scaled else r.reliability
+            metrics = r.tempered if scaled else r.metrics
+            suffix = f", T = {r.fit.temperature:.2f}" if scaled else ""
+            title = f"{ui.model_title(name)}: ECE {metrics['ece']:.4f}{suffix}"
+            with column:
+                fig = reliability_figure(
+                    bins.edges.numpy(),
+                    bins.confidence.numpy(),
+                    bins.accuracy.numpy(),
+                    bins.count.numpy(),
+                    title,
+                )
+                show_figure(fig, f"cal_reliability_{name}")
+    st.table(metrics_table(results))
+    first = next(iter(results.values()))
+    st.caption(
+        f"All {first.num_inputs:,} {dataset_info(first.dataset).title} test images, {n_samples} "
+        "passes "
+        "per prediction (the sidebar's samples). Confidence = the predictive probability of the "
+        "answer; 15 equal-width bins. ECE = bin-weighted mean |accuracy − confidence|, MCE = the "
+        "largest gap of a non-empty bin (noisy: a bin may hold a handful of inputs), NLL in nats, "
+        "Brier = Σ (p − one-hot)². Temperature scaling (Guo et al. 2017) replaces the predictive "
+        "probabilities p by p^(1/T), renormalised: T > 1 softens over-confident answers, T < 1 "
+        "sharpens; the answer itself and the accuracy never change."
+    )
+    warning = seen_warning(results)
+    if warning:
+        st.warning(warning)
+
+
+def rejection_section(results: dict[str, CalibrationResult], n_samples: int) -> str:
+    """Accuracy–coverage curves for one score, the AUC table; returns the chosen score."""
+    st.header('"I don\'t know": reject the most uncertain inputs')
+    score = st.selectbox(
+        "Uncertainty score",
+        list(SCORES),
+        index=list(SCORES).index(DEFAULT_SCORE),
+        format_func=lambda s: SCORES[s].title,
+        key="cal_score",
+    )
+    curves, points = {}, {}
+    for name, r in results.items():
+        label = ui.model_title(name)
+        curves[label] = curve(name, ui.version(name), n_samples, score)
+        point = r.rejection[score]
+        points[label] = (point["coverage"], point["accuracy"])
+    left, right = st.columns([3, 2])
+    with left:
+        title = f"Accuracy against coverage, rejecting by {SCORES[score].title.lower()}"
+        show_figure(coverage_figure(curves, points, title), "cal_coverage")
+    with right:
+        st.markdown("**Area under the accuracy–coverage curve** (higher = mistakes rejected first)")
+        table = pd.DataFrame(
+            {
+                s.title: [results[name].rejection[key]["auc"] for name in results]
+                for key, s in SCORES.items()
+            },
+            index=pd.Index([ui.model_title(name) for name in results], name="Model"),
+        )
+        st.table(table.map("{:.4f}".format))
+        best = [
+            f"{ui.model_title(name)}: {SCORES[best_score(r)].title.lower()}"
+            for name, r in results.items()
+        ]
+        st.caption("Best score per model: " + "; ".join(best) + ".")
+    st.caption(
+        "Sort the test inputs by the score and answer only the least uncertain fraction "
+        "(the coverage): the curve is the accuracy on the answered ones. Diamonds: the "
+        f'{REJECTION_LIMIT[1:]}th-percentile rule of the Draw page ("I don\'t know" above the '
+        "score's 99th percentile on the test set) — "
+        + ", ".join(
+            f"{ui.model_title(name)} answers {r.rejection[score]['coverage']:.1%} with "
+            f"{r.rejection[score]['accuracy']:.2%} accuracy"
+            for name, r in results.items()
+        )
+        + ". Inputs with equal scores count alike, so a score that is the same for every input "
+        "(the mutual information, variation ratio and softmax spread of the deterministic MLP) "
+        "gives a flat line at the plain accuracy: it cannot reject anything."
+    )
+    return score
+
+
+@st.fragment
+def shift_section(
+    models: list[str], task: str, results: dict[str, CalibrationResult], score: str
+) -> None:
+    """Curves against severity for one shift, the severity slider and samples; a slider move
+    reruns only this fragment."""
+    st.header("Dataset shift: does uncertainty rise when accuracy falls?")
+    a, b, c = st.columns(3)
+    shift = a.selectbox(
+        "Shift",
+        list(SHIFTS),
+        index=list(SHIFTS).index(DEFAULT_SHIFT),
+        format_func=lambda s: SHIFTS[s].title,
+        key="cal_shift",
+    )
+    n_inputs = int(
+        b.number_input(
+            "Test images per severity",
+            100,
+            10_000,
+            DEFAULT_SHIFT_INPUTS,
+            step=500,
+            key="cal_shift_inputs",
+            help="A seeded random subset of the test set, shifted at each severity.",
+        )
+    )
+    n_samples = c.selectbox(
+        "Samples per input",
+        SHIFT_SAMPLES,
+        index=SHIFT_SAMPLES.index(DEFAULT_SHIFT_SAMPLES),
+        key="cal_shift_samples",
+        help="Monte-Carlo passes per shifted input (also for this part's temperature and "
+        "rejection thresholds).",
+    )
+    info = SHIFTS[shift]
+    settings = ShiftSettings(n_inputs=n_inputs, n_samples=n_samples)
+    try:
+        ui.run_jobs(shift_jobs(models, [shift], settings, title=ui.model_title), SHIFTING)
+        found = {
+            name: levels(name, ui.version(name), shift, n_inputs, n_samples) for name in models
+        }
+    except (DatasetUnavailable, CheckpointError) as exc:
+        st.error("The shifted test sets could not be evaluated.")
+        st.text(str(exc))
+        return
+    severity = st.select_slider(
+        f"Severity: {info.severity}",
+        options=list(info.severities),
+        value=info.severities[len(info.severities) // 3],
+        format_func=lambda v: f"{v:g}",
+        key=f"cal_severity_{shift}",
+    )
+    st.caption(info.description)
+    grid = np.asarray(info.severities)
+    titles = {name: ui.model_title(name) for name in models}
+
+    def series(field) -> dict[str, np.ndarray]:
+        return {titles[n]: np.asarray([field(level) for level in found[n]]) for n in models}
+
+    panels = (
+        ("Accuracy", "accuracy", series(lambda v: v.accuracy), None),
+        (
+            "ECE (dashed: after temperature scaling)",
+            "ECE",
+            series(lambda v: v.ece),
+            series(lambda v: v.ece_tempered),
+        ),
+        (
+            "Mean predictive entropy",
+            "nats",
+            series(lambda v: v.mean_scores["predictive_entropy"]),
+            None,
+        ),
+        (
+            f'"I don\'t know" by {SCORES[score].title.lower()}',
+            "fraction rejected",
+            series(lambda v: v.rejected[score]),
+            None,
+        ),
+    )
+    for row in range(0, len(panels), 2):
+        for column, (title, ytitle, values, dashed) in zip(
+            st.columns(2), panels[row : row + 2], strict=True
+        ):
+            with column:
+                fig = shift_figure(
+                    grid, values, title, info.severity, ytitle, severity, dashed, "after T"
+                )
+                show_figure(fig, f"cal_shift_{ytitle}")
+    at = {name: found[name][info.severities.index(severity)] for name in models}
+    table = pd.DataFrame(
+        {
+            "Accuracy": [f"{at[n].accuracy:.1%}" for n in models],
+            "ECE": [f"{at[n].ece:.3f}" for n in models],
+            "ECE after T": [f"{at[n].ece_tempered:.3f}" for n in models],
+            "NLL": [f"{at[n].nll:.3f}" for n in models],
+            "Mean entropy (nats)": [
+                f"{at[n].mean_scores['predictive_entropy']:.3f}" for n in models
+            ],
+            "Mean MI (nats)": [f"{at[n].mean_scores['mutual_information']:.3f}" for n in models],
+            '"I don\'t know"': [f"{at[n].rejected[score]:.1%}" for n in models],
+            "Accuracy when answering": [
+                "–" if at[n].kept_accuracy[score] is None else f"{at[n].kept_accuracy[score]:.1%}"
+                for n in models
+            ],
+        },
+        index=pd.Index([titles[n] for n in models], name=f"At {severity:g}"),
+    )
+    st.table(table)
+    try:
+        images = shifted_examples(task, shift, severity)
+    except DatasetUnavailable as exc:
+        st.error("The test set is unavailable.")
+        st.text(str(exc))
+        return
+    st.image(
+        enlarge(np.concatenate(list(images[:, 0].numpy()), axis=1)),
+        caption=f"The first test image of each class, {info.title.lower()} at {severity:g}",
+        clamp=True,
+    )
+    lines = []
+    for name in models:
+        predicted, scores = sample_predictions(
+            name, ui.version(name), task, shift, float(severity), ui.sample_count()
+        )
+        limit = results[name].rejection[score]["threshold"]
+        marks = [
+            "?" if scores[score][k] > limit else f"{p}" + ("" if p == k else "✗")
+            for k, p in enumerate(predicted.tolist())
+        ]
+        lines.append(f"{titles[name]}: " + "  ".join(marks))
+    st.text("\n".join(lines))
+    st.caption(
+        "Each model's answers for the images above, in class order (✗ wrong, ? \"I don't "
+        'know" by the '
+        f"{SCORES[score].title.lower()} rule of the section above, {ui.sample_count()} passes). "
+        f"Curves: {n_inputs:,} test images per severity, {n_samples} passes each. \"I don't "
+        f'know" = the {SCORES[score].title.lower()} is above its 99th percentile on the clean '
+        "test set (the rule fixed before the shift). The "
+        "temperature was fitted on unshifted validation images, as in practice: Ovadia et al. "
+        "(2019) found that it does not carry over to shifted data, and that calibration under "
+        "shift is where the methods differ."
+    )
+
+
+st.title('Calibration, "I don\'t know" and dataset shift')
+st.markdown(
+    "A model's confidence is only useful if it can be trusted: of the answers given with 90 % "
+    "probability, about 90 % should be right. This page checks that on the MNIST test set, "
+    "fixes it with temperature scaling, lets the models refuse the inputs they are least sure "
+    'about ("I don\'t know"), and then moves the test set away from the training data — '
+    "rotated, noisy, blurred, faded digits — to see whether the confidence falls with the "
+    "accuracy."
+)
+
+models = [name for name, _ in ui.selected_models()]
+if not models:
+    st.warning("Choose at least one trained model in the sidebar.")
+    st.stop()
+tasks = {name: task_of(name, ui.version(name)) for name in models}
+if len(set(tasks.values())) > 1:
+    task = st.selectbox(
+        "Task",
+        sorted(set(tasks.values()), key=lambda d: (d != IN_DISTRIBUTION, d)),
+        format_func=lambda d: dataset_info(d).title,
+        key="cal_task",
+        help="The chosen models were trained on different datasets; each is rated on its own "
+        "task's test set.",
+    )
+    models = [name for name in models if tasks[name] == task]
+else:
+    task = tasks[models[0]]
+n_samples = ui.sample_count()
+try:
+    ui.run_jobs(calibration_jobs(models, n_samples=n_samples, title=ui.model_title), PREPARING)
+    results = {name: result(name, ui.version(name), n_samples) for name in models}
+except (DatasetUnavailable, CheckpointError) as exc:
+    st.error("The test data or a checkpoint is unavailable.")
+    st.text(str(exc))
+    st.stop()
+
+reliability_section(results, n_samples)
+chosen_score = rejection_section(results, n_samples)
+shift_section(models, task, results, chosen_score)

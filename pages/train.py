@@ -1,0 +1,464 @@
+"""Train page: train a network on MNIST or Fashion-MNIST from the browser, watch its curves
+live, cancel it, and manage the models you trained (rename, delete).
+
+Jobs run in the server's training queue (:mod:`core.jobs.queue`), not in this script run: the
+page only submits requests and polls the queue, so closing the tab or rerunning the page does
+not stop a job, and reopening the page shows it again."""
+
+import math
+
+import pandas as pd
+import streamlit as st
+
+from app import ui
+from app.figures import show_figure
+from app.figures.train import error_figure, kl_figure, loss_figure
+from core.engine.device import default_device, device_name
+from core.engine.interface import ModelKind
+from core.engine.models import MODEL_CLASSES, POST_HOC_FITS
+from core.engine.objective import KL_SCHEDULES
+from core.jobs import (
+    JobStatus,
+    TrainJob,
+    kind_template,
+    make_request,
+    prior_config,
+    training_queue,
+)
+from core.jobs.training import free_name
+from core.storage.checkpoints import (
+    TASK_DATASETS,
+    CheckpointError,
+    delete_user_checkpoint,
+    list_user_checkpoints,
+    rename_user_checkpoint,
+    task_title,
+)
+
+POLL_SECONDS = 1.0
+KIND_TITLES = {
+    ModelKind.BBB.value: "Bayes by Backprop (BBB)",
+    ModelKind.MLP.value: "Plain MLP",
+    ModelKind.DROPOUT.value: "MC dropout",
+    ModelKind.ENSEMBLE.value: "Deep ensemble",
+    ModelKind.LAPLACE.value: "Laplace (last layer, post hoc)",
+}
+IMPL_TITLES = {
+    "sequential": "sequential (loop over S)",
+    "vmap": "vmap",
+    "vmap_lrt": "vmap + local reparameterisation",
+}
+SCHEDULE_TITLES = {"uniform": "uniform (1/M per minibatch)", "blundell": "Blundell (2^(M−i))"}
+BETAS = (0.001, 0.01, 0.03, 0.1, 0.3, 1.0)
+INIT_SIGMAS = (1e-4, 1e-3, 1e-2, 0.05, 0.1, 0.3, 1.0)
+LEARNING_RATES = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2)
+BATCHES = (32, 64, 128, 256, 512)
+SUBSETS = (1_000, 2_000, 5_000, 10_000, 20_000, 60_000)
+TEST_SUBSETS = (500, 1_000, 2_000, 5_000, 10_000)
+EVAL_PASSES = (1, 10, 20, 50, 100)
+JOB_KEY = "train_job"  # the job this session watches
+NOTICE_KEY = "train_notice"  # (kind, message) left by a rename/delete callback
+
+
+def kind_title(kind: str) -> str:
+    """The method's title (its kind value for kinds added later)."""
+    return KIND_TITLES.get(kind, kind)
+
+
+def option(label: str, options, default, key: str, container=st, **kw):
+    """A select slider whose default is ``default`` (or the nearest option)."""
+    options = tuple(options)
+    if default not in options:
+        default = min(options, key=lambda o: abs(math.log(o) - math.log(default)))
+    return container.select_slider(label, options, value=default, key=key, **kw)
+
+
+def model_settings(kind: str) -> dict:
+    """The method's own settings as widgets; returns make_request keyword arguments."""
+    template = kind_template(kind)
+    model = template.model if template else None
+    training = template.training if template else None
+    settings: dict = {}
+    if kind == ModelKind.BBB.value:
+        left, middle, right = st.columns(3)
+        family = left.radio(
+            "Prior",
+            ("gaussian", "mixture"),
+            format_func={"gaussian": "Gaussian N(0, σ²)", "mixture": "Scale mixture"}.get,
+            key="train_prior",
+            help="The prior over every weight. The scale mixture π·N(0, σ1²) + (1 − π)·N(0, σ2²) "
+            "has a wide and a narrow component (Blundell et al. 2015).",
+        )
+        if family == "gaussian":
+            sigma = left.number_input(
+                "Prior σ", 0.01, 10.0, 1.0, 0.1, key="train_prior_sigma", format="%.2f"
+            )
+            settings["prior"] = prior_config("gaussian", sigma=sigma)
+        else:
+            pi = left.slider("π (weight of the wide part)", 0.05, 1.0, 0.5, 0.05, key="train_pi")
+            log1 = left.slider("−ln σ1", 0.0, 3.0, 0.0, 0.5, key="train_log_sigma1")
+            log2 = left.slider("−ln σ2", 4.0, 9.0, 6.0, 0.5, key="train_log_sigma2")
+            settings["prior"] = prior_config(
+                "mixture", pi=pi, sigma1=math.exp(-log1), sigma2=math.exp(-log2)
+            )
+        settings["beta"] = option(
+            "KL weight β",
+            BETAS,
+            training.beta if training else 1.0,
+            "train_beta",
+            middle,
+            help="Multiplies the KL term of the ELBO. β = 1 is the full ELBO; the shipped BBB "
+            "models use β = 0.1 (a tempered posterior): with β = 1 on a short budget the "
+            "network under-fits.",
+        )
+        settings["init_sigma"] = option(
+            "Initial posterior σ",
+            INIT_SIGMAS,
+            model.init_sigma if model else 1e-3,
+            "train_init_sigma",
+            middle,
+            help="Standard deviation every weight starts with. Too big and the network has a "
+            "hard time starting: the weight noise drowns the signal.",
+        )
+        settings["n_samples"] = middle.number_input(
+            "Samples S per step",
+            1,
+            20,
+            training.n_samples if training else 1,
+            key="train_samples",
+            help="Monte-Carlo samples of the weights per training step; the cost grows "
+            "about linearly with S.",
+        )
+        settings["impl"] = right.radio(
+            "Implementation",
+            tuple(IMPL_TITLES),
+            index=tuple(IMPL_TITLES).index(training.impl if training else "vmap"),
+            format_func=IMPL_TITLES.get,
+            key="train_impl",
+            help="How the S samples are computed (see the Training speed page). Local "
+            "reparameterisation samples pre-activations instead of weights: less variance, "
+            "faster for S > 1.",
+        )
+        settings["kl_schedule"] = right.radio(
+            "KL schedule",
+            KL_SCHEDULES,
+            format_func=SCHEDULE_TITLES.get,
+            key="train_kl_schedule",
+            help="How the KL term is spread over an epoch's M minibatches: equally, or "
+            "Blundell's 2^(M−i)/(2^M − 1), heavy on the first minibatches.",
+        )
+    elif kind == ModelKind.DROPOUT.value:
+        settings["dropout"] = st.slider(
+            "Dropout probability p",
+            0.05,
+            0.9,
+            model.dropout if model else 0.5,
+            0.05,
+            key="train_dropout",
+            help="Each hidden unit is dropped with probability p in training and at prediction.",
+        )
+    elif kind == ModelKind.ENSEMBLE.value:
+        settings["members"] = st.number_input(
+            "Networks in the ensemble",
+            2,
+            10,
+            model.members if model else 5,
+            key="train_members",
+            help="Each network starts from its own random weights; training costs about as "
+            "much as that many MLPs.",
+        )
+    elif ModelKind(kind) in POST_HOC_FITS:
+        st.caption(
+            "The network is trained as a plain MLP, then a Gaussian posterior is fitted to its "
+            "last layer (Laplace approximation, prior precision by marginal likelihood)."
+        )
+    return settings
+
+
+def status_text(job: TrainJob, position: int | None) -> str:
+    """One phrase on a job's state: queue position, progress and ETA, or the outcome."""
+    if job.status is JobStatus.QUEUED:
+        return f"queued, position {position}" if position else "queued"
+    if job.status is JobStatus.RUNNING:
+        if job.cancel.is_set():
+            return "cancelling…"
+        eta = job.eta()
+        left = "" if eta is None else f", about {eta:.0f} s left"
+        return f"running, {job.fraction:.0%}{left}"
+    if job.status is JobStatus.DONE:
+        return f"done in {job.elapsed():.0f} s, test error {job.metrics['test_error']:.2%}"
+    if job.status is JobStatus.FAILED:
+        return "failed"
+    return "cancelled, nothing saved"
+
+
+def curve_data(job: TrainJob) -> tuple[dict, dict]:
+    """Per-epoch lists and within-epoch running averages (x = fractional epoch)."""
+    epochs = {
+        key: [getattr(s, key) for s in job.history]
+        for key in ("epoch", "elbo_loss", "nll", "test_nll", "kl", "train_error", "test_error")
+    }
+    n_epochs = max(job.request.training.epochs, 1)
+    steps = {"x": [s.fraction * n_epochs for s in job.steps]}
+    for key in ("elbo_loss", "nll", "kl", "train_error"):
+        steps[key] = [getattr(s, key) for s in job.steps]
+    return epochs, steps
+
+
+def show_job(job: TrainJob, position: int | None) -> None:
+    """The watched job: progress bar with ETA, cancel button, outcome and live curves."""
+    queue = training_queue()
+    request = job.request
+    head, button = st.columns([5, 1], vertical_alignment="bottom")
+    with head:
+        st.markdown(f"**Job #{job.id}** ({request.describe()}): {status_text(job, position)}")
+        st.text(f"name: {request.name}")  # user text: never Markdown
+        if job.status is JobStatus.RUNNING:
+            eta = job.eta()
+            label = f"{job.message} · {job.elapsed():.0f} s"
+            label += "" if eta is None else f" · ETA {eta:.0f} s"
+            st.progress(job.fraction, text=label)
+        elif job.status is JobStatus.QUEUED:
+            st.progress(0.0, text=f"waiting, position {position} in the queue")
+    if job.status.active:
+        button.button(
+            "Cancel",
+            key=f"train_cancel_{job.id}",
+            on_click=queue.cancel,
+            args=(job.id,),
+            disabled=job.cancel.is_set(),
+            icon=":material/stop_circle:",
+        )
+    if job.status is JobStatus.DONE and job.path is not None:
+        st.success(
+            f"Saved: test error {job.metrics['test_error']:.2%}, NLL {job.metrics['nll']:.3f} "
+            f"on the whole {task_title(request.dataset)} test set "
+            f"({request.n_eval_samples} passes). Pick it in the sidebar under this name:"
+        )
+        st.text(ui.model_title(f"user:{job.path.stem}"))
+    elif job.status is JobStatus.FAILED:
+        st.error("The job failed; nothing was saved.")
+        st.text(job.error)
+    elif job.status is JobStatus.CANCELLED:
+        st.info("Cancelled: nothing was saved.")
+    if job.history or job.steps:
+        epochs, steps = curve_data(job)
+        n_epochs = request.training.epochs
+        columns = st.columns(3 if model_has_kl(job) else 2)
+        with columns[0]:
+            show_figure(loss_figure(epochs, steps, n_epochs), f"train_loss_{job.id}")
+        with columns[1]:
+            show_figure(error_figure(epochs, steps, n_epochs), f"train_error_{job.id}")
+        if len(columns) == 3:
+            with columns[2]:
+                show_figure(kl_figure(epochs, steps, n_epochs), f"train_kl_{job.id}")
+        test = f"{request.n_test:,}" if request.n_test else "all"
+        st.caption(
+            "Thin dotted lines: running averages within the epoch, every 20 steps; markers: "
+            f"each finished epoch (test error and NLL on {test} test images, "
+            f"{request.training.n_eval_samples} passes). The objective is per training image: "
+            "NLL + β·KL / N."
+        )
+
+
+def model_has_kl(job: TrainJob) -> bool:
+    """Whether the job's model has a complexity cost worth plotting (a weight posterior)."""
+    return MODEL_CLASSES[ModelKind(job.request.model.kind)].weight_posterior
+
+
+def jobs_panel() -> None:
+    """The queue and the watched job; polled while a job is active (a fragment)."""
+    queue = training_queue()
+    jobs = queue.jobs()
+    if not jobs:
+        st.caption("No training job yet.")
+        return
+    positions = {j.id: queue.position(j.id) for j in jobs}
+    rows = [
+        {
+            "job": f"#{j.id}",
+            "name": j.request.name,
+            "what": j.request.describe(),
+            "status": status_text(j, positions[j.id]),
+        }
+        for j in reversed(jobs)
+    ]
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    ids = [j.id for j in reversed(jobs)]
+    mine = st.session_state.get(JOB_KEY)
+    running = [j.id for j in jobs if j.status is JobStatus.RUNNING]
+    default = mine if mine in ids else (running[0] if running else ids[0])
+    watched = st.selectbox(
+        "Show job",
+        ids,
+        index=ids.index(default),
+        format_func=lambda i: f"#{i}",
+        key="train_watch",
+    )
+    job = next(j for j in jobs if j.id == watched)
+    show_job(job, positions[job.id])
+    if st.session_state.get("train_polling") and not any(j.status.active for j in jobs):
+        st.session_state["train_polling"] = False
+        st.rerun()  # the last job ended: refresh the model lists and stop polling
+
+
+def rename_model(old: str) -> None:
+    """Rename callback: runs before the next script run, so the sidebar is up to date."""
+    try:
+        path = rename_user_checkpoint(old, st.session_state.get("train_new_name", ""))
+        st.session_state[NOTICE_KEY] = ("success", f"Renamed {old} to {path.stem}.")
+    except (ValueError, CheckpointError) as exc:
+        st.session_state[NOTICE_KEY] = ("error", str(exc))
+
+
+def delete_model(name: str) -> None:
+    """Delete callback (see :func:`rename_model`)."""
+    try:
+        delete_user_checkpoint(name)
+        st.session_state[NOTICE_KEY] = ("success", f"Deleted {name}.")
+    except CheckpointError as exc:
+        st.session_state[NOTICE_KEY] = ("error", str(exc))
+    st.session_state["train_delete_confirm"] = False
+
+
+def models_panel() -> None:
+    """The user-trained models: a table, rename and delete."""
+    notice = st.session_state.pop(NOTICE_KEY, None)
+    if notice is not None:
+        kind, message = notice
+        (st.success if kind == "success" else st.error)("Done." if kind == "success" else "No.")
+        st.text(message)  # holds user-typed names: never Markdown
+    infos = list_user_checkpoints()
+    if not infos:
+        st.caption("No user-trained model yet.")
+        return
+    rows = []
+    for info in infos:
+        meta = info.metadata
+        rows.append(
+            {
+                "name": info.path.stem,
+                "method": kind_title(info.spec.model.kind),
+                "task": task_title(info.spec.dataset),
+                "epochs": meta.get("epochs"),
+                "test error": f"{meta['test_error']:.2%}" if "test_error" in meta else "–",
+                "trained": meta.get("date", ""),
+                "device": meta.get("device", ""),
+                "status": "ok" if info.available else info.reason,
+            }
+        )
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    names = [info.path.stem for info in infos]
+    pick, rename, delete = st.columns([2, 3, 2], vertical_alignment="bottom")
+    chosen = pick.selectbox("Model", names, key="train_manage_model")
+    rename.text_input("New name", key="train_new_name", placeholder="letters, digits, _ and -")
+    rename.button("Rename", key="train_rename", on_click=rename_model, args=(chosen,))
+    confirm = delete.checkbox("Really delete", key="train_delete_confirm")
+    delete.button(
+        "Delete", key="train_delete", on_click=delete_model, args=(chosen,), disabled=not confirm
+    )
+
+
+# --- page ----------------------------------------------------------------------------------
+
+st.title("Train your own network")
+st.markdown(
+    "Pick a task and a method, set the hyperparameters and start: the curves appear as the "
+    "network trains. Jobs run on the server, one at a time, so you can close this tab and come "
+    "back; later jobs wait in a queue. A finished model is saved among *your* models and "
+    "appears in the sidebar, marked user-trained, on every page that fits its task."
+)
+queue = training_queue()
+device = default_device()
+where = "the GPU" if device.type == "cuda" else f"{queue.threads} CPU thread(s) per job"
+st.caption(
+    f"Device: {device_name(device)}. Jobs train on {where}, {queue.workers} at a time; "
+    "models are saved in the user-model folder (never over the shipped ones)."
+)
+
+st.subheader("1. Task and method")
+task_col, kind_col = st.columns(2)
+dataset = task_col.radio(
+    "Task", tuple(TASK_DATASETS), format_func=task_title, horizontal=True, key="train_dataset"
+)
+kind = kind_col.selectbox(
+    "Method", [k.value for k in MODEL_CLASSES], format_func=kind_title, key="train_kind"
+)
+template = kind_template(kind)
+if template is not None:
+    st.caption(f"Defaults from the shipped model {template.title!r}: {template.description}")
+
+st.subheader("2. Hyperparameters")
+try:
+    settings = model_settings(kind)
+except ValueError as exc:
+    st.error("These settings are not valid.")
+    st.text(str(exc))
+    st.stop()
+training = template.training if template and template.training.epochs else None
+a, b, c, d = st.columns(4)
+settings["epochs"] = a.number_input("Epochs", 1, 200, 3, key="train_epochs")
+settings["lr"] = option(
+    "Learning rate", LEARNING_RATES, training.lr if training else 1e-3, "train_lr", b
+)
+settings["batch_size"] = option(
+    "Batch size", BATCHES, training.batch_size if training else 128, "train_batch", c
+)
+n_train = d.select_slider(
+    "Training images",
+    SUBSETS,
+    value=10_000,
+    format_func="{:,}".format,
+    key="train_subset",
+    help="A random subset for quick classroom runs (60,000 = the whole training set).",
+)
+with st.expander("Evaluation"):
+    left, right = st.columns(2)
+    n_test = left.select_slider(
+        "Test images after each epoch",
+        TEST_SUBSETS,
+        value=10_000,
+        format_func="{:,}".format,
+        key="train_test_subset",
+        help="For the test-error curve; the saved test error always uses the whole test set.",
+    )
+    n_eval_samples = right.select_slider(
+        "Passes for the saved test error",
+        EVAL_PASSES,
+        value=100,
+        key="train_eval_samples",
+        help="Monte-Carlo passes of the predictive mean on the whole test set at the end.",
+    )
+suggested = free_name(
+    f"my_{kind}_{'fashion' if dataset == 'fashion_mnist' else 'mnist'}", queue.folder()
+)
+name = st.text_input(
+    "Name of the new model",
+    key="train_name",
+    placeholder=suggested,
+    max_chars=64,
+    help="Letters, digits, _ and -. Left empty: " + suggested,
+)
+if st.button("Start training", key="train_start", type="primary", icon=":material/play_arrow:"):
+    try:
+        request = make_request(
+            (name or "").strip() or suggested,
+            kind,
+            dataset=dataset,
+            n_train=None if n_train >= 60_000 else int(n_train),
+            n_test=None if n_test >= 10_000 else int(n_test),
+            n_eval_samples=int(n_eval_samples),
+            **settings,
+        )
+        st.session_state[JOB_KEY] = st.session_state["train_watch"] = queue.submit(request)
+    except ValueError as exc:
+        st.error("The job was not started.")
+        st.text(str(exc))  # may quote the typed name: never Markdown
+
+st.subheader("3. Jobs")
+active = any(j.status.active for j in queue.jobs())
+st.session_state["train_polling"] = active
+st.fragment(run_every=POLL_SECONDS if active else None)(jobs_panel)()
+
+st.subheader("4. Your models")
+models_panel()

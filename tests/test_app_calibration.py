@@ -1,0 +1,227 @@
+"""Headless tests of the Calibration page with small untrained checkpoints of every registered
+model, and a real-browser smoke test of the page served on its own."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+import streamlit as st
+import torch
+from streamlit.testing.v1 import AppTest
+
+import core.storage.checkpoints
+import core.studies.evaluations
+from app.ui import MODELS_KEY, SAMPLES_KEY
+from core.data import DatasetUnavailable, load_dataset
+from core.engine.interface import ModelConfig
+from core.engine.models import build_model
+from core.evaluation.shift import SHIFTS
+from core.evaluation.uncertainty import SCORES
+from core.storage.checkpoints import REGISTRY, save_checkpoint
+from core.studies import calibration as study
+from tests.browser_util import chromium_page, require_chromium, serve_app, wait_for_script
+
+PAGE = "../pages/calibration.py"
+ROOT = Path(__file__).resolve().parents[1]
+EVERY = list(REGISTRY)  # every registered model, those added later included
+
+
+def task(name: str) -> str:
+    return getattr(REGISTRY[name], "dataset", "mnist")
+
+
+DIGITS = [name for name in EVERY if task(name) == "mnist"]  # shown first: MNIST is the default
+OTHER_TASKS = sorted({task(name) for name in EVERY} - {"mnist"})
+TITLES = [REGISTRY[name].title for name in DIGITS]
+SMALL = {SAMPLES_KEY: 4, "cal_shift_inputs": 100, "cal_shift_samples": 5}
+SHIFT_CHARTS = 4  # accuracy, ECE, entropy, rejected against severity
+
+
+def small_checkpoints(folder: Path, names: list[str]) -> None:
+    """784-16-10 untrained checkpoints under the registered ``names``."""
+    for i, name in enumerate(names):
+        torch.manual_seed(i)
+        config = {**REGISTRY[name].model.to_dict(), "hidden": [16], "init_sigma": 0.05}
+        save_checkpoint(
+            name, build_model(ModelConfig.from_dict(config)), {"note": "for tests"}, folder
+        )
+
+
+@pytest.fixture(scope="module")
+def small_dirs(tmp_path_factory) -> tuple[Path, Path]:
+    """Checkpoints of every registered model and a cache shared by this module's tests (keys
+    hash the checkpoint bytes, so sharing is safe); skips without MNIST."""
+    try:
+        for dataset in ("mnist", *OTHER_TASKS):
+            load_dataset(dataset, "test", n_inputs=1)
+            load_dataset(dataset, "train", n_inputs=1)
+    except DatasetUnavailable as exc:
+        pytest.skip(f"a task's data is unavailable: {exc}")
+    root = tmp_path_factory.mktemp("calibration")
+    small_checkpoints(root / "checkpoints", EVERY)
+    return root / "checkpoints", root / "cache"
+
+
+@pytest.fixture
+def small_models(small_dirs, monkeypatch) -> tuple[Path, Path]:
+    checkpoints, cache = small_dirs
+    monkeypatch.setattr(core.storage.checkpoints, "CHECKPOINT_DIR", checkpoints)
+    monkeypatch.setenv("BNN_CACHE_DIR", str(cache))
+    return small_dirs
+
+
+def run_page(**state) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=600)
+    for key, value in {**SMALL, MODELS_KEY: EVERY, **state}.items():
+        at.session_state[key] = value
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def charts(at: AppTest) -> list[dict]:
+    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+
+
+def captions(at: AppTest) -> str:
+    return " ".join(c.value for c in at.caption)
+
+
+def test_every_model_shows_diagrams_tables_curves_and_samples(small_models):
+    at = run_page()
+    assert at.title[0].value == 'Calibration, "I don\'t know" and dataset shift'
+    assert ("cal_task" in [box.key for box in at.selectbox]) == bool(OTHER_TASKS)
+    figures = charts(at)
+    assert len(figures) == len(DIGITS) + 1 + SHIFT_CHARTS
+    results = {
+        name: study.calibration_result(name, n_samples=SMALL[SAMPLES_KEY]) for name in DIGITS
+    }
+    for figure, name in zip(figures, DIGITS, strict=False):  # one reliability diagram each
+        title = figure["layout"]["title"]["text"]
+        assert title == f"{REGISTRY[name].title}: ECE {results[name].metrics['ece']:.4f}"
+    metrics, aucs, shifted = (t.value for t in at.table)
+    assert list(metrics.index) == TITLES and list(aucs.index) == TITLES
+    assert list(shifted.index) == TITLES
+    for name, title in zip(DIGITS, TITLES, strict=True):
+        r = results[name]
+        assert r.dataset == "mnist"
+        assert metrics.loc[title, "ECE"] == f"{r.metrics['ece']:.4f}"
+        assert metrics.loc[title, "ECE after T"] == f"{r.tempered['ece']:.4f}"
+        assert metrics.loc[title, "T"].startswith(f"{r.fit.temperature:.3f}")
+        for key, score in SCORES.items():
+            assert aucs.loc[title, score.title] == f"{r.rejection[key]['auc']:.4f}"
+        point = r.rejection["predictive_entropy"]
+        assert f"{title} answers {point['coverage']:.1%} with {point['accuracy']:.2%}" in (
+            captions(at)
+        )
+    curves = figures[len(DIGITS)]["data"]
+    assert len([c for c in curves if c["mode"] == "lines"]) == len(DIGITS)
+    assert len(at.get("image")) == 1  # the shifted digits
+    answers = at.text[-1].value.splitlines()
+    assert [line.split(":")[0] for line in answers] == TITLES
+    for other in OTHER_TASKS:  # models of another task are rated on their own test set
+        at.selectbox(key="cal_task").set_value(other).run()
+        assert not at.exception, at.exception
+        names = [name for name in EVERY if task(name) == other]
+        assert list(at.table[0].value.index) == [REGISTRY[name].title for name in names]
+        for name in names:
+            assert study.calibration_result(name, n_samples=SMALL[SAMPLES_KEY]).dataset == other
+
+
+def test_temperature_toggle_redraws_the_diagrams_after_scaling(small_models):
+    at = run_page()
+    before = [f["layout"]["title"]["text"] for f in charts(at)[: len(DIGITS)]]
+    at.toggle(key="cal_tempered").set_value(True).run()
+    assert not at.exception, at.exception
+    after = [f["layout"]["title"]["text"] for f in charts(at)[: len(DIGITS)]]
+    for name, title in zip(DIGITS, after, strict=True):
+        r = study.calibration_result(name, n_samples=SMALL[SAMPLES_KEY])
+        assert title.endswith(f"ECE {r.tempered['ece']:.4f}, T = {r.fit.temperature:.2f}")
+    assert before != after
+
+
+def test_severity_slider_and_shift_choice_read_the_cached_grid(small_models):
+    at = run_page(**{MODELS_KEY: ["mlp", "bbb_gaussian"]})
+    settings = study.ShiftSettings(n_inputs=100, n_samples=5)
+    for shift in SHIFTS:
+        at.selectbox(key="cal_shift").set_value(shift).run()
+        assert not at.exception, (shift, at.exception)
+        grid = SHIFTS[shift].severities
+        assert study.shift_jobs(["mlp", "bbb_gaussian"], [shift], settings) == []
+        for severity in (grid[0], grid[-1]):
+            at.select_slider(key=f"cal_severity_{shift}").set_value(severity).run()
+            assert not at.exception, at.exception
+            table = at.table[-1].value
+            assert table.index.name == f"At {severity:g}"
+            level = study.shift_curve("mlp", shift, settings, severities=(severity,))[0]
+            assert table.loc[REGISTRY["mlp"].title, "Accuracy"] == f"{level.accuracy:.1%}"
+            shapes = charts(at)[-1]["layout"]["shapes"]
+            assert shapes[0]["x0"] == severity
+
+
+def test_second_visit_reads_everything_from_the_disk_cache(small_models, monkeypatch):
+    first = run_page()
+    st.cache_data.clear()
+    st.cache_resource.clear()
+
+    def fail(*args, **kwargs):
+        raise AssertionError("computed again on a cached visit")
+
+    monkeypatch.setattr(study, "predictive", fail)
+    monkeypatch.setattr(core.studies.evaluations, "_compute", fail)
+    second = run_page()
+    assert [t.value.to_dict() for t in second.table] == [t.value.to_dict() for t in first.table]
+    assert not second.get("progress")
+
+
+def test_models_trained_on_the_validation_split_are_named_in_a_warning(small_models, monkeypatch):
+    monkeypatch.setattr(study, "SEEN_RATIO", 1e9)  # every model counts as trained on it
+    st.cache_resource.clear()  # results kept in memory by earlier tests
+    at = run_page(**{MODELS_KEY: ["mlp"]})
+    text = at.warning[0].value
+    assert "trained on the validation images" in text and REGISTRY["mlp"].title in text
+    assert "--train-subset 55000" in text
+    st.cache_resource.clear()  # leave no result judged under the patched ratio
+
+
+def test_no_model_selected_is_a_warning_not_an_error(small_models):
+    at = run_page(**{MODELS_KEY: []})
+    assert "Choose at least one trained model" in at.warning[0].value
+    assert not at.get("plotly_chart")
+
+
+def test_missing_mnist_is_reported_in_words(tmp_path, monkeypatch):
+    small_checkpoints(tmp_path / "checkpoints", ["mlp"])
+    monkeypatch.setattr(core.storage.checkpoints, "CHECKPOINT_DIR", tmp_path / "checkpoints")
+    monkeypatch.setenv("BNN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("BNN_DATA_DIR", str(tmp_path / "empty"))
+    monkeypatch.setenv("BNN_DATA_PATH", str(tmp_path / "nowhere"))
+    at = run_page(**{MODELS_KEY: ["mlp"]})
+    assert at.error[0].value == "The test data or a checkpoint is unavailable."
+    assert "mnist" in at.text[0].value.lower()
+
+
+@pytest.mark.browser
+@require_chromium()
+def test_page_in_a_real_browser(tmp_path):
+    """The page served on its own (default models, untrained 784-16-10 checkpoints): it renders
+    its charts and the severity slider answers the keyboard."""
+    small_checkpoints(tmp_path / "checkpoints", ["bbb_mixture", "mlp", "dropout_mlp"])
+    env = {
+        "BNN_CHECKPOINT_DIR": str(tmp_path / "checkpoints"),
+        "BNN_CACHE_DIR": str(tmp_path / "cache"),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
+    with serve_app("pages/calibration.py", env=env) as url, chromium_page() as page:
+        page.goto(url)
+        page.get_by_text("At 60", exact=True).wait_for(timeout=300_000)
+        wait_for_script(page)
+        assert page.locator("[data-testid='stPlotlyChart']").count() == 3 + 1 + SHIFT_CHARTS
+        slider = page.get_by_role("slider")
+        slider.focus()
+        slider.press("ArrowRight")
+        page.get_by_text("At 75", exact=True).wait_for(timeout=60_000)
+        wait_for_script(page)

@@ -1,0 +1,204 @@
+"""Headless tests of the Train page: a tiny real job (2,000 images × 1 epoch) shows progress
+and ends as a user checkpoint in the model lists; cancel leaves no checkpoint; a second job
+queues behind the first; a new session re-attaches; rename, delete and bad names.
+
+The queue's runner is the real :func:`core.jobs.training.run_training`, paused at its first
+progress report until the test has looked at the page, so what the page shows mid-run is
+checked deterministically."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from core.jobs import JobQueue, JobStatus, run_training, set_training_queue, training_queue
+from core.storage.checkpoints import list_user_checkpoints
+
+PAGE = "../pages/train.py"
+MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
+TINY = {
+    "train_kind": "mlp",
+    "train_dataset": "mnist",
+    "train_epochs": 1,
+    "train_subset": 2_000,
+    "train_test_subset": 500,
+    "train_eval_samples": 1,
+}
+
+
+class Paused:
+    """``run_training`` that stops at its first progress report until released."""
+
+    def __init__(self) -> None:
+        self.reached = threading.Event()
+        self.release = threading.Event()
+
+    def __call__(self, request, *, progress, **kwargs):
+        def held(fraction: float, message: str) -> None:
+            progress(fraction, message)
+            if fraction > 0 and not self.release.is_set():
+                self.reached.set()
+                assert self.release.wait(120), "the test never released the job"
+
+        return run_training(request, progress=held, **kwargs)
+
+
+@pytest.fixture
+def paused(mnist_small, tmp_path, monkeypatch):
+    """A fresh training queue (one worker) with a :class:`Paused` runner; empty user folder."""
+    monkeypatch.setenv("BNN_MODELS_DIR", str(tmp_path / "models"))
+    monkeypatch.setenv("BNN_CACHE_DIR", str(tmp_path / "cache"))
+    runner = Paused()
+    queue = JobQueue(workers=1, threads=1, runner=runner)
+    old = set_training_queue(queue)
+    yield runner
+    runner.release.set()
+    queue.shutdown()
+    set_training_queue(old)
+
+
+def page(**state) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    for key, value in {**TINY, **state}.items():
+        at.session_state[key] = value
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def start(at: AppTest, name: str) -> int:
+    """Type ``name``, press Start; returns the new job's id."""
+    at.text_input(key="train_name").set_value(name)
+    at.button(key="train_start").click().run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    return max(j.id for j in training_queue().jobs())
+
+
+def job_table(at: AppTest):
+    return at.dataframe[0].value.set_index("name")
+
+
+def wait_until(predicate, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_tiny_job_shows_progress_then_appears_in_the_model_lists(paused):
+    at = page()
+    assert "No training job yet." in [c.value for c in at.caption]
+    job_id = start(at, "tiny")
+    assert paused.reached.wait(120)
+    at.run()
+    assert not at.exception, at.exception
+    assert job_table(at).loc["tiny", "status"].startswith("running, ")
+    (bar,) = at.get("progress")
+    assert 0 < bar.proto.value < 100 and "ETA" in bar.proto.text
+    assert at.button(key=f"train_cancel_{job_id}")
+    paused.release.set()
+    job = training_queue().wait(job_id, 120)
+    assert job.status is JobStatus.DONE and job.path.name == "tiny.pt"
+    at.run()
+    assert not at.exception, at.exception
+    assert job_table(at).loc["tiny", "status"].startswith("done in ")
+    assert "tiny (user-trained)" in [t.value for t in at.text]
+    assert len(at.get("plotly_chart")) == 2  # objective/NLL and errors (an MLP has no KL)
+    mine = at.dataframe[1].value.set_index("name")
+    assert mine.loc["tiny", "task"] == "MNIST" and mine.loc["tiny", "epochs"] == 1
+    assert mine.loc["tiny", "test error"] == f"{job.metrics['test_error']:.2%}"
+    app = AppTest.from_file(MAIN, default_timeout=120).run()
+    assert not app.exception, app.exception
+    assert "tiny (user-trained)" in app.sidebar.multiselect[0].options
+
+
+def test_cancel_leaves_no_checkpoint(paused, tmp_path):
+    at = page(train_kind="bbb")
+    job_id = start(at, "doomed")
+    assert paused.reached.wait(120)
+    at.run()
+    at.button(key=f"train_cancel_{job_id}").click().run()
+    assert not at.exception, at.exception
+    assert job_table(at).loc["doomed", "status"] in ("cancelling…", "cancelled, nothing saved")
+    paused.release.set()
+    assert training_queue().wait(job_id, 120).status is JobStatus.CANCELLED
+    at.run()
+    assert "Cancelled: nothing was saved." in [i.value for i in at.info]
+    folder = tmp_path / "models"
+    assert not folder.exists() or not list(folder.iterdir())  # no checkpoint, no temporary
+    assert list_user_checkpoints() == []
+
+
+def test_second_job_queues_behind_the_first_and_a_new_session_reattaches(paused):
+    at = page()
+    first = start(at, "first")
+    assert paused.reached.wait(120)
+    second = start(at, "second")
+    at.run()
+    table = job_table(at)
+    assert table.loc["first", "status"].startswith("running")
+    assert table.loc["second", "status"] == "queued, position 1"
+    (bar,) = at.get("progress")  # this session watches its latest job: the queued one
+    assert bar.proto.text == "waiting, position 1 in the queue"
+    reopened = page()  # a new tab: same server, same queue
+    assert list(job_table(reopened).index) == ["second", "first"]
+    reopened.selectbox(key="train_watch").set_value(first).run()
+    assert "ETA" in reopened.get("progress")[0].proto.text
+    at.button(key=f"train_cancel_{second}").click().run()
+    assert training_queue().get(second).status is JobStatus.CANCELLED
+    assert training_queue().get(second).started is None  # it never ran
+    paused.release.set()
+    assert training_queue().wait(first, 120).status is JobStatus.DONE
+    assert [i.spec.name for i in list_user_checkpoints()] == ["user:first"]
+
+
+def test_rename_and_delete_from_the_page(paused):
+    paused.release.set()
+    at = page()
+    job_id = start(at, "keep")
+    assert training_queue().wait(job_id, 120).status is JobStatus.DONE
+    at.run()
+    at.text_input(key="train_new_name").set_value("kept")
+    at.button(key="train_rename").click().run()
+    assert not at.exception, at.exception
+    assert "Renamed keep to kept." in [t.value for t in at.text]
+    assert [i.spec.name for i in list_user_checkpoints()] == ["user:kept"]
+    assert at.button(key="train_delete").disabled  # not without confirming
+    at.checkbox(key="train_delete_confirm").check().run()
+    at.button(key="train_delete").click().run()
+    assert "Deleted kept." in [t.value for t in at.text]
+    assert list_user_checkpoints() == []
+    assert "No user-trained model yet." in [c.value for c in at.caption]
+
+
+def test_bad_name_is_refused_in_plain_text(paused):
+    at = page()
+    at.text_input(key="train_name").set_value("**bold** name")
+    at.button(key="train_start").click().run()
+    assert not at.exception, at.exception
+    assert at.error[0].value == "The job was not started."
+    assert any("'**bold** name' is not a valid model name" in t.value for t in at.text)
+    assert training_queue().jobs() == []
+
+
+@pytest.mark.parametrize("kind", ["bbb", "mlp", "dropout", "ensemble", "laplace"])
+def test_every_method_offers_its_settings(paused, kind):
+    at = page(train_kind=kind, train_dataset="fashion_mnist")
+    keys = {w.key for w in at.main if getattr(w, "key", None)}
+    own = {
+        "bbb": {"train_prior", "train_beta", "train_init_sigma", "train_samples", "train_impl"},
+        "dropout": {"train_dropout"},
+        "ensemble": {"train_members"},
+    }.get(kind, set())
+    assert own <= keys
+    assert {"train_epochs", "train_lr", "train_batch", "train_subset"} <= keys
+    if kind == "bbb":
+        at.radio(key="train_prior").set_value("mixture").run()
+        assert {"train_pi", "train_log_sigma1", "train_log_sigma2"} <= {
+            w.key for w in at.main if getattr(w, "key", None)
+        }
