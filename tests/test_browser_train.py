@@ -1,0 +1,47 @@
+"""Real-browser test of the Train page: start a job, reload mid-run, the job and its curve are
+still there, and it finishes into a user checkpoint."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.browser_util import chromium_page, require_chromium, serve_app, wait_for_script
+
+pytestmark = [pytest.mark.browser, require_chromium()]
+
+
+def test_a_job_survives_a_reload_and_finishes(tmp_path, mnist_small):
+    models = tmp_path / "models"
+    env = {"BNN_MODELS_DIR": str(models), "BNN_CACHE_DIR": str(tmp_path / "cache")}
+    with serve_app(env=env) as url, chromium_page() as page:
+        page.goto(f"{url}/train")
+        wait_for_script(page, 60_000)
+        epochs = page.get_by_label("Epochs")
+        epochs.fill("4")
+        epochs.press("Enter")
+        wait_for_script(page)
+        page.get_by_text("Training images").wait_for()
+        sliders = [
+            handle
+            for handle in page.get_by_role("slider").all()
+            if "Training images" in (handle.get_attribute("aria-label") or "")
+        ]
+        slider = sliders[0] if sliders else page.get_by_role("slider").first
+        slider.focus()
+        slider.press("Home")  # the smallest subset: 1,000 images
+        wait_for_script(page)
+        page.get_by_role("textbox", name="Name of the new model").fill("browser_run")
+        page.get_by_role("button", name="Start training").click()
+        page.get_by_text("Job #1").wait_for(timeout=60_000)
+        page.get_by_text("running").first.wait_for(timeout=60_000)
+        page.reload()
+        wait_for_script(page, 60_000)
+        page.get_by_text("Job #1").wait_for(timeout=60_000)  # re-attached after the reload
+        deadline = time.monotonic() + 400
+        while time.monotonic() < deadline and not (models / "browser_run.pt").is_file():
+            time.sleep(1)
+        assert (models / "browser_run.pt").is_file()
+        page.get_by_text("Saved: test error").wait_for(timeout=60_000)
+        assert page.locator(".js-plotly-plot").count() >= 1  # the curves
