@@ -78,6 +78,13 @@ PAGES = [
         "see whether their uncertainty rises; score histograms, ROC curves, AUROC per score.",
     ),
     PageInfo(
+        "regression.py",
+        "Regression playground",
+        ":material/show_chart:",
+        "Train BBB, MC dropout, a deep ensemble and an MLP on 1-D data in seconds (or on points "
+        "you draw) and compare their uncertainty bands with an exact HMC posterior.",
+    ),
+    PageInfo(
         "train.py",
         "Train",
         ":material/model_training:",

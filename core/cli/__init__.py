@@ -20,11 +20,23 @@ from core.cli import (
     data,
     models,
     ood,
+    regression,
 )
 from core.data import DatasetUnavailable
 from core.storage.checkpoints import CheckpointError
 
-COMMANDS = (data, models, bench, ood, bench_predictive, attack, compare, calibration, active)
+COMMANDS = (
+    data,
+    models,
+    bench,
+    ood,
+    bench_predictive,
+    attack,
+    compare,
+    calibration,
+    active,
+    regression,
+)
 """Modules exposing ``register(subparsers)``, in help order."""
 
 

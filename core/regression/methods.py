@@ -1,0 +1,591 @@
+"""The regression methods: small networks of :mod:`core.engine`, trained full-batch in seconds.
+
+Every method is a network of the lab's model kinds (:func:`core.engine.models.build_model`)
+with one input and one output (two for the heteroscedastic likelihood), plus the likelihood's
+noise parameter:
+
+* ``"bbb"``, ``"bbb_mixture"``, ``"bbb_lrt"``: Bayes by Backprop
+  (:class:`~core.engine.bbb.BayesMLP` of :class:`~core.engine.layers.BayesLinear` layers) with a
+  Gaussian prior N(0, σp²), Blundell's scale mixture ½·N(0, σp²) + ½·N(0, e⁻¹²) (Monte-Carlo
+  complexity cost), or a Gaussian prior trained with local reparameterisation. The loss is the
+  negative ELBO Σₙ NLLₙ + β·KL(q‖p), its NLL averaged over S weight draws that are vmapped
+  (``randomness="different"``) exactly like :mod:`core.engine.objective`;
+* ``"dropout"``: MC dropout (:class:`~core.engine.mlp.DropoutMLP`), weight decay (1 − p)/σp²
+  (Gal & Ghahramani 2016: the dropout objective with a N(0, σp²) prior);
+* ``"ensemble"``: a deep ensemble (:class:`~core.engine.ensemble.DeepEnsemble`): M MLPs whose
+  stacked parameters (``torch.func.stack_module_state``) are trained in one vmapped loop, each
+  a maximum-likelihood estimate with its own noise parameter and no weight decay, as in
+  Lakshminarayanan et al. (2017): their random initialisations are the only source of
+  diversity (with weight decay 1/σp² the members of a 1-100-1 network collapsed onto nearly
+  one function outside the data);
+* ``"mlp"``: one MAP network (weight decay 1/σp²): the aleatoric band only;
+* ``"hmc"``: the reference posterior of the same MLP by NUTS (:mod:`core.regression.hmc`).
+
+Training is full-batch Adam: one "epoch" is one gradient step on the whole training set.
+
+Sampled *functions* share their randomness across inputs: BBB draws one weight matrix per
+pass (weight sampling, also for a model trained with LRT, whose per-input noise would give
+jagged curves), MC dropout one mask per hidden unit per pass. Each input's predictive is the
+same as with per-input noise; only the joint over inputs differs.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, fields
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.func import vmap
+
+from core.engine.interface import ModelConfig
+from core.engine.models import build_model
+from core.engine.objective import alpha_energy
+from core.progress import ProgressFn, report
+from core.regression.data import RegressionData
+from core.regression.likelihood import (
+    check_noise_model,
+    gaussian_nll,
+    mean_and_log_var,
+    output_width,
+)
+
+
+@dataclass(frozen=True)
+class MethodInfo:
+    """What the page and the CLI say about a method.
+
+    Attributes:
+        title: Human name.
+        kind: The :class:`~core.engine.interface.ModelKind` value of its network.
+        notice: What to look for in its picture.
+    """
+
+    title: str
+    kind: str
+    notice: str
+
+
+METHODS: dict[str, MethodInfo] = {
+    "bbb": MethodInfo(
+        "BBB, Gaussian prior",
+        "bbb",
+        "Mean-field VI: the band widens away from the data, but is often too narrow between "
+        "clusters and too wide on the data when β = 1 (the KL pulls the weights to the prior).",
+    ),
+    "bbb_mixture": MethodInfo(
+        "BBB, scale-mixture prior",
+        "bbb",
+        "Blundell's spike-and-slab-like prior lets many weights sit at zero with tiny σ: "
+        "compare its band with the Gaussian prior's.",
+    ),
+    "bbb_lrt": MethodInfo(
+        "BBB + local reparameterisation",
+        "bbb",
+        "The same posterior as BBB with a Gaussian prior, trained with lower-variance "
+        "gradients: the picture should match BBB's, in similar time.",
+    ),
+    "dropout": MethodInfo(
+        "MC dropout",
+        "dropout",
+        "Dropout's band grows roughly linearly away from the data but does not widen between "
+        "the clusters; its width is set by p, not by the data.",
+    ),
+    "ensemble": MethodInfo(
+        "Deep ensemble",
+        "ensemble",
+        "M independently initialised networks agree on the data and disagree away from it: "
+        "often the closest to HMC in shape, with only M distinct curves.",
+    ),
+    "mlp": MethodInfo(
+        "Plain MLP",
+        "mlp",
+        "One network, no epistemic uncertainty: the band is the noise only and does not widen "
+        "anywhere, however far from the data.",
+    ),
+    "hmc": MethodInfo(
+        "HMC (NUTS) reference",
+        "mlp",
+        "Samples from the exact posterior of the same network and prior (up to Monte-Carlo "
+        "error): the picture the approximations try to match.",
+    ),
+}
+"""Method name → its description, in display order."""
+
+GRADIENT_METHODS = tuple(m for m in METHODS if m != "hmc")
+BBB_METHODS = ("bbb", "bbb_mixture", "bbb_lrt")
+MIXTURE_SIGMA2 = math.exp(-6.0)
+"""σ2 of the narrow component of the scale-mixture prior (π = ½, σ1 = the prior σ)."""
+FINAL_LR_FRACTION = 0.05
+"""The learning rate decays from ``lr`` to this fraction of it (cosine schedule)."""
+LEARNED_NOISE_INIT = 0.1
+"""Initial σ of the learned homoscedastic noise, as a fraction of the targets' std."""
+
+
+@dataclass(frozen=True)
+class FitSettings:
+    """Hyperparameters of every method; each method uses the fields of :meth:`for_method`.
+
+    Attributes:
+        hidden: Hidden layer widths (ReLU), e.g. ``(100,)`` for a 1-100-1 network.
+        noise_model: One of :data:`core.regression.likelihood.NOISE_MODELS`.
+        fixed_noise: σ of the ``"fixed"`` likelihood; None for the data's own noise level
+            (0.1 for user data).
+        epochs: Full-batch Adam steps.
+        lr: Adam's learning rate.
+        n_samples: BBB: Monte-Carlo weight draws S per step.
+        prior_sigma: σp of the N(0, σp²) weight prior (the wide component of the mixture);
+            the MLP gets weight decay 1/σp², MC dropout (1 − p)/σp², the ensemble none.
+        beta: BBB: multiplies the KL term.
+        init_sigma: BBB: initial posterior σ of every weight.
+        dropout: MC dropout probability p.
+        members: Ensemble size M.
+        n_predict: Monte-Carlo passes per prediction (BBB, MC dropout).
+        seed: Seed of the initialisation and of all training and prediction noise.
+        hmc_samples: HMC: kept NUTS samples.
+        hmc_warmup: HMC: adaptation steps (discarded).
+        hmc_tree_depth: HMC: NUTS's maximum tree depth (at most 2^depth leapfrog steps per
+            sample).
+
+    Raises:
+        ValueError: If a value is out of range.
+    """
+
+    hidden: tuple[int, ...] = (100,)
+    noise_model: str = "learned"
+    fixed_noise: float | None = None
+    epochs: int = 2000
+    lr: float = 1e-2
+    n_samples: int = 4
+    prior_sigma: float = 1.0
+    beta: float = 1.0
+    init_sigma: float = 1e-2
+    dropout: float = 0.1
+    members: int = 5
+    n_predict: int = 100
+    seed: int = 0
+    hmc_samples: int = 300
+    hmc_warmup: int = 300
+    hmc_tree_depth: int = 7
+
+    def __post_init__(self) -> None:
+        check_noise_model(self.noise_model)
+        object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))
+        if any(h < 1 for h in self.hidden):
+            raise ValueError(f"hidden widths must be ≥ 1, got {self.hidden}")
+        positive = {
+            "lr": self.lr,
+            "prior_sigma": self.prior_sigma,
+            "init_sigma": self.init_sigma,
+        }
+        if self.fixed_noise is not None:
+            positive["fixed_noise"] = self.fixed_noise
+        for name, value in positive.items():
+            if not value > 0:
+                raise ValueError(f"{name} must be > 0, got {value}")
+        if self.beta < 0:
+            raise ValueError(f"beta must be ≥ 0, got {self.beta}")
+        if not 0 <= self.dropout < 1:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        counts = {
+            "epochs": self.epochs,
+            "n_samples": self.n_samples,
+            "members": self.members,
+            "n_predict": self.n_predict,
+            "hmc_samples": self.hmc_samples,
+            "hmc_tree_depth": self.hmc_tree_depth,
+        }
+        for name, value in counts.items():
+            if value < 1:
+                raise ValueError(f"{name} must be ≥ 1, got {value}")
+        if self.hmc_warmup < 0:
+            raise ValueError(f"hmc_warmup must be ≥ 0, got {self.hmc_warmup}")
+
+    def to_dict(self) -> dict:
+        """Every field by name, JSON-serialisable (``hidden`` as a list).
+
+        Returns:
+            The settings.
+        """
+        d = asdict(self)
+        d["hidden"] = list(self.hidden)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> FitSettings:
+        """Settings from :meth:`to_dict` (unknown keys are ignored).
+
+        Args:
+            d: Field values by name; missing fields take their defaults.
+
+        Returns:
+            The validated settings.
+        """
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+    def noise_sigma(self, data: RegressionData) -> float:
+        """σ of the ``"fixed"`` likelihood for ``data``.
+
+        Args:
+            data: The training set.
+
+        Returns:
+            ``fixed_noise``, else the preset's noise level (its largest σ for a varying one),
+            else 0.1; never below 10⁻³.
+        """
+        if self.fixed_noise is not None:
+            return float(self.fixed_noise)
+        return max(float(data.key.get("noise", 0.1)), 1e-3)
+
+    def for_method(self, method: str, data: RegressionData) -> dict:
+        """The settings ``method`` depends on, its cache key.
+
+        Changing any other setting leaves the method's stored result valid.
+
+        Args:
+            method: A key of :data:`METHODS`.
+            data: The training set (resolves the fixed noise level).
+
+        Returns:
+            Field name → value, JSON-serialisable.
+
+        Raises:
+            ValueError: If ``method`` is unknown.
+        """
+        check_method(method)
+        keys = ["hidden", "noise_model", "seed"]
+        if method != "ensemble":
+            keys.append("prior_sigma")
+        if method in GRADIENT_METHODS:
+            keys += ["epochs", "lr"]
+        if method in BBB_METHODS:
+            keys += ["n_samples", "beta", "init_sigma", "n_predict"]
+        keys += {
+            "dropout": ["dropout", "n_predict"],
+            "ensemble": ["members"],
+            "hmc": ["hmc_samples", "hmc_warmup", "hmc_tree_depth"],
+        }.get(method, [])
+        d = self.to_dict()
+        out = {k: d[k] for k in keys}
+        if self.noise_model == "fixed":
+            out["fixed_noise"] = self.noise_sigma(data)
+        return out
+
+
+def check_method(method: str) -> None:
+    """Reject an unknown method.
+
+    Args:
+        method: The name to check.
+
+    Raises:
+        ValueError: If ``method`` is not a key of :data:`METHODS`.
+    """
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {tuple(METHODS)}, got {method!r}")
+
+
+def model_config(method: str, settings: FitSettings) -> ModelConfig:
+    """The :class:`~core.engine.interface.ModelConfig` of a method's network.
+
+    Args:
+        method: A key of :data:`METHODS`.
+        settings: The hyperparameters.
+
+    Returns:
+        A 1-input network with the likelihood's output width.
+    """
+    check_method(method)
+    prior = {"kind": "gaussian", "sigma": settings.prior_sigma}
+    if method == "bbb_mixture":
+        prior = {"kind": "mixture", "pi": 0.5, "sigma1": settings.prior_sigma}
+        prior["sigma2"] = MIXTURE_SIGMA2
+    return ModelConfig(
+        kind=METHODS[method].kind,
+        hidden=settings.hidden,
+        in_features=1,
+        num_classes=output_width(settings.noise_model),
+        prior=prior,
+        init_sigma=settings.init_sigma,
+        lrt=method == "bbb_lrt",
+        dropout=settings.dropout,
+        members=settings.members,
+    )
+
+
+class RegressionNet(nn.Module):
+    """A method's network and its likelihood's noise parameter.
+
+    Attributes:
+        method: The key of :data:`METHODS`.
+        noise_model: The likelihood.
+        body: The :mod:`core.engine` network, 1 input.
+        log_noise: log σ: a learned parameter (``(M,)`` for an ensemble, a scalar otherwise)
+            for ``"learned"``, a fixed buffer for ``"fixed"``, unused for
+            ``"heteroscedastic"``.
+    """
+
+    def __init__(self, method: str, settings: FitSettings, data: RegressionData) -> None:
+        """Build the network of ``method`` (initialised from the global torch RNG).
+
+        Args:
+            method: A key of :data:`METHODS` other than ``"hmc"``.
+            settings: The hyperparameters.
+            data: The training set (sets the noise's scale).
+        """
+        super().__init__()
+        self.method, self.noise_model = method, settings.noise_model
+        self.body = build_model(model_config(method, settings))
+        shape = (settings.members,) if method == "ensemble" else ()
+        if settings.noise_model == "learned":
+            scale = float(data.y_train.std()) if len(data) > 1 else 1.0
+            start = math.log(max(LEARNED_NOISE_INIT * scale, 1e-3))
+            self.log_noise = nn.Parameter(torch.full(shape, start))
+        else:
+            self.register_buffer(
+                "log_noise", torch.full(shape, math.log(settings.noise_sigma(data)))
+            )
+
+    def _log_noise(self) -> torch.Tensor:
+        """The noise level log σ, broadcastable to ``(passes, B)``."""
+        return self.log_noise[:, None] if self.log_noise.dim() else self.log_noise
+
+    def outputs(
+        self, x: torch.Tensor, n_samples: int, *, lrt: bool = False, with_kl: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Means and log-variances of ``n_samples`` passes on ``x``.
+
+        Training passes (``with_kl=True``) use the method's usual noise: BBB its weight or
+        LRT draws, MC dropout one mask per input. Prediction passes share one network per pass
+        across the inputs (see the module docstring).
+
+        Args:
+            x: Inputs ``(B,)``.
+            n_samples: Passes (BBB, MC dropout; the ensemble always gives its M members and
+                the MLP its one network).
+            lrt: BBB training: local reparameterisation.
+            with_kl: Whether this is a training pass (with the complexity cost).
+
+        Returns:
+            ``(mean, log_var, kl)``: ``(P, B)`` each for P passes, and the complexity cost
+            per pass ``(P,)`` in nats (zeros without a weight posterior).
+        """
+        xs = x[:, None]
+        kind = METHODS[self.method].kind
+        passes = torch.arange(n_samples, device=x.device)
+        if kind == "bbb" and with_kl:
+            out, kl = vmap(
+                lambda _: self.body.forward_with_kl(xs, lrt=lrt), randomness="different"
+            )(passes)
+        elif kind == "bbb":  # prediction: weight sampling, no complexity cost
+            out = vmap(
+                lambda _: self.body.forward_with_kl(xs, lrt=False, with_kl=False)[0],
+                randomness="different",
+            )(passes)
+        elif kind == "ensemble":
+            out = self.body.member_logits(xs)
+        elif kind == "dropout" and not with_kl:
+            out = _shared_mask_passes(self.body, xs, n_samples)
+        else:  # MLP, or a dropout training pass (fresh masks per input)
+            out = self.body(xs)[None]
+        if kind != "bbb" or not with_kl:
+            kl = torch.zeros(out.shape[0], device=x.device)
+        mean, log_var = mean_and_log_var(out, self.noise_model, self._log_noise())
+        return mean, log_var, kl
+
+    def learned_noise(self) -> list[float] | None:
+        """The learned σ (one per ensemble member).
+
+        Returns:
+            σ values, or None unless the noise model is ``"learned"``.
+        """
+        if self.noise_model != "learned":
+            return None
+        return torch.exp(self.log_noise.detach()).flatten().tolist()
+
+
+def _shared_mask_passes(body: nn.Module, xs: torch.Tensor, n_samples: int) -> torch.Tensor:
+    """MC dropout passes with one mask per hidden unit and pass, shared by all inputs.
+
+    Args:
+        body: A :class:`~core.engine.mlp.DropoutMLP`.
+        xs: Inputs ``(B, 1)``.
+        n_samples: Passes P.
+
+    Returns:
+        Outputs ``(P, B, out)``.
+    """
+    p = body.dropout_p
+    h = xs.expand(n_samples, *xs.shape)
+    for i, layer in enumerate(body.layers):
+        h = layer(h)
+        if i < len(body.layers) - 1:
+            h = F.relu(h)
+            if p > 0:
+                keep = torch.rand(n_samples, 1, h.shape[-1], device=h.device) >= p
+                h = h * keep / (1 - p)
+    return h
+
+
+def weight_decay(method: str, settings: FitSettings) -> float:
+    """L2 coefficient of the optimiser (the prior N(0, σp²) of a point estimate).
+
+    Args:
+        method: A key of :data:`METHODS`.
+        settings: The hyperparameters.
+
+    Returns:
+        1/σp² (MLP), (1 − p)/σp² (MC dropout), 0 (BBB: the KL is the prior term; the
+        ensemble: maximum likelihood).
+    """
+    if method == "mlp":
+        return 1.0 / settings.prior_sigma**2
+    if method == "dropout":
+        return (1.0 - settings.dropout) / settings.prior_sigma**2
+    return 0.0
+
+
+def training_loss(
+    net: RegressionNet, x: torch.Tensor, y: torch.Tensor, settings: FitSettings
+) -> torch.Tensor:
+    """The method's full-batch objective (nats, summed over the training points).
+
+    BBB: −ELBO = (1/S)·Σₛ Σₙ NLLₙₛ + β·KL (the KL averaged over the S draws; Monte Carlo for
+    the mixture prior). Others: Σₙ NLLₙ (summed over the members of an ensemble, whose
+    parameters are disjoint, so each gets exactly its own gradient); their weight decay is the
+    optimiser's.
+
+    Args:
+        net: The network.
+        x: Training inputs ``(N,)``.
+        y: Training targets ``(N,)``.
+        settings: The hyperparameters.
+
+    Returns:
+        The scalar loss.
+    """
+    bbb = net.method in BBB_METHODS
+    n_samples = settings.n_samples if bbb else 1
+    mean, log_var, kl = net.outputs(x, n_samples, lrt=net.method == "bbb_lrt", with_kl=bbb)
+    nll = gaussian_nll(y, mean, log_var)  # (P, N)
+    if net.method == "ensemble":
+        return nll.sum()
+    return alpha_energy(nll, 0.0) + settings.beta * kl.mean()
+
+
+@dataclass
+class Training:
+    """What :func:`train_network` returns.
+
+    Attributes:
+        net: The trained network.
+        losses: Loss per training point after each step (nats; for an ensemble, per point
+            and member).
+        seconds: Wall-clock time of the training loop, without the time spent in the
+            ``progress`` and ``on_loss`` callbacks (drawing a live chart is not training).
+        cpu_seconds: CPU time of the training thread over the same steps (callbacks
+            excluded): unlike wall-clock time it does not grow when other processes share the
+            cores; torch's intra-op helper threads are not counted (with one thread, as in
+            ``OMP_NUM_THREADS=1``, there are none).
+    """
+
+    net: RegressionNet
+    losses: list[float]
+    seconds: float
+    cpu_seconds: float
+
+
+def train_network(
+    method: str,
+    data: RegressionData,
+    settings: FitSettings,
+    *,
+    progress: ProgressFn | None = None,
+    on_loss: Callable[[list[float]], None] | None = None,
+    report_every: int | None = None,
+) -> Training:
+    """Build and train a method's network, seeded by ``settings.seed``.
+
+    The global torch RNG is used inside :func:`torch.random.fork_rng`, so the caller's random
+    state is unchanged.
+
+    Args:
+        method: A key of :data:`METHODS` other than ``"hmc"``.
+        data: The training set.
+        settings: The hyperparameters.
+        progress: Gets the fraction of steps done.
+        on_loss: Gets the loss history so far, every ``report_every`` steps and at the end.
+        report_every: Steps between reports; None for about 10 reports.
+
+    Returns:
+        The trained network, its loss history and the training time.
+
+    Raises:
+        ValueError: If ``method`` is unknown or ``"hmc"``.
+    """
+    check_method(method)
+    if method == "hmc":
+        raise ValueError("HMC is not gradient-trained: use core.regression.hmc.run_nuts")
+    report_every = report_every or max(1, settings.epochs // 10)
+    x, y = data.x_train, data.y_train
+    losses: list[float] = []
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(settings.seed)
+        net = RegressionNet(method, settings, data)
+        groups = [
+            {"params": list(net.body.parameters()), "weight_decay": weight_decay(method, settings)}
+        ]
+        if isinstance(net.log_noise, nn.Parameter):
+            groups.append({"params": [net.log_noise], "weight_decay": 0.0})
+        optimizer = torch.optim.Adam(groups, lr=settings.lr, fused=True)
+        schedule = torch.optim.lr_scheduler.CosineAnnealingLR(
+            optimizer, settings.epochs, eta_min=settings.lr * FINAL_LR_FRACTION
+        )
+        start, cpu_start, display, cpu_display = time.perf_counter(), time.thread_time(), 0.0, 0.0
+        history = torch.empty(settings.epochs)
+        per_point = len(data) * (settings.members if method == "ensemble" else 1)
+        for step in range(settings.epochs):
+            loss = training_loss(net, x, y, settings)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            schedule.step()
+            history[step] = loss.detach()
+            if (step + 1) % report_every == 0 or step + 1 == settings.epochs:
+                shown, cpu_shown = time.perf_counter(), time.thread_time()
+                losses = (history[: step + 1] / per_point).tolist()
+                report(progress, (step + 1) / settings.epochs, f"step {step + 1}/{settings.epochs}")
+                if on_loss is not None:
+                    on_loss(losses)
+                display += time.perf_counter() - shown
+                cpu_display += time.thread_time() - cpu_shown
+        seconds = time.perf_counter() - start - display
+        cpu_seconds = time.thread_time() - cpu_start - cpu_display
+    return Training(net, losses, seconds, cpu_seconds)
+
+
+@torch.no_grad()
+def predict(
+    net: RegressionNet, x: torch.Tensor, n_samples: int, seed: int = 0
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Sampled functions of a trained network on ``x``.
+
+    Args:
+        net: The trained network.
+        x: Inputs ``(B,)``.
+        n_samples: Passes for BBB and MC dropout (the ensemble gives its M members, the MLP
+            its one network).
+        seed: Seed of the prediction noise (the caller's RNG state is unchanged).
+
+    Returns:
+        ``(mean, log_var)``, each ``(P, B)``: each pass's function f(x) and its noise
+        log-variance.
+    """
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        mean, log_var, _ = net.outputs(x, n_samples)
+    return mean, log_var

@@ -1,0 +1,450 @@
+"""Regression playground: train small Bayesian networks on 1-D data in seconds and watch the
+predictive band widen away from the data, next to an exact-posterior reference by HMC."""
+
+import threading
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+from PIL import Image, ImageDraw
+
+from app.figures import show_figure
+from app.figures.regression import (
+    FIT_KEY,
+    fit_figure,
+    loss_figure,
+    method_color,
+    overlay_figure,
+    std_figure,
+)
+from core.regression.data import (
+    PRESETS,
+    USER_PLOT_RANGE,
+    USER_Y_RANGE,
+    make_data,
+    points_from_drawing,
+    user_data,
+)
+from core.regression.likelihood import NOISE_MODELS
+from core.regression.methods import METHODS, FitSettings
+from core.regression.study import fit_method, load_fit
+
+USER = "user"
+SOURCES = [*PRESETS, USER]
+DEFAULT_METHODS = ["bbb", "dropout", "ensemble", "hmc"]
+LAYOUTS = ("Side by side", "Overlaid")
+CANVAS_KEY = "reg_canvas"
+CANVAS_WIDTH, CANVAS_HEIGHT = 600, 300
+TRAINING_SLOTS = 2  # fits running at once in this server, over all sessions
+WIDTHS = (20, 50, 100, 200)
+NOISE_TITLES = {
+    "fixed": "fixed σ",
+    "learned": "learned σ (homoscedastic)",
+    "heteroscedastic": "heteroscedastic (network outputs log σ²)",
+}
+
+
+@st.cache_resource
+def training_slots() -> threading.BoundedSemaphore:
+    """Shared by every session: at most :data:`TRAINING_SLOTS` fits run at once, so one
+    classroom's retraining cannot take every CPU core from the others."""
+    return threading.BoundedSemaphore(TRAINING_SLOTS)
+
+
+@st.cache_resource
+def canvas_background() -> Image.Image:
+    """Axes for the drawing canvas: a grid every 0.25 in x and 0.5 in y, the x-axis darker."""
+    image = Image.new("RGB", (CANVAS_WIDTH, CANVAS_HEIGHT), "white")
+    draw = ImageDraw.Draw(image)
+    (x0, x1), (y0, y1) = USER_PLOT_RANGE, USER_Y_RANGE
+    for x in np.arange(x0, x1 + 1e-9, 0.25):
+        px = (x - x0) / (x1 - x0) * (CANVAS_WIDTH - 1)
+        draw.line([(px, 0), (px, CANVAS_HEIGHT)], fill=(225, 225, 225))
+        draw.text((px + 3, CANVAS_HEIGHT - 14), f"{x:g}", fill=(120, 120, 120))
+    for y in np.arange(y0, y1 + 1e-9, 0.5):
+        py = (y1 - y) / (y1 - y0) * (CANVAS_HEIGHT - 1)
+        color = (170, 170, 170) if abs(y) < 1e-9 else (225, 225, 225)
+        draw.line([(0, py), (CANVAS_WIDTH, py)], fill=color)
+        draw.text((3, py + 2), f"{y:g}", fill=(120, 120, 120))
+    return image
+
+
+def drawn_data():
+    """The student's points from the canvas; stops the page (with a prompt or the reason)
+    until there are enough."""
+    from streamlit_drawable_canvas import st_canvas
+
+    mode = st.radio(
+        "Draw",
+        ("point", "freedraw"),
+        format_func={"point": "points (click)", "freedraw": "a freehand curve"}.get,
+        horizontal=True,
+        key="reg_draw_mode",
+    )
+    result = st_canvas(
+        stroke_width=3,
+        stroke_color="#1f77b4",
+        fill_color="#1f77b4",
+        background_image=canvas_background(),
+        height=CANVAS_HEIGHT,
+        width=CANVAS_WIDTH,
+        drawing_mode=mode,
+        point_display_radius=4,
+        key=CANVAS_KEY,
+    )
+    x, y = points_from_drawing(result.json_data, CANVAS_WIDTH, CANVAS_HEIGHT)
+    st.caption(
+        f"The canvas spans x ∈ {list(USER_PLOT_RANGE)}, y ∈ {list(USER_Y_RANGE)}. "
+        f"{len(x)} points so far. Undo or clear with the toolbar."
+    )
+    if len(x) < 2:
+        st.info("Click at least two points (or draw a curve) on the canvas to train on them.")
+        st.stop()
+    try:
+        return user_data(x, y)
+    except ValueError as exc:
+        st.error("These points cannot be used.")
+        st.text(str(exc))
+        st.stop()
+
+
+def preset_data(name: str):
+    """A preset with its own sliders (each preset keeps its own values)."""
+    preset = PRESETS[name]
+    cols = st.columns(3)
+    n_inputs = cols[0].slider(
+        "Training points", 10, 500, preset.default_n_inputs, step=10, key=f"reg_points_{name}"
+    )
+    top = 5 * preset.default_noise
+    noise = cols[1].slider(
+        "Noise level",
+        0.0,
+        top,
+        preset.default_noise,
+        step=top / 50,
+        format="%.3f",
+        key=f"reg_noise_{name}",
+        help="Standard deviation of ε (for the heteroscedastic preset, its largest value).",
+    )
+    seed = cols[2].number_input("Data seed", 0, 100_000, 0, key="reg_seed")
+    st.caption(preset.description)
+    return make_data(name, int(n_inputs), float(noise), int(seed))
+
+
+def hyperparameters() -> FitSettings:
+    """The hyperparameter widgets; a bad combination is reported and stops the page."""
+    with st.expander("Hyperparameters (every change retrains what is not cached)"):
+        c = st.columns(4)
+        noise_model = c[0].selectbox(
+            "Noise model",
+            NOISE_MODELS,
+            index=1,
+            format_func=NOISE_TITLES.get,
+            key="reg_noise_model",
+        )
+        fixed = c[1].number_input(
+            "Fixed σ (0: the data's own)",
+            0.0,
+            5.0,
+            0.0,
+            step=0.01,
+            format="%.3f",
+            key="reg_fixed_noise",
+            disabled=noise_model != "fixed",
+        )
+        width = c[2].selectbox("Hidden units", WIDTHS, index=WIDTHS.index(100), key="reg_width")
+        layers = c[3].selectbox("Hidden layers", (1, 2), key="reg_layers")
+        c = st.columns(4)
+        epochs = c[0].slider("Epochs (full-batch steps)", 100, 5000, 2000, 100, key="reg_epochs")
+        lr = c[1].select_slider("Learning rate", (3e-3, 1e-2, 3e-2), 1e-2, key="reg_lr")
+        prior_sigma = c[2].select_slider(
+            "Prior σp", (0.3, 0.5, 1.0, 2.0, 3.0), 1.0, key="reg_prior_sigma"
+        )
+        fit_seed = c[3].number_input("Training seed", 0, 100_000, 0, key="reg_fit_seed")
+        st.markdown("**BBB**")
+        c = st.columns(4)
+        beta = c[0].select_slider("KL weight β", (0.0, 0.1, 0.3, 1.0, 3.0), 1.0, key="reg_beta")
+        init_sigma = c[1].select_slider(
+            "Initial posterior σ", (1e-3, 1e-2, 0.05, 0.1), 1e-2, key="reg_init_sigma"
+        )
+        n_samples = c[2].slider("Samples S per step", 1, 16, 4, key="reg_train_samples")
+        n_predict = c[3].slider("Prediction passes", 10, 300, 100, 10, key="reg_n_predict")
+        st.markdown("**MC dropout · ensemble · HMC**")
+        c = st.columns(5)
+        dropout = c[0].slider("Dropout p", 0.0, 0.5, 0.1, 0.05, key="reg_dropout")
+        members = c[1].slider("Ensemble size M", 2, 20, 5, key="reg_members")
+        hmc_samples = c[2].slider("HMC samples", 50, 1000, 300, 50, key="reg_hmc_samples")
+        hmc_warmup = c[3].slider("HMC warm-up", 50, 1000, 300, 50, key="reg_hmc_warmup")
+        hmc_depth = c[4].slider("NUTS max tree depth", 3, 10, 7, key="reg_hmc_depth")
+    try:
+        return FitSettings(
+            hidden=(int(width),) * int(layers),
+            noise_model=noise_model,
+            fixed_noise=float(fixed) if fixed > 0 else None,
+            epochs=int(epochs),
+            lr=float(lr),
+            n_samples=int(n_samples),
+            prior_sigma=float(prior_sigma),
+            beta=float(beta),
+            init_sigma=float(init_sigma),
+            dropout=float(dropout),
+            members=int(members),
+            n_predict=int(n_predict),
+            seed=int(fit_seed),
+            hmc_samples=int(hmc_samples),
+            hmc_warmup=int(hmc_warmup),
+            hmc_tree_depth=int(hmc_depth),
+        )
+    except ValueError as exc:
+        st.error("These hyperparameters cannot be used.")
+        st.text(str(exc))
+        st.stop()
+
+
+def run_fit(data, method: str, settings: FitSettings, refresh: bool = False):
+    """Fit one method now under a progress bar, with a live loss curve for gradient methods;
+    waits for a free training slot first. Returns the fit."""
+    title = METHODS[method].title
+    slots = training_slots()
+    if not slots.acquire(blocking=False):
+        with st.spinner("Waiting for other sessions' training to finish…"):
+            slots.acquire()
+    try:
+        bar = st.progress(0.0, f"{title}…")
+        chart = st.empty()
+
+        def show_loss(losses: list[float]) -> None:
+            chart.line_chart(pd.DataFrame({"loss per point (nats)": losses}), height=160)
+
+        try:
+            fit = fit_method(
+                data,
+                method,
+                settings,
+                progress=lambda fraction, text: bar.progress(fraction, f"{title}: {text}"),
+                on_loss=show_loss,
+                refresh=refresh,
+            )
+        except (ValueError, RuntimeError) as exc:  # e.g. a diverging run with a large rate
+            fit = None
+            st.error(f"{title} could not be fitted with these settings.")
+            st.text(str(exc))
+        bar.empty()
+        chart.empty()
+    finally:
+        slots.release()
+    return fit
+
+
+def hmc_controls(data, settings: FitSettings, fit):
+    """Show where the HMC reference ``fit`` (None: not computed) comes from, and run it on
+    request. Returns the fit to show, or None."""
+    left, right = st.columns([3, 1], vertical_alignment="center")
+    if fit is None:
+        left.info(
+            "The HMC reference for these data and settings is not computed yet: NUTS takes "
+            "about a minute here (once; then it is cached on disk)."
+        )
+        label = "Run HMC now"
+    else:
+        info = fit.info
+        where = {"shipped": "shipped with the lab", "cache": "from the disk cache"}
+        left.caption(
+            f"HMC reference ({where.get(fit.source, 'just computed')}): "
+            f"{info['n_samples']} NUTS samples after warm-up, computed in "
+            f"{fit.train_seconds:.0f} s; step size {info['step_size']:.2g}, "
+            f"{info['divergences']} divergent transitions."
+        )
+        label = "Re-run HMC live"
+    if right.button(label, key="reg_hmc_run", icon=":material/play_arrow:"):
+        fit = run_fit(data, "hmc", settings, refresh=fit is not None)
+    return fit
+
+
+def as_arrays(predictive) -> dict[str, np.ndarray]:
+    """The cached predictive's tensors as numpy arrays for the figures."""
+    return {k: v.numpy() for k, v in predictive.to_dict().items()}
+
+
+def metrics_table(fits: dict, held_out: bool) -> pd.DataFrame:
+    """One row per method: the numbers of the CLI's JSON."""
+    rows = []
+    for method, fit in fits.items():
+        m = fit.metrics
+        noise = fit.info.get("learned_noise")
+        rows.append(
+            {
+                "method": METHODS[method].title,
+                "RMSE in range": m["rmse_in"],
+                "NLL in range": m["nll_in"],
+                "std in": m["std_in"],
+                "std out": m["std_out"],
+                "out / in": m["std_ratio"],
+                "90 % coverage": m["coverage90_in"],
+                "train s": fit.train_seconds,
+                "learned σ": None if not noise else float(np.mean(noise)),
+            }
+        )
+    table = pd.DataFrame(rows).set_index("method")
+    if not held_out:
+        table = table.rename(columns=lambda c: c.replace("in range", "(train points)"))
+    return table
+
+
+st.title("Regression playground")
+st.markdown(
+    "Train Bayesian neural networks on one-dimensional data in seconds and watch what each "
+    "approximation does with its uncertainty: the band should be narrow where there is data "
+    "and widen away from it. The dark band is ±2 standard deviations of the *epistemic* "
+    "uncertainty (the sampled networks disagree), the light band adds the *aleatoric* noise; "
+    "thin lines are sampled functions. **HMC** samples the exact posterior of the same network "
+    "and prior: the reference the others approximate."
+)
+
+source = st.selectbox(
+    "Data",
+    SOURCES,
+    format_func=lambda s: "Draw your own points" if s == USER else PRESETS[s].title,
+    key="reg_data",
+)
+data = drawn_data() if source == USER else preset_data(source)
+
+top = st.columns([3, 1], vertical_alignment="bottom")
+methods = top[0].multiselect(
+    "Methods",
+    list(METHODS),
+    default=DEFAULT_METHODS,
+    format_func=lambda m: METHODS[m].title,
+    key="reg_methods",
+)
+layout = top[1].radio("Show", LAYOUTS, horizontal=True, key="reg_layout")
+settings = hyperparameters()
+if not methods:
+    st.warning("Pick at least one method.")
+    st.stop()
+
+fits = {m: load_fit(data, m, settings) for m in methods}
+for method in methods:
+    if method != "hmc" and fits[method] is None:
+        fits[method] = run_fit(data, method, settings)
+if "hmc" in methods:
+    fits["hmc"] = hmc_controls(data, settings, fits["hmc"])
+fits = {m: fit for m, fit in fits.items() if fit is not None}
+if not fits:
+    st.stop()
+
+colors = {m: method_color(methods.index(m)) for m in fits}
+x_train, y_train = data.x_train.numpy(), data.y_train.numpy()
+intervals = [tuple(i) for i in data.intervals]
+any_fit = next(iter(fits.values()))
+plot_truth = data.truth(any_fit.plot.x)
+wide_truth = data.truth(any_fit.wide.x)
+plot_truth = None if plot_truth is None else plot_truth.numpy()
+wide_truth = None if wide_truth is None else wide_truth.numpy()
+
+if layout == LAYOUTS[0]:
+    st.caption(FIT_KEY)
+    items = list(fits.items())
+    for row in range(0, len(items), 2):
+        for column, (method, fit) in zip(st.columns(2), items[row : row + 2], strict=False):
+            with column:
+                title = METHODS[method].title
+                show_figure(
+                    fit_figure(
+                        as_arrays(fit.plot),
+                        x_train,
+                        y_train,
+                        plot_truth,
+                        intervals,
+                        title,
+                        colors[method],
+                    ),
+                    f"reg_fit_{method}",
+                )
+                show_figure(
+                    fit_figure(
+                        as_arrays(fit.wide),
+                        x_train,
+                        y_train,
+                        wide_truth,
+                        intervals,
+                        f"{title}: zoomed out",
+                        colors[method],
+                        spread=3.0,
+                        height=240,
+                    ),
+                    f"reg_wide_{method}",
+                )
+                st.caption(METHODS[method].notice)
+else:
+    titled = {METHODS[m].title: as_arrays(f.plot) for m, f in fits.items()}
+    show_figure(
+        overlay_figure(
+            titled,
+            x_train,
+            y_train,
+            plot_truth,
+            intervals,
+            data.title,
+            colors=list(colors.values()),
+        ),
+        "reg_overlay",
+    )
+    wide = {METHODS[m].title: as_arrays(f.wide) for m, f in fits.items()}
+    show_figure(
+        overlay_figure(
+            wide,
+            x_train,
+            y_train,
+            wide_truth,
+            intervals,
+            "Zoomed out",
+            spread=3.0,
+            height=360,
+            colors=list(colors.values()),
+        ),
+        "reg_overlay_wide",
+    )
+    for method in fits:
+        st.caption(f"**{METHODS[method].title}**: {METHODS[method].notice}")
+
+st.subheader("Numbers")
+table = metrics_table(fits, data.held_out)
+st.dataframe(
+    table,
+    column_config={
+        c: st.column_config.NumberColumn(format="%.1f" if c == "train s" else "%.3f")
+        for c in table.columns
+    },
+)
+st.caption(
+    (
+        "Held-out points drawn like the training data. "
+        if data.held_out
+        else "Your points have no held-out set: RMSE, NLL and coverage are on the training points. "
+    )
+    + "std in / out: mean predictive std over the plot's x range inside / outside the training "
+    "data (a ratio well above 1 means the band widens away from the data). 90 % coverage: "
+    "share of points inside mean ± 1.645 std (0.90 is calibrated). Times are this server's, "
+    "cached with the fit."
+)
+
+left, right = st.columns(2)
+with left:
+    noise_truth = data.noise_std(any_fit.wide.x)
+    std_fits = {METHODS[m].title: as_arrays(f.wide) for m, f in fits.items()}
+    show_figure(
+        std_figure(
+            std_fits,
+            intervals,
+            "Uncertainty along x: epistemic (solid), aleatoric (dotted)",
+            None if noise_truth is None else (any_fit.wide.x.numpy(), noise_truth.numpy()),
+            colors=list(colors.values()),
+        ),
+        "reg_std",
+    )
+with right:
+    trained = [m for m, f in fits.items() if f.losses]
+    if trained:
+        histories = {METHODS[m].title: fits[m].losses for m in trained}
+        show_figure(loss_figure(histories, colors=[colors[m] for m in trained]), "reg_loss")
