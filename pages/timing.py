@@ -12,19 +12,26 @@ from core.studies.training_speed import (
     BenchConfig,
     bench_dir,
     load_results,
+    regression_config,
     run_benchmark,
     save_result,
     slope_speedups,
 )
 
 RESULT_KEY = "timing_result"
+TASK_LABELS = {"mnist": "MNIST classification", "regression": "1-D regression"}
+TASK_EPOCHS = {
+    "mnist": "469 steps of 128 images (784-400-400-10)",
+    "regression": "one step of 1,000 points (1-100-1 on Blundell's curve)",
+}
 
 
 def run_label(name: str, result: dict) -> str:
     """``device · date`` of a saved result, or the reference's label."""
     if result.get("reference"):
         return f"Reference: {result['device']} ({result['source']})"
-    return f"{result['device']} · {(result.get('date') or '')[:10]} ({name})"
+    task = TASK_LABELS.get(result.get("task", "mnist"), result.get("task"))
+    return f"{task}: {result['device']} · {(result.get('date') or '')[:10]} ({name})"
 
 
 def fit_rows(result: dict, run: str | None = None) -> list[dict]:
@@ -69,6 +76,14 @@ def show_result(result: dict) -> None:
 
 def run_section() -> None:
     st.subheader("Run a benchmark")
+    task = st.radio(
+        "Task",
+        tuple(TASK_LABELS),
+        format_func=TASK_LABELS.get,
+        horizontal=True,
+        key="timing_task",
+        help="The report seed's table 1 has both columns.",
+    )
     cols = st.columns(2)
     impls = cols[0].multiselect(
         "Implementations",
@@ -97,19 +112,19 @@ def run_section() -> None:
         "changes them (they are shared by every session; `python -m core bench --threads N` "
         f"times with another count). Each point times {steps} training steps "
         f"(after 2 untimed warm-up steps) in each of {rounds} rounds and extrapolates the median "
-        "to an epoch of 469 steps (60,000 images, batch 128). Timings on a shared machine are "
-        "noisy."
+        f"to an epoch: {TASK_EPOCHS[task]}. Timings on a shared machine are noisy."
     )
     ready = impls and sample_counts
     if st.button("Run benchmark", type="primary", disabled=not ready, key="timing_run"):
-        config = BenchConfig(
-            impls=tuple(impls),
-            n_samples=tuple(sample_counts),
-            steps=int(steps),
-            warmup=2,
-            repeats=int(rounds),
-            include_mlp=with_mlp,
-        )
+        settings = {
+            "impls": tuple(impls),
+            "n_samples": tuple(sample_counts),
+            "steps": int(steps),
+            "warmup": 2,
+            "repeats": int(rounds),
+            "include_mlp": with_mlp,
+        }
+        config = regression_config(**settings) if task == "regression" else BenchConfig(**settings)
         bar = st.progress(0.0, text="starting")
         st.session_state[RESULT_KEY] = run_benchmark(
             config, progress=lambda f, m: bar.progress(f, text=m)
@@ -118,7 +133,7 @@ def run_section() -> None:
     result = st.session_state.get(RESULT_KEY)
     if result:
         if result["data"] != "mnist":
-            st.caption(f"Data: {result['data']}")
+            st.caption(f"Data: {result['data']}")  # e.g. the regression curve
         show_result(result)
         if st.button("Save this run to benchmarks/", key="timing_save"):
             st.success(f"Saved {save_result(result).name}")

@@ -93,9 +93,9 @@ def test_empty_folder_explains_how_to_save(tmp_path, monkeypatch):
     assert at.multiselect(key="timing_saved").options == []
 
 
-def test_only_the_mnist_benchmark_is_offered_on_the_servers_threads(bench_folder):
+def test_both_tasks_are_offered_on_the_servers_threads(bench_folder):
     at = run_page()
-    assert not at.radio  # no task choice: MNIST classification is the only benchmark
+    assert at.radio(key="timing_task").options == ["MNIST classification", "1-D regression"]
     assert not any("coming" in e.value for e in (*at.info, *at.caption, *at.markdown))
     number_inputs = [n.key for n in at.number_input]
     assert number_inputs == ["timing_steps", "timing_rounds"]  # no per-request thread count
@@ -136,3 +136,17 @@ def test_tiny_in_app_run_then_save(bench_folder):
     assert not at.exception, at.exception
     assert any("Saved" in s.value for s in at.success)
     assert len(list(bench_folder.glob("*.json"))) == 4
+
+
+def test_tiny_regression_run(bench_folder):
+    at = run_page()
+    at.radio(key="timing_task").set_value("regression")
+    at.multiselect(key="timing_samples").set_value([1, 2])
+    at.number_input(key="timing_steps").set_value(1)
+    at.number_input(key="timing_rounds").set_value(1)
+    at.button(key="timing_run").click().run()
+    assert not at.exception, at.exception
+    result = at.session_state["timing_result"]
+    assert result["task"] == "regression" and result["epoch_steps"] == 1
+    assert result["config"]["hidden"] == [100] and result["data"].startswith("blundell")
+    assert any("1,000 points" in c.value for c in at.caption)

@@ -163,3 +163,32 @@ def test_mnist_batches_come_from_load_dataset(monkeypatch):
     config = BenchConfig(impls=("vmap",), n_samples=(1,), steps=1, warmup=1, hidden=(4,))
     result = run_benchmark(config)
     assert calls == [("mnist", "train")] and result["data"] == "mnist"
+
+
+def test_regression_task_times_the_three_estimators_on_a_1d_network():
+    from core.engine.interface import ModelConfig
+    from core.engine.models import build_model
+    from core.engine.objective import LIKELIHOODS, minibatch_objective
+    from core.studies.training_speed import regression_config
+
+    config = regression_config(n_samples=(1, 2), steps=1, warmup=0, repeats=1, hidden=(8,))
+    result = run_benchmark(config)
+    assert result["task"] == "regression" and result["epoch_steps"] == 1
+    assert {(t["impl"], t["samples"]) for t in result["timings"]} == {
+        (i, s) for i in ("sequential", "vmap", "vmap_lrt") for s in (1, 2)
+    }
+    # the Gaussian likelihood: the three estimators agree on the same noise
+    torch.manual_seed(0)
+    model = build_model(ModelConfig(kind="bbb", hidden=(8,), in_features=1, num_classes=1))
+    x, y = torch.rand(16, 1), torch.rand(16)
+    noise = model.draw_noise(3, 16, lrt=False)
+    seq, vec = (
+        minibatch_objective(model, x, y, n_samples=3, impl=impl, noise=noise, likelihood="gaussian")
+        for impl in ("sequential", "vmap")
+    )
+    assert torch.allclose(seq.loss, vec.loss, rtol=1e-5)
+    out = model.forward_with_kl(x, [{k: v[0] for k, v in n.items()} for n in noise], lrt=False)[0]
+    direct = 0.5 * ((out[:, 0] - y) / 0.1) ** 2 + torch.log(torch.tensor(0.1)) + 0.9189385
+    assert torch.allclose(LIKELIHOODS["gaussian"].nll(out, y), direct, atol=1e-5)
+    with pytest.raises(ValueError, match="likelihood"):
+        minibatch_objective(model, x, y, impl="vmap", likelihood="gaussian", alpha=0.5)

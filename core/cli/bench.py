@@ -18,7 +18,9 @@ from core.engine.objective import IMPLEMENTATIONS
 from core.progress import text_progress
 from core.studies.training_speed import (
     PRIORS,
+    TASKS,
     BenchConfig,
+    regression_config,
     run_benchmark,
     save_result,
     slope_speedups,
@@ -44,6 +46,7 @@ def format_result(result: dict) -> str:
     """
     impls = list(result["fits"])
     epoch = {(r["impl"], r["samples"]): r["epoch_seconds"] for r in result["timings"]}
+    digits = 1 if max(epoch.values()) >= 1 else 4  # regression epochs last milliseconds
     samples = sorted({r["samples"] for r in result["timings"]})
     lines = [
         f"device {result['device']}, data {result['data']}, {result['config']['steps']} timed "
@@ -52,15 +55,17 @@ def format_result(result: dict) -> str:
     ]
     for s in samples:
         lines.append(
-            f"{s:4d} " + "".join(f"{epoch.get((i, s), float('nan')):12.1f}" for i in impls)
+            f"{s:4d} " + "".join(f"{epoch.get((i, s), float('nan')):12.{digits}f}" for i in impls)
         )
     if result["mlp"]:
-        lines.append(f"plain MLP (floor): {result['mlp']['epoch_seconds']:.1f} s per epoch")
+        floor = result["mlp"]["epoch_seconds"]
+        lines.append(f"plain MLP (floor): {floor:.{digits}f} s per epoch")
     speed = slope_speedups(result["fits"])
     for impl, fit in result["fits"].items():
         if fit:
             lines.append(
-                f"{impl:>10s}: time = {fit['intercept']:.2f} + {fit['slope']:.2f}·S s "
+                f"{impl:>10s}: time = {fit['intercept']:.{digits + 1}f} + "
+                f"{fit['slope']:.{digits + 1}f}·S s "
                 f"(R² {fit['r2']:.3f}, slope speedup ×{speed.get(impl, float('nan')):.2f})"
             )
     for name, goal in result["goals"].items():
@@ -74,23 +79,27 @@ def cmd_bench(args) -> int:
 
     Args:
         args: The parsed command line (``samples``, ``steps``, ``warmup``, ``repeats``,
-            ``impl``, ``hidden``, ``prior``, ``data``, ``no_mlp``, ``threads``, ``device``,
-            ``json``, ``save``).
+            ``impl``, ``hidden``, ``prior``, ``data``, ``task``, ``no_mlp``, ``threads``,
+            ``device``, ``json``, ``save``).
 
     Returns:
         The exit code: 0.
     """
-    config = BenchConfig(
-        impls=_impls(args.impl),
-        n_samples=_ints(args.samples),
-        steps=args.steps,
-        warmup=args.warmup,
-        repeats=args.repeats,
-        hidden=_ints(args.hidden),
-        prior=args.prior,
-        data=args.data,
-        include_mlp=not args.no_mlp,
-    )
+    settings = {
+        "impls": _impls(args.impl),
+        "n_samples": _ints(args.samples),
+        "steps": args.steps,
+        "warmup": args.warmup,
+        "repeats": args.repeats,
+        "prior": args.prior,
+        "include_mlp": not args.no_mlp,
+    }
+    if args.task == "regression":
+        config = regression_config(
+            **settings, **({"hidden": _ints(args.hidden)} if args.hidden else {})
+        )
+    else:
+        config = BenchConfig(**settings, hidden=_ints(args.hidden or "400,400"), data=args.data)
     if args.threads:
         torch.set_num_threads(args.threads)
     device = torch.device(args.device) if args.device else None
@@ -117,7 +126,15 @@ def register(subparsers) -> None:
     p.add_argument("--warmup", type=int, default=3, help="untimed steps before timing")
     p.add_argument("--repeats", type=int, default=3, help="rounds over all points; median used")
     p.add_argument("--impl", default=",".join(IMPLEMENTATIONS), help="comma-separated")
-    p.add_argument("--hidden", default="400,400", help="hidden layer sizes")
+    p.add_argument(
+        "--hidden", default="", help="hidden layer sizes (default 400,400; regression 100)"
+    )
+    p.add_argument(
+        "--task",
+        choices=TASKS,
+        default="mnist",
+        help="mnist: 784-400-400-10, 60,000 images; regression: 1-100-1, 1,000 points, one batch",
+    )
     p.add_argument("--prior", choices=sorted(PRIORS), default="gaussian")
     p.add_argument("--data", choices=("mnist", "random"), default="mnist")
     p.add_argument("--no-mlp", action="store_true", help="skip the plain-MLP floor")

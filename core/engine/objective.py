@@ -32,6 +32,7 @@ parameters are disjoint, so each gets exactly its own gradient); S is ignored. W
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
@@ -87,19 +88,56 @@ class ObjectiveTerms:
     probs: torch.Tensor
 
 
-def _terms(logits: torch.Tensor, kl: torch.Tensor, y: torch.Tensor, weight: float):
-    nll = F.cross_entropy(logits, y, reduction="sum")
+@dataclass(frozen=True)
+class Likelihood:
+    """How network outputs ``(B, C)`` score targets ``y``.
+
+    The per-input NLL ``(B,)`` in nats, and the prediction averaged over samples (class
+    probabilities, or the regression mean).
+
+    Attributes:
+        nll: ``(outputs, y) -> (B,)``.
+        predict: ``outputs -> (B, C)``.
+    """
+
+    nll: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+    predict: Callable[[torch.Tensor], torch.Tensor]
+
+
+REGRESSION_NOISE = 0.1
+"""Standard deviation of the fixed Gaussian noise of the ``"gaussian"`` likelihood."""
+
+LIKELIHOODS = {
+    "categorical": Likelihood(
+        lambda out, y: F.cross_entropy(out, y, reduction="none"), lambda out: out.softmax(-1)
+    ),
+    "gaussian": Likelihood(
+        lambda out, y: (
+            0.5 * ((out[:, 0] - y) / REGRESSION_NOISE) ** 2
+            + math.log(REGRESSION_NOISE)
+            + 0.5 * math.log(2 * math.pi)
+        ),
+        lambda out: out,
+    ),
+}
+"""Classification (softmax cross-entropy) and 1-D regression with fixed noise
+:data:`REGRESSION_NOISE` (the regression column of the speed benchmark)."""
+
+
+def _terms(out: torch.Tensor, kl: torch.Tensor, y: torch.Tensor, weight: float, lik: Likelihood):
+    nll = lik.nll(out, y).sum()
     return nll + weight * kl, nll, kl
 
 
-def _sequential(model, x, y, n_samples, weight, noise) -> ObjectiveTerms:
+def _sequential(model, x, y, n_samples, weight, noise, likelihood="categorical") -> ObjectiveTerms:
+    lik = LIKELIHOODS[likelihood]
     losses, nlls, kls, probs = [], [], [], []
     for s in range(n_samples):
         noise_s = None if noise is None else [{k: v[s] for k, v in n.items()} for n in noise]
         logits, kl = model.forward_with_kl(x, noise_s, lrt=False)
-        loss, nll, kl = _terms(logits, kl, y, weight)
+        loss, nll, kl = _terms(logits, kl, y, weight, lik)
         losses.append(loss), nlls.append(nll), kls.append(kl)
-        probs.append(logits.detach().softmax(-1))
+        probs.append(lik.predict(logits.detach()))
     return ObjectiveTerms(
         torch.stack(losses).mean(),
         torch.stack(nlls).mean(),
@@ -135,13 +173,16 @@ def alpha_energy(nll: torch.Tensor, alpha: float) -> torch.Tensor:
     return -(torch.logsumexp(-alpha * nll, dim=0) - math.log(n_samples)).sum() / alpha
 
 
-def _vmapped(model, x, y, n_samples, weight, noise, lrt: bool, alpha: float = 0.0):
+def _vmapped(
+    model, x, y, n_samples, weight, noise, lrt: bool, alpha: float = 0.0, likelihood="categorical"
+):
+    lik = LIKELIHOODS[likelihood]
     wrapper = _WithKL(model)
     params = dict(wrapper.named_parameters())
 
     def one_sample(noise_s: list[LayerNoise] | None):
         logits, kl = functional_call(wrapper, params, (x, noise_s, lrt))
-        return F.cross_entropy(logits, y, reduction="none"), kl, logits.softmax(-1)
+        return lik.nll(logits, y), kl, lik.predict(logits)
 
     if noise is None:  # noise drawn inside, independently per sample
         nll, kl, probs = vmap(lambda _: one_sample(None), randomness="different")(
@@ -193,6 +234,7 @@ def minibatch_objective(
     noise: list[LayerNoise] | None = None,
     alpha: float = 0.0,
     adversarial_eps: float = 0.0,
+    likelihood: str = "categorical",
 ) -> ObjectiveTerms:
     """``n_samples``-sample (S) estimate of ``Σ NLL + weight·KL`` on one minibatch.
 
@@ -210,6 +252,8 @@ def minibatch_objective(
             estimators only; see the module docstring).
         adversarial_eps: When > 0 (``impl="members"`` only), each member is also trained on
             its own FGSM example x + ε·sign(∇ₓ NLL), clipped to [0, 1] (pixel units).
+        likelihood: A key of :data:`LIKELIHOODS` (``"gaussian"``: ``y (B,)`` real targets and
+            one network output; the three BBB estimators only).
 
     Returns:
         The loss, NLL, KL and mean probabilities of the minibatch.
@@ -224,6 +268,10 @@ def minibatch_objective(
         raise ValueError(f"impl must be one of {tuple(ESTIMATORS)}, got {impl!r}")
     if alpha < 0:
         raise ValueError(f"alpha must be ≥ 0, got {alpha}")
+    if likelihood != "categorical":
+        if likelihood not in LIKELIHOODS or impl not in IMPLEMENTATIONS or alpha:
+            raise ValueError(f"likelihood {likelihood!r} needs one of {IMPLEMENTATIONS}, α = 0")
+        return ESTIMATORS[impl](model, x, y, n_samples, weight, noise, likelihood=likelihood)
     if adversarial_eps:
         if impl != "members":
             raise ValueError("adversarial training is implemented for ensembles ('members')")

@@ -24,11 +24,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
 from core.engine.device import default_device, device_name, library_versions, synchronize
 from core.engine.models import ModelConfig, build_model
-from core.engine.objective import IMPLEMENTATIONS, minibatch_objective
+from core.engine.objective import IMPLEMENTATIONS, LIKELIHOODS, minibatch_objective
 from core.engine.train import make_optimizer
 from core.evaluation.linfit import fit_line
 from core.progress import ProgressFn, report
@@ -37,6 +36,7 @@ from core.storage.checkpoints import MIXTURE_PRIOR
 from core.storage.paths import REPO_ROOT
 
 SCHEMA = 1
+TASKS = ("mnist", "regression")
 REFERENCE_FILE = "reference-report-seed-a100.json"
 PRIORS = {"gaussian": {"kind": "gaussian", "sigma": 1.0}, "mixture": MIXTURE_PRIOR}
 """The priors of the registered ``bbb_gaussian`` and ``bbb_mixture`` checkpoints."""
@@ -62,6 +62,9 @@ class BenchConfig:
         prior: A key of :data:`PRIORS`.
         lr: Adam's learning rate.
         data: ``"mnist"`` (random tensors when MNIST is unavailable) or ``"random"``.
+        task: ``"mnist"`` (784-…-10 classification) or ``"regression"`` (1-…-1 on
+            Blundell's curve with a fixed-noise Gaussian likelihood; see
+            :func:`regression_config`).
         include_mlp: Whether to time the plain-MLP floor too.
         seed: Seed of the batches and of the models' initialisation.
     """
@@ -77,6 +80,7 @@ class BenchConfig:
     prior: str = "gaussian"
     lr: float = 1e-3
     data: str = "mnist"
+    task: str = "mnist"
     include_mlp: bool = True
     seed: int = 0
 
@@ -96,6 +100,8 @@ class BenchConfig:
             raise ValueError("steps and repeats must be ≥ 1, warmup ≥ 0")
         if self.prior not in PRIORS:
             raise ValueError(f"prior must be one of {sorted(PRIORS)}, got {self.prior!r}")
+        if self.task not in TASKS:
+            raise ValueError(f"task must be one of {TASKS}, got {self.task!r}")
         if self.data not in ("mnist", "random"):
             raise ValueError("data must be 'mnist' or 'random'")
         object.__setattr__(self, "impls", tuple(self.impls))
@@ -127,8 +133,22 @@ def _mnist_pool(n: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tenso
     return (x / 255.0 if x.max() > 1 else x), labels[idx].long()
 
 
+def _regression_batches(config: BenchConfig, device: torch.device):
+    """Batches of Blundell's 1-D curve: x uniform in [0, 0.5], targets ``(steps, B)``."""
+    n = (config.warmup + config.steps) * config.batch_size
+    gen = torch.Generator().manual_seed(config.seed)
+    x = 0.5 * torch.rand(n, 1, generator=gen)
+    eps = 0.02 * torch.randn(n, 1, generator=gen)
+    y = x + 0.3 * torch.sin(2 * math.pi * (x + eps)) + 0.3 * torch.sin(4 * math.pi * (x + eps))
+    shape = (config.warmup + config.steps, config.batch_size)
+    source = "blundell curve (regression)"
+    return x.reshape(*shape, 1).to(device), (y + eps).reshape(shape).to(device), source
+
+
 def _batches(config: BenchConfig, device: torch.device) -> tuple[torch.Tensor, torch.Tensor, str]:
     """A fixed pool of ``warmup + steps`` batches shared by every run, and its provenance."""
+    if config.task == "regression":
+        return _regression_batches(config, device)
     n = (config.warmup + config.steps) * config.batch_size
     gen = torch.Generator().manual_seed(config.seed)
     x = y = None
@@ -153,17 +173,28 @@ def _stepper(impl: str, config: BenchConfig, device: torch.device) -> Stepper:
     """``step(x, y, n_samples)``: one seeded training step of ``impl`` (or ``"mlp"``), any S."""
     torch.manual_seed(config.seed)
     kind = "mlp" if impl == "mlp" else "bbb"
-    model = build_model(ModelConfig(kind=kind, hidden=config.hidden, prior=PRIORS[config.prior]))
+    regression = config.task == "regression"
+    sizes = {"in_features": 1, "num_classes": 1} if regression else {}
+    model = build_model(
+        ModelConfig(kind=kind, hidden=config.hidden, prior=PRIORS[config.prior], **sizes)
+    )
     model.to(device)
     optimizer = make_optimizer(model, config.lr)
     weight = 1.0 / config.epoch_steps
+    likelihood = "gaussian" if regression else "categorical"
 
     def step(xb: torch.Tensor, yb: torch.Tensor, n_samples: int) -> None:
         if impl == "mlp":
-            loss = F.cross_entropy(model(xb), yb, reduction="sum")
+            loss = LIKELIHOODS[likelihood].nll(model(xb), yb).sum()
         else:
             loss = minibatch_objective(
-                model, xb, yb, n_samples=n_samples, weight=weight, impl=impl
+                model,
+                xb,
+                yb,
+                n_samples=n_samples,
+                weight=weight,
+                impl=impl,
+                likelihood=likelihood,
             ).loss
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -252,7 +283,7 @@ def _run(config: BenchConfig, device: torch.device, progress: ProgressFn | None)
         "schema": SCHEMA,
         "reference": False,
         "source": "python -m core bench",
-        "task": "mnist",
+        "task": config.task,
         "device": device_name(device),
         "device_type": device.type,
         "threads": torch.get_num_threads(),
@@ -365,10 +396,12 @@ def result_filename(result: dict) -> str:
         result: A result with ``device`` and ``date``.
 
     Returns:
-        ``<device-slug>-<YYYY-MM-DD>.json``, e.g. ``cpu-2-threads-2026-11-21.json``.
+        ``<device-slug>-[<task>-]<YYYY-MM-DD>.json``, e.g. ``cpu-2-threads-2026-11-21.json``
+        or ``cpu-1-threads-regression-2026-11-23.json``.
     """
     slug = re.sub(r"[^a-z0-9]+", "-", result["device"].lower()).strip("-") or "device"
-    return f"{slug}-{result['date'][:10]}.json"
+    task = "" if result.get("task", "mnist") == "mnist" else f"{result['task']}-"
+    return f"{slug}-{task}{result['date'][:10]}.json"
 
 
 def save_result(result: dict, folder: Path | None = None) -> Path:
@@ -407,3 +440,18 @@ def load_results(folder: Path | None = None) -> dict[str, dict]:
         if isinstance(result, dict) and "fits" in result:
             out[path.name] = result
     return dict(sorted(out.items(), key=lambda kv: kv[1].get("date") or "", reverse=True))
+
+
+def regression_config(**overrides) -> BenchConfig:
+    """The regression column of the report seed's table 1: 1,000 points per epoch in one batch.
+
+    A 1-100-1 network (the regression playground's default width) on Blundell's curve.
+
+    Args:
+        **overrides: Other :class:`BenchConfig` fields (e.g. ``n_samples``, ``steps``).
+
+    Returns:
+        The configuration.
+    """
+    settings = {"batch_size": 1000, "train_size": 1000, "hidden": (100,), "data": "random"}
+    return BenchConfig(**{**settings, **overrides, "task": "regression"})
