@@ -190,7 +190,7 @@ def test_a_curve_drawn_in_a_real_browser_gets_a_fitted_band(tmp_path):
     with serve_app("pages/regression.py", env=env) as url, chromium_page() as page:
         page.goto(url)
         page.wait_for_selector("text=Regression playground")
-        wait_for_script(page, 120_000)
+        wait_for_script(page, 400_000)  # the first visit trains the default methods
         page.locator("[data-testid='stSelectbox']").first.click()
         page.get_by_role("option", name="Draw your own points").click()
         page.wait_for_selector("canvas.upper-canvas")
@@ -205,8 +205,8 @@ def test_a_curve_drawn_in_a_real_browser_gets_a_fitted_band(tmp_path):
             fy = 0.7 - 0.4 * k / 40 + 0.1 * math.sin(12 * fx)
             page.mouse.move(box["x"] + fx * box["width"], box["y"] + fy * box["height"], steps=3)
         page.mouse.up()
-        page.wait_for_selector("text=Numbers", timeout=180_000)
-        wait_for_script(page, 180_000)
+        page.wait_for_selector("text=Numbers", timeout=400_000)
+        wait_for_script(page, 400_000)
         text = page.inner_text("[data-testid='stMain']")
         assert "points so far" in text
         for method in DEFAULT_SHOWN:
