@@ -101,6 +101,13 @@ PAGES = [
         "low contrast.",
     ),
     PageInfo(
+        "bandits.py",
+        "Contextual bandits",
+        ":material/casino:",
+        "An agent that must decide: Thompson sampling with a BBB reward model against greedy "
+        "and ε-greedy networks on the mushroom and wheel bandits; stored long runs and live ones.",
+    ),
+    PageInfo(
         "active.py",
         "Active learning",
         ":material/label:",

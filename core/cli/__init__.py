@@ -13,6 +13,7 @@ import sys
 from core.cli import (
     active,
     attack,
+    bandit,
     bench,
     bench_predictive,
     calibration,
@@ -36,6 +37,7 @@ COMMANDS = (
     calibration,
     active,
     regression,
+    bandit,
 )
 """Modules exposing ``register(subparsers)``, in help order."""
 

@@ -1,0 +1,73 @@
+"""Benchmark: bandit runs in lockstep (not collected by pytest).
+
+    python benchmarks/bench_bandits.py [--steps 10000] [--threads 1] [--scaling-steps 1000]
+
+1. The issue's target: 10,000 mushroom steps × {BBB, greedy, ε = 5 %, random} × 2 seeds (goal
+   ≤ 2 minutes on the project's 2-core CPU), computed afresh (no cache); prints the seconds in
+   total and per agent family.
+2. Vectorisation: BBB Thompson alone for ``--scaling-steps`` steps with 1, 2, 4 and 8 seeds in
+   lockstep (stacked networks, one vmapped call per step), against running the seeds one after
+   the other (the 1-seed time × seeds): milliseconds per step and per run-step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO_ROOT))
+
+import torch  # noqa: E402
+
+from core.bandits.runner import BanditRun, RunConfig  # noqa: E402
+
+
+def timed(config: RunConfig) -> tuple[float, BanditRun]:
+    run = BanditRun(config)
+    start = time.perf_counter()
+    run.advance()
+    return time.perf_counter() - start, run
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=10_000)
+    parser.add_argument("--scaling-steps", type=int, default=1000)
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s)")
+
+    config = RunConfig(
+        env="mushroom", agents=("bbb", "greedy", "eps5", "random"), steps=args.steps, seeds=2
+    )
+    seconds, run = timed(config)
+    families = ", ".join(f"{k} {v:.1f} s" for k, v in run.group_seconds.items())
+    print(
+        f"mushroom, {args.steps:,} steps × 4 agents × 2 seeds: {seconds:.1f} s "
+        f"({1000 * seconds / args.steps:.2f} ms per step; {families}; goal ≤ 120 s for 10,000)"
+    )
+    final = {n: f"{a['mean']:.0f}" for n, a in run.result(with_snapshot=False)["agents"].items()}
+    print(f"  final cumulative regret (mean of 2 seeds): {final}")
+
+    print(f"BBB Thompson alone, {args.scaling_steps:,} mushroom steps:")
+    header = ("seeds", 6), ("lockstep s", 11), ("ms/step", 8), ("ms/run-step", 12)
+    print(" ".join(f"{h:>{w}s}" for h, w in (*header, ("one by one s", 13))))
+    single = None
+    for seeds in (1, 2, 4, 8):
+        seconds, _ = timed(
+            RunConfig(env="mushroom", agents=("bbb",), steps=args.scaling_steps, seeds=seeds)
+        )
+        single = seconds if seeds == 1 else single
+        per_step = 1000 * seconds / args.scaling_steps
+        print(
+            f"{seeds:6d} {seconds:11.1f} {per_step:8.2f} {per_step / seeds:12.2f} "
+            f"{single * seeds:13.1f}"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,454 @@
+"""Runs of several agents × seeds on one environment, in lockstep, resumable in chunks.
+
+A :class:`BanditRun` advances every run one step at a time: each seed draws its context (all
+agents of a seed see the same mushrooms or points and the same reward noise: common random
+numbers), every :class:`~core.bandits.agents.AgentGroup` chooses for all its runs at once, the
+exact expected regret of each choice is recorded and the groups learn from the realised
+rewards. :meth:`BanditRun.advance` can be called in chunks (a page shows the curves growing;
+the result does not depend on the chunking) and :meth:`BanditRun.result` summarises the run so
+far as a JSON-serialisable dict: cumulative-regret curves per agent and seed, final means and
+standard deviations over seeds, seconds, and a :meth:`BanditRun.snapshot` of one agent's recent
+decisions and uncertainty for the page.
+
+Randomness: the environment of seed s and each agent family draw from their own generators,
+seeded from ``(config.seed, s)`` and ``(config.seed, family)``, never from the global one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+
+from core.bandits.agents import AGENTS, FAMILIES, GROUPS, AgentGroup, ModelSettings, parse_agents
+from core.bandits.environments import (
+    ENVIRONMENTS,
+    Environment,
+    Steps,
+    WheelBandit,
+    expected_regret,
+    make_environment,
+    wheel_quadrant_arm,
+)
+from core.progress import ProgressFn, report
+
+BLOCK = 500  # steps drawn at once per seed (always whole blocks: a run is a prefix of a longer one)
+RECORD_EVERY = (1, 2, 5, 10, 20, 25, 50, 100, 250, 500, 1000)
+MAX_POINTS = 250
+RECENT = 400  # wheel: recent decisions shown on the disk
+RECENT_MUSHROOMS = 16
+GRID = 31  # wheel: grid points per axis of the uncertainty map
+SNAPSHOT_SAMPLES = 32
+DEFAULT_AGENTS = {
+    "mushroom": ("bbb", "dropout", "ensemble", "greedy", "eps1", "eps5", "random"),
+    "wheel": ("bbb", "dropout", "ensemble", "greedy", "eps1", "eps5", "random", "lints"),
+}
+SCHEMA = 1
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """What to run.
+
+    Attributes:
+        env: ``"mushroom"`` or ``"wheel"``.
+        delta: The wheel's δ (ignored for the mushroom).
+        agents: Agent names, keys of :data:`core.bandits.agents.AGENTS`.
+        steps: Bandit steps per run.
+        seeds: Runs per agent (seeds ``seed, seed+1, ...`` of the environment).
+        seed: Base seed.
+        model: Reward models and training.
+
+    Raises:
+        ValueError: If the environment, an agent, δ, ``steps`` or ``seeds`` is invalid.
+    """
+
+    env: str = "mushroom"
+    delta: float = 0.95
+    agents: tuple[str, ...] = ("bbb", "greedy", "eps5", "random")
+    steps: int = 1000
+    seeds: int = 2
+    seed: int = 0
+    model: ModelSettings = field(default_factory=ModelSettings)
+
+    def __post_init__(self) -> None:
+        if self.env not in ENVIRONMENTS:
+            raise ValueError(f"environment must be one of {ENVIRONMENTS}, got {self.env!r}")
+        if self.env == "wheel" and not 0.0 < self.delta < 1.0:
+            raise ValueError(f"the wheel's δ must be in (0, 1), got {self.delta}")
+        object.__setattr__(self, "agents", parse_agents(self.agents))
+        if self.steps < 1 or self.seeds < 1:
+            raise ValueError(f"steps and seeds must be ≥ 1, got {self.steps} and {self.seeds}")
+        if self.env == "mushroom":
+            object.__setattr__(self, "delta", None)
+        else:
+            object.__setattr__(self, "delta", float(self.delta))
+
+    def to_dict(self) -> dict:
+        """The configuration as a JSON-serialisable dict (the cache key of a result).
+
+        Returns:
+            Every field by name; ``model`` as a dict, ``delta`` None for the mushroom.
+        """
+        return {
+            "env": self.env,
+            "delta": self.delta,
+            "agents": list(self.agents),
+            "steps": self.steps,
+            "seeds": self.seeds,
+            "seed": self.seed,
+            "model": self.model.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> RunConfig:
+        """Inverse of :meth:`to_dict`.
+
+        Args:
+            d: Field values by name.
+
+        Returns:
+            The validated configuration.
+        """
+        d = dict(d)
+        d["model"] = ModelSettings.from_dict(d.get("model", {}))
+        d["agents"] = tuple(d["agents"])
+        if d.get("delta") is None:
+            d.pop("delta", None)
+        return cls(**d)
+
+
+def derived_seed(*parts: object) -> int:
+    """A seed in [0, 2⁶³) that depends only on ``parts``.
+
+    Args:
+        *parts: Values whose string forms identify a generator.
+
+    Returns:
+        The seed.
+    """
+    text = ":".join(str(p) for p in parts)
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little") >> 1
+
+
+def record_interval(steps: int) -> int:
+    """Steps between stored curve points.
+
+    The smallest of :data:`RECORD_EVERY` that gives at most :data:`MAX_POINTS` points.
+
+    Args:
+        steps: Length of the run.
+
+    Returns:
+        The interval (it divides 1,000 up to 1,000).
+    """
+    return next((e for e in RECORD_EVERY if steps / e <= MAX_POINTS), RECORD_EVERY[-1])
+
+
+class BanditRun:
+    """Agents × seeds on one environment, advanced in lockstep (see the module docstring).
+
+    Attributes:
+        config: What runs.
+        env: The environment.
+        groups: One :class:`~core.bandits.agents.AgentGroup` per family present.
+        step: Steps done.
+        regret: Expected regret of every step, agent and seed, ``(steps, n_agents, seeds)``
+            float64 (rows beyond ``step`` are zero).
+        actions: Chosen actions, ``(steps, n_agents, seeds)`` int8.
+        info: What the page shows of each step's context, ``(steps, seeds, info_dim)``.
+        seconds: Compute time so far (s).
+        group_seconds: Compute time per family (s).
+    """
+
+    def __init__(self, config: RunConfig, env: Environment | None = None) -> None:
+        """Build the environment's generators and the agent groups.
+
+        Args:
+            config: What to run.
+            env: The environment; None builds it from ``config`` (a test may pass a small
+                one).
+
+        Raises:
+            DatasetUnavailable: If the mushroom file is missing or damaged.
+        """
+        self.config = config
+        self.env = env if env is not None else make_environment(config.env, config.delta or 0.95)
+        self.agent_index = {name: i for i, name in enumerate(config.agents)}
+        self.groups: list[tuple[AgentGroup, list[int]]] = []
+        for family in FAMILIES:
+            names = [n for n in config.agents if AGENTS[n].family == family]
+            if names:
+                group = GROUPS[family](
+                    [AGENTS[n] for n in names],
+                    config.seeds,
+                    self.env,
+                    config.model,
+                    derived_seed(config.seed, family, "agents"),
+                )
+                self.groups.append((group, [self.agent_index[n] for n in names]))
+        self.env_generators = [
+            torch.Generator().manual_seed(derived_seed(config.seed + s, "environment"))
+            for s in range(config.seeds)
+        ]
+        shape = (config.steps, len(config.agents), config.seeds)
+        self.regret = torch.zeros(shape, dtype=torch.float64)
+        self.actions = torch.zeros(shape, dtype=torch.int8)
+        self.info: torch.Tensor | None = None
+        self.step = 0
+        self.seconds = 0.0
+        self.group_seconds = {g.family: 0.0 for g, _ in self.groups}
+        self._block: list[Steps] = []
+        self._block_start = 0
+
+    @property
+    def done(self) -> bool:
+        """Whether all ``config.steps`` steps are done."""
+        return self.step >= self.config.steps
+
+    def _current_block(self) -> tuple[list[Steps], int]:
+        if not self._block or self.step - self._block_start >= BLOCK:
+            self._block = [self.env.draw(BLOCK, g) for g in self.env_generators]
+            self._block_start = self.step
+            if self.info is None:
+                dim = self._block[0].info.shape[1]
+                self.info = torch.zeros(self.config.steps, self.config.seeds, dim)
+        return self._block, self.step - self._block_start
+
+    def _one_step(self) -> None:
+        block, i = self._current_block()
+        t = self.step
+        contexts = torch.stack([b.contexts[i] for b in block])  # (S, d)
+        means = torch.stack([b.mean_rewards[i] for b in block])  # (S, A)
+        rewards = torch.stack([b.rewards[i] for b in block])
+        self.info[t] = torch.stack([b.info[i] for b in block]).float()
+        for group, agent_rows in self.groups:
+            start = time.perf_counter()
+            seeds = group.seed_index
+            actions = group.act(contexts[seeds])
+            regret = expected_regret(means[seeds], actions)
+            group.update(contexts[seeds], actions, rewards[seeds].gather(1, actions[:, None])[:, 0])
+            self.group_seconds[group.family] += time.perf_counter() - start
+            shape = (len(agent_rows), self.config.seeds)
+            self.regret[t, agent_rows] = regret.view(shape)
+            self.actions[t, agent_rows] = actions.view(shape).to(torch.int8)
+        self.step += 1
+
+    def advance(
+        self,
+        n_steps: int | None = None,
+        progress: ProgressFn | None = None,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> int:
+        """Run up to ``n_steps`` more steps (all remaining when None).
+
+        Args:
+            n_steps: Steps to run; never beyond ``config.steps``.
+            progress: Reports the fraction of *this call's* steps done.
+            should_stop: Polled every 10 steps; True ends the call early (the run stays
+                consistent and can be advanced again).
+
+        Returns:
+            The number of steps run.
+        """
+        remaining = self.config.steps - self.step
+        todo = remaining if n_steps is None else max(0, min(n_steps, remaining))
+        every = max(1, todo // 100)
+        start = time.perf_counter()
+        done = 0
+        for done in range(1, todo + 1):
+            self._one_step()
+            if done % every == 0:
+                report(progress, done / todo, f"step {self.step:,} of {self.config.steps:,}")
+            if done % 10 == 0 and should_stop is not None and should_stop():
+                break
+        else:
+            done = todo
+        self.seconds += time.perf_counter() - start
+        return done
+
+    def cumulative(self) -> torch.Tensor:
+        """Cumulative expected regret of the steps done.
+
+        Returns:
+            ``(step, n_agents, seeds)`` float64.
+        """
+        return self.regret[: self.step].cumsum(0)
+
+    def snapshot_agent(self) -> str | None:
+        """The agent the page's snapshot shows: BBB if present, else the first with a model.
+
+        Returns:
+            Its name, or None when only model-free agents run.
+        """
+        order = ["bbb", *[n for n in self.config.agents if n != "bbb"]]
+        for name in order:
+            if name in self.agent_index and AGENTS[name].family != "random":
+                return name
+        return None
+
+    def _group_of(self, name: str) -> tuple[AgentGroup, int]:
+        for group, rows in self.groups:
+            if self.agent_index[name] in rows:
+                return group, rows.index(self.agent_index[name]) * self.config.seeds
+        raise KeyError(name)
+
+    @torch.no_grad()
+    def snapshot(self, agent: str | None = None, seed: int = 0) -> dict | None:
+        """What one agent does now: recent decisions and its reward model's spread.
+
+        Uses its own generator: taking a snapshot never changes the run.
+
+        Args:
+            agent: Agent name; None for :meth:`snapshot_agent`.
+            seed: Which of the agent's runs (0-based seed index).
+
+        Returns:
+            None before the first step or without a model-based agent; else a JSON-ready dict
+            with ``agent``, ``seed``, ``step`` and, for the wheel, the recent ``points`` and
+            chosen ``arms`` and the map ``grid`` (``x``, ``y`` coordinates and per grid point
+            the posterior ``std`` of the quadrant arm's reward and ``explore``, the fraction of
+            draws whose best arm is not the posterior mean's, None outside the disk); for the
+            mushroom, the recent ``decisions`` (row, edible, action, regret, and the sampled
+            advantage of eating over passing now: mean, std, fraction of draws that eat).
+        """
+        agent = agent or self.snapshot_agent()
+        if agent is None or self.step == 0:
+            return None
+        group, base = self._group_of(agent)
+        run = base + seed
+        generator = torch.Generator().manual_seed(derived_seed(self.config.seed, "snapshot"))
+        column = self.agent_index[agent]
+        out = {"agent": agent, "seed": seed, "step": self.step}
+        if isinstance(self.env, WheelBandit):
+            lo = max(0, self.step - RECENT)
+            out["points"] = self.info[lo : self.step, seed].tolist()
+            out["arms"] = self.actions[lo : self.step, column, seed].tolist()
+            out["grid"] = self._wheel_grid(group, run, generator)
+            return out
+        lo = max(0, self.step - RECENT_MUSHROOMS)
+        rows = self.info[lo : self.step, seed, 0].long()
+        samples = group.sample_rewards(
+            run, self.env.data.features[rows], SNAPSHOT_SAMPLES, generator
+        )  # (S, n, 2)
+        advantage = samples[..., 0] - samples[..., 1]
+        out["decisions"] = [
+            {
+                "step": lo + i + 1,
+                "row": int(rows[i]),
+                "edible": bool(self.info[lo + i, seed, 1] > 0.5),
+                "action": self.env.action_names[int(self.actions[lo + i, column, seed])],
+                "regret": float(self.regret[lo + i, column, seed]),
+                "eat_advantage_mean": float(advantage[:, i].mean()),
+                "eat_advantage_std": float(advantage[:, i].std()) if len(advantage) > 1 else 0.0,
+                "eat_fraction": float((advantage[:, i] > 0).double().mean()),
+            }
+            for i in range(len(rows))
+        ]
+        return out
+
+    def _wheel_grid(self, group: AgentGroup, run: int, generator: torch.Generator) -> dict:
+        axis = torch.linspace(-1, 1, GRID)
+        ys, xs = torch.meshgrid(axis, axis, indexing="ij")
+        points = torch.stack([xs.flatten(), ys.flatten()], 1)
+        inside = points.norm(dim=1) <= 1.0
+        samples = group.sample_rewards(run, points[inside], SNAPSHOT_SAMPLES, generator)
+        quadrant = wheel_quadrant_arm(points[inside])
+        std = samples.std(0)[torch.arange(len(quadrant)), quadrant]
+        best_mean = samples.mean(0).argmax(-1)
+        explore = (samples.argmax(-1) != best_mean).double().mean(0)
+        std_map = torch.full((GRID * GRID,), float("nan"))
+        explore_map = torch.full((GRID * GRID,), float("nan"))
+        std_map[inside], explore_map[inside] = std.float(), explore.float()
+
+        def rows(values: torch.Tensor) -> list[list[float | None]]:
+            return [
+                [None if v != v else round(v, 4) for v in row]
+                for row in values.view(GRID, GRID).tolist()
+            ]
+
+        return {
+            "x": axis.tolist(),
+            "y": axis.tolist(),
+            "std": rows(std_map),
+            "explore": rows(explore_map),
+        }
+
+    def result(self, with_snapshot: bool = True) -> dict:
+        """The run so far as a JSON-serialisable dict.
+
+        Args:
+            with_snapshot: Whether to include :meth:`snapshot` (about 0.1-0.5 s on the wheel).
+
+        Returns:
+            ``schema``, ``settings`` (:meth:`RunConfig.to_dict`), ``env`` (title, actions,
+            random agent's closed-form regret per step), ``steps_done``, ``record_steps`` (the
+            steps of the curve points), ``agents`` (name → ``title``, ``curves`` per seed,
+            ``final`` per seed, ``mean``, ``std`` over seeds, ``per_step`` = mean / steps,
+            ``seconds`` of its family's compute in proportion to its runs), ``seconds`` (all
+            compute) and ``snapshot``.
+        """
+        cumulative = self.cumulative()
+        every = record_interval(self.config.steps)
+        marks = list(range(every, self.step + 1, every))
+        if self.step and (not marks or marks[-1] != self.step):
+            marks.append(self.step)
+        picked = cumulative[[m - 1 for m in marks]] if marks else cumulative[:0]
+        agents = {}
+        for name in self.config.agents:
+            column = self.agent_index[name]
+            final = cumulative[-1, column] if self.step else torch.zeros(self.config.seeds)
+            group, _ = self._group_of(name)
+            share = self.config.seeds / group.n_runs
+            agents[name] = {
+                "title": AGENTS[name].title,
+                "curves": [[round(v, 3) for v in c] for c in picked[:, column].T.tolist()],
+                "final": final.tolist(),
+                "mean": float(final.mean()),
+                "std": float(final.std()) if self.config.seeds > 1 else 0.0,
+                "per_step": float(final.mean()) / max(self.step, 1),
+                "seconds": self.group_seconds[group.family] * share,
+            }
+        env = {
+            "name": self.env.name,
+            "title": self.env.title,
+            "actions": list(self.env.action_names),
+            "random_regret_per_step": self.env.random_regret(),
+        }
+        return {
+            "schema": SCHEMA,
+            "settings": self.config.to_dict(),
+            "env": env,
+            "steps_done": self.step,
+            "record_steps": marks,
+            "agents": agents,
+            "seconds": self.seconds,
+            "threads": torch.get_num_threads(),
+            "snapshot": self.snapshot() if with_snapshot else None,
+        }
+
+
+def regret_table(result: dict, every: int = 1000) -> list[dict]:
+    """Mean cumulative regret over seeds every ``every`` steps, and at the last step.
+
+    Args:
+        result: A result of :meth:`BanditRun.result` (a cached one too).
+        every: Interval in steps; only stored curve points are used (the stored interval
+            divides 1,000 for runs of up to 250,000 steps).
+
+    Returns:
+        Rows ``{"step": t, agent name: mean cumulative regret, ...}``.
+    """
+    marks = result["record_steps"]
+    keep = [i for i, t in enumerate(marks) if t % every == 0 or i == len(marks) - 1]
+    rows = []
+    for i in keep:
+        row = {"step": marks[i]}
+        for name, agent in result["agents"].items():
+            values = [curve[i] for curve in agent["curves"]]
+            row[name] = sum(values) / len(values)
+        rows.append(row)
+    return rows

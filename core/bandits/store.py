@@ -1,0 +1,210 @@
+"""Finished bandit runs on disk: the content-keyed cache and the stored reference runs.
+
+* Every finished run is cached through :func:`core.storage.cache.cache_entry` under the study
+  ``bandits``, keyed by its full settings (:meth:`~core.bandits.runner.RunConfig.to_dict`) and
+  :data:`VERSION`, so the same settings are never computed twice (the page and the CLI share it).
+* The long reference runs (:data:`REFERENCE_RUNS`: 50,000 mushroom steps, with the full ELBO
+  and with the KL term tempered by β = 0.1; the wheel at δ ∈ {0.5, 0.9, 0.95}) are computed by
+  ``python -m core bandit ... --save`` and committed as small JSON files under
+  ``benchmarks/bandits/`` (``BNN_BENCH_DIR`` overrides the folder), so the page opens at once
+  on any machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from core.bandits.agents import ModelSettings
+from core.bandits.runner import DEFAULT_AGENTS, BanditRun, RunConfig
+from core.progress import ProgressFn
+from core.storage.atomic import atomic_write_text
+from core.storage.cache import CacheEntry, cache_entry
+from core.storage.paths import REPO_ROOT
+
+STUDY = "bandits"
+VERSION = 1
+"""Bump to invalidate cached runs when the agents or environments change."""
+
+REFERENCE_RUNS = (
+    RunConfig(env="mushroom", agents=DEFAULT_AGENTS["mushroom"], steps=50_000, seeds=2),
+    RunConfig(  # the full ELBO's BBB over-explores here; the KL tempered as for MNIST
+        env="mushroom",
+        agents=("bbb", "greedy", "eps1", "eps5"),
+        steps=50_000,
+        seeds=2,
+        model=ModelSettings(kl_beta=0.1),
+    ),
+    *(
+        RunConfig(env="wheel", delta=d, agents=DEFAULT_AGENTS["wheel"], steps=5_000, seeds=3)
+        for d in (0.5, 0.9, 0.95)
+    ),
+)
+"""The long runs shown when the page opens."""
+
+
+def run_cache(config: RunConfig) -> CacheEntry:
+    """The cache entry of a finished run with these settings.
+
+    Args:
+        config: The run's settings.
+
+    Returns:
+        The entry (JSON; it may not exist yet).
+    """
+    return cache_entry(STUDY, VERSION, settings=config.to_dict(), prefix=config.env)
+
+
+def cached_result(config: RunConfig) -> dict | None:
+    """A finished run's result from the cache.
+
+    Args:
+        config: The run's settings.
+
+    Returns:
+        The result of :meth:`~core.bandits.runner.BanditRun.result`, or None if not cached.
+    """
+    result = run_cache(config).load()
+    return None if result is None else in_agent_order(result)
+
+
+def in_agent_order(result: dict) -> dict:
+    """A result with its ``agents`` in the order of its settings (JSON caches sort keys).
+
+    Args:
+        result: A run's result.
+
+    Returns:
+        The same result, ``agents`` reordered.
+    """
+    agents = result["agents"]
+    order = [n for n in result["settings"]["agents"] if n in agents]
+    result["agents"] = {n: agents[n] for n in order + [n for n in agents if n not in order]}
+    return result
+
+
+def store_result(run: BanditRun) -> dict:
+    """Cache a finished run's result.
+
+    Args:
+        run: A run with all its steps done.
+
+    Returns:
+        The stored result.
+
+    Raises:
+        ValueError: If the run is not finished (partial runs are never cached).
+    """
+    if not run.done:
+        raise ValueError(f"only finished runs are cached ({run.step} of {run.config.steps} steps)")
+    result = run.result()
+    run_cache(run.config).save(result)
+    return result
+
+
+def run_bandit(
+    config: RunConfig, progress: ProgressFn | None = None, use_cache: bool = True
+) -> tuple[dict, BanditRun | None]:
+    """The result of a run, from the cache or computed (and then cached).
+
+    Args:
+        config: What to run.
+        progress: Reports the fraction of steps done.
+        use_cache: False recomputes (and overwrites the cached result).
+
+    Returns:
+        ``(result, run)``: ``run`` is the finished :class:`BanditRun`, or None when the result
+        came from the cache.
+
+    Raises:
+        DatasetUnavailable: If the mushroom file is missing or damaged.
+    """
+    if use_cache and (cached := cached_result(config)) is not None:
+        return cached, None
+    run = BanditRun(config)
+    run.advance(progress=progress)
+    return store_result(run), run
+
+
+def reference_dir() -> Path:
+    """The folder of the stored reference runs.
+
+    Returns:
+        ``<BNN_BENCH_DIR or <repo>/benchmarks>/bandits``.
+    """
+    base = os.environ.get("BNN_BENCH_DIR") or REPO_ROOT / "benchmarks"
+    return Path(base).expanduser() / "bandits"
+
+
+def changed_settings(config: RunConfig) -> dict:
+    """The model settings of a run that differ from the defaults.
+
+    Args:
+        config: The run's settings.
+
+    Returns:
+        Setting name → value (lists for tuples), in field order; empty for the defaults.
+    """
+    defaults = ModelSettings().to_dict()
+    return {k: v for k, v in config.model.to_dict().items() if v != defaults[k]}
+
+
+def reference_name(config: RunConfig) -> str:
+    """The file name of a stored run, e.g. ``mushroom-50000.json`` or ``wheel-0.95-5000.json``.
+
+    Model settings that differ from the defaults are appended, e.g.
+    ``mushroom-50000-kl_beta0.1.json``.
+
+    Args:
+        config: The run's settings.
+
+    Returns:
+        The file name.
+    """
+    env = config.env if config.delta is None else f"{config.env}-{config.delta:g}"
+    changed = "".join(
+        f"-{key}{'x'.join(map(str, value)) if isinstance(value, list) else f'{value:g}'}"
+        for key, value in changed_settings(config).items()
+    )
+    return f"{env}-{config.steps}{changed}.json"
+
+
+def save_reference(result: dict) -> Path:
+    """Store a result as a reference run (atomically; replaces one of the same name).
+
+    Args:
+        result: A finished run's result.
+
+    Returns:
+        The file written.
+    """
+    path = reference_dir() / reference_name(RunConfig.from_dict(result["settings"]))
+    atomic_write_text(path, json.dumps(result, indent=None, separators=(",", ":")) + "\n")
+    return path
+
+
+def load_references() -> dict[str, dict]:
+    """The stored reference runs that can be read.
+
+    Returns:
+        File name → result: the mushroom first, then the wheel by δ, runs with the default
+        model settings before others; unreadable files are skipped.
+    """
+    results = {}
+    for path in sorted(reference_dir().glob("*.json")):
+        try:
+            result = json.loads(path.read_text())
+            RunConfig.from_dict(result["settings"])
+            result["agents"]  # noqa: B018 - a result must have agents
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        results[path.name] = in_agent_order(result)
+    order = {"mushroom": 0, "wheel": 1}
+
+    def key(item: tuple[str, dict]) -> tuple:
+        settings = item[1]["settings"]
+        tuned = bool(changed_settings(RunConfig.from_dict(settings)))
+        return (order.get(settings["env"], 2), settings.get("delta") or 0, tuned, item[0])
+
+    return dict(sorted(results.items(), key=key))

@@ -1,0 +1,167 @@
+"""CLI: ``python -m core bandit`` — contextual bandits, Thompson sampling vs greedy agents.
+
+Examples::
+
+    python -m core bandit --env mushroom --agents bbb,greedy,eps5,random --steps 10000
+    python -m core bandit --env wheel --delta 0.95 --steps 5000 --seeds 3
+    python -m core bandit --env mushroom --steps 50000 --save     # a reference run for the page
+    python -m core bandit --env wheel --set updates_per_step=2 --set kl_beta=0.1 --json
+
+Prints, per agent, the mean cumulative regret over seeds every 1,000 steps, the final mean and
+standard deviation over seeds, and the seconds of compute. Finished runs are cached by their
+settings (``.cache/bandits``): the same command a second time answers at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+
+import torch
+
+from core.bandits.agents import AGENTS, ModelSettings
+from core.bandits.environments import ENVIRONMENTS
+from core.bandits.runner import DEFAULT_AGENTS, RunConfig, regret_table
+from core.bandits.store import run_bandit, save_reference
+from core.progress import text_progress
+
+
+def model_settings(assignments: list[str]) -> ModelSettings:
+    """Reward-model settings with ``key=value`` overrides.
+
+    Args:
+        assignments: E.g. ``["updates_per_step=2", "hidden=50,50"]``.
+
+    Returns:
+        The settings.
+
+    Raises:
+        ValueError: If a key is unknown or a value does not parse.
+    """
+    fields = {f.name: f for f in dataclasses.fields(ModelSettings)}
+    values: dict = {}
+    for item in assignments:
+        key, sep, text = item.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or key not in fields:
+            raise ValueError(f"--set {item!r}: use KEY=VALUE with KEY one of {', '.join(fields)}")
+        default = getattr(ModelSettings(), key)
+        try:
+            if isinstance(default, tuple):
+                values[key] = tuple(int(t) for t in text.split(",") if t.strip())
+            else:
+                values[key] = type(default)(text)
+        except ValueError:
+            raise ValueError(
+                f"--set {item!r}: {text!r} is not a {type(default).__name__}"
+            ) from None
+    return ModelSettings(**values)
+
+
+def format_result(result: dict, every: int = 1000, cached: bool = False) -> str:
+    """A run's regret table and summary for people.
+
+    Args:
+        result: A result of :meth:`core.bandits.runner.BanditRun.result`.
+        every: Interval of the table's rows in steps.
+        cached: Whether the result came from the cache (said next to the seconds).
+
+    Returns:
+        Text: mean cumulative regret per agent every ``every`` steps, then per agent the
+        final mean ± std over seeds, the regret per step and the seconds.
+    """
+    settings = result["settings"]
+    names = list(result["agents"])
+    lines = [
+        f"{result['env']['title']}: {settings['steps']:,} steps × {settings['seeds']} seeds; "
+        f"uniform random's expected regret {result['env']['random_regret_per_step']:.3f} per "
+        "step",
+        "mean cumulative regret over seeds:",
+        f"{'step':>8s}" + "".join(f"{n:>11s}" for n in names),
+    ]
+    for row in regret_table(result, every):
+        lines.append(f"{row['step']:8d}" + "".join(f"{row[n]:11.1f}" for n in names))
+    lines.append(
+        f"{'agent':10s} {'final mean':>11s} {'± std':>9s} {'per step':>9s} {'seconds':>8s}"
+    )
+    for name, agent in result["agents"].items():
+        lines.append(
+            f"{name:10s} {agent['mean']:11.1f} {agent['std']:9.1f} {agent['per_step']:9.3f} "
+            f"{agent['seconds']:8.1f}"
+        )
+    note = " (from the cache; computed earlier)" if cached else ""
+    lines.append(f"total {result['seconds']:.1f} s on {result.get('threads', '?')} thread(s){note}")
+    return "\n".join(lines)
+
+
+def cmd_bandit(args: argparse.Namespace) -> int:
+    """Run ``python -m core bandit``.
+
+    Args:
+        args: The parsed command line.
+
+    Returns:
+        The exit code: 0.
+    """
+    if args.threads:
+        torch.set_num_threads(args.threads)  # the CLI owns its process; pages never do this
+    agents = args.agents or ",".join(DEFAULT_AGENTS[args.env])
+    config = RunConfig(
+        env=args.env,
+        delta=args.delta,
+        agents=tuple(agents.split(",")),
+        steps=args.steps,
+        seeds=args.seeds,
+        seed=args.seed,
+        model=model_settings(args.set or []),
+    )
+    result, run = run_bandit(config, progress=text_progress("bandit"), use_cache=not args.no_cache)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(format_result(result, args.every, cached=run is None))
+    if args.save:
+        print(f"saved {save_reference(result)}", file=sys.stderr)
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``bandit`` sub-command.
+
+    Args:
+        subparsers: The parser's sub-command collection.
+    """
+    p = subparsers.add_parser(
+        "bandit", help="contextual bandits: Thompson sampling with a BBB reward model vs greedy"
+    )
+    p.add_argument("--env", choices=ENVIRONMENTS, default="mushroom")
+    p.add_argument("--delta", type=float, default=0.95, help="the wheel's δ in (0, 1)")
+    p.add_argument(
+        "--agents",
+        default="",
+        help=f"comma-separated, from {','.join(AGENTS)} (default: all for the environment)",
+    )
+    p.add_argument("--steps", type=int, default=10_000, help="bandit steps per run")
+    p.add_argument("--seeds", type=int, default=2, help="runs per agent")
+    p.add_argument("--seed", type=int, default=0, help="base seed")
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="reward-model setting, e.g. updates_per_step=2 (repeatable; see ModelSettings)",
+    )
+    p.add_argument("--every", type=int, default=1000, help="steps between printed rows")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="CPU threads (0: torch's default); the networks are tiny, so 1 is fastest",
+    )
+    p.add_argument("--no-cache", action="store_true", help="recompute even if cached")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument(
+        "--save", action="store_true", help="store as a reference run in benchmarks/bandits/"
+    )
+    p.set_defaults(func=cmd_bandit)

@@ -1,0 +1,151 @@
+"""Headless tests of the Bandits page: stored runs open at once, a short live run, pause and
+resume, results cached by settings, the shared process state left alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+from core.bandits.runner import BanditRun, RunConfig
+from core.bandits.store import cached_result, run_bandit, save_reference
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = str(ROOT / "pages" / "bandits.py")
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Run on one torch thread, as the CLI does: these networks are tiny, and on a busy
+    2-core machine a second thread made each step 10-100× slower."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture
+def folders(tmp_path, monkeypatch):
+    """Empty cache and benchmark folders."""
+    monkeypatch.setenv("BNN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("BNN_BENCH_DIR", str(tmp_path / "bench"))
+    return tmp_path
+
+
+@pytest.fixture
+def stored(folders):
+    """Two small stored reference runs: the mushroom and the wheel."""
+    for config in (
+        RunConfig(env="mushroom", agents=("bbb", "greedy", "random"), steps=40, seeds=2),
+        RunConfig(env="wheel", delta=0.9, agents=("bbb", "lints"), steps=30, seeds=1),
+    ):
+        save_reference(run_bandit(config)[0])
+    return folders
+
+
+def run_page(**state) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    for key, value in state.items():
+        at.session_state[key] = value
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def chart_count(at: AppTest) -> int:
+    return len(at.get("plotly_chart"))
+
+
+def test_stored_runs_open_without_computing(stored):
+    at = run_page()
+    assert at.title[0].value.startswith("Deciding under uncertainty")
+    select = at.selectbox(key="bandit_reference")
+    assert select.options == ["Mushroom, 40 steps × 2 seeds", "Wheel, δ = 0.9, 30 steps × 1 seeds"]
+    assert chart_count(at) == 2  # regret curves and the mushroom decisions
+    table = at.dataframe[0].value
+    assert set(table["agent"]) == {"BBB Thompson", "Greedy MLP", "Uniform random"}
+    assert any("Blundell" in m.value for m in at.markdown)
+    assert "bandit_run" not in at.session_state  # nothing runs until Start
+
+    select.set_value("wheel-0.9-30.json").run()
+    assert not at.exception, at.exception
+    assert chart_count(at) == 3  # regret, disk by arm, uncertainty map
+    assert any("Riquelme" in m.value for m in at.markdown)
+
+
+def test_without_stored_runs_the_page_says_how_to_compute_them(folders):
+    at = run_page()
+    assert any("python -m core bandit" in i.value for i in at.info)
+
+
+def test_a_short_live_run_completes_and_is_cached(folders):
+    threads, rng = torch.get_num_threads(), torch.get_rng_state()
+    at = run_page()
+    at.radio(key="bandit_env").set_value("wheel").run()
+    at.slider(key="bandit_delta").set_value(0.8)
+    at.multiselect(key="bandit_agents").set_value(["bbb", "greedy", "lints"])
+    at.number_input(key="bandit_steps").set_value(50)
+    at.number_input(key="bandit_seeds").set_value(1)
+    at.button(key="bandit_start").click().run()
+    assert not at.exception, at.exception
+    assert at.session_state["bandit_state"] == "done"
+    assert "bandit_run" not in at.session_state
+    result = at.session_state["bandit_result"]
+    assert result["steps_done"] == 50 and list(result["agents"]) == ["bbb", "greedy", "lints"]
+    assert result["snapshot"]["agent"] == "bbb"
+    config = RunConfig(env="wheel", delta=0.8, agents=("bbb", "greedy", "lints"), steps=50, seeds=1)
+    assert cached_result(config) == result  # stored by its settings
+    assert chart_count(at) == 3
+    assert torch.get_num_threads() == threads  # the server's settings are left alone
+    assert torch.equal(torch.get_rng_state(), rng)
+
+    at.button(key="bandit_start").click().run()  # same settings: the stored result, at once
+    assert not at.exception, at.exception
+    assert at.session_state["bandit_state"] == "done"
+    assert "bandit_run" not in at.session_state
+
+
+def test_a_mushroom_run_shows_recent_decisions(folders):
+    at = run_page()
+    at.multiselect(key="bandit_agents").set_value(["bbb", "random"])
+    at.number_input(key="bandit_steps").set_value(50)
+    at.number_input(key="bandit_seeds").set_value(1)
+    at.button(key="bandit_start").click().run()
+    assert not at.exception, at.exception
+    decisions = at.dataframe[-1].value
+    assert len(decisions) == 16 and set(decisions["decision"]) <= {"eat", "pass"}
+    assert set(decisions["mushroom"]) <= {"edible", "poisonous"}
+
+
+def test_a_paused_run_shows_its_partial_result_and_resumes(folders):
+    config = RunConfig(env="wheel", agents=("greedy", "random"), steps=60, seeds=1)
+    run = BanditRun(config)
+    run.advance(20)
+    at = run_page(bandit_run=run, bandit_state="paused")
+    assert any("Paused after 20 of 60 steps" in i.value for i in at.info)
+    assert chart_count(at) == 3
+    at.button(key="bandit_resume").click().run()
+    assert not at.exception, at.exception
+    at.run()  # the rerun after the click computes the rest
+    assert not at.exception, at.exception
+    assert at.session_state["bandit_state"] == "done"
+    assert at.session_state["bandit_result"]["steps_done"] == 60
+
+    run = BanditRun(config)
+    run.advance(10)
+    at = run_page(bandit_run=run, bandit_state="paused")
+    at.button(key="bandit_stop").click().run()
+    at.run()
+    assert not at.exception, at.exception
+    assert any("Stopped after 10 of 60 steps" in i.value for i in at.info)
+    assert cached_result(config) is not None  # the finished run above; the stopped one is not
+    assert at.session_state["bandit_state"] == "stopped"
+
+
+def test_no_agent_disables_start(folders):
+    at = run_page()
+    at.multiselect(key="bandit_agents").set_value([]).run()
+    assert at.button(key="bandit_start").disabled
+    assert any("at least one agent" in w.value for w in at.warning)
