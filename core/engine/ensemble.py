@@ -101,22 +101,6 @@ class DeepEnsemble(MonteCarloModule):
         params = {name: p[member] for name, p in self._params().items()}
         return functional_call(self._base, params, (flat(x),))
 
-    def forward_with_kl(self, x, noise=None, lrt=None, with_kl: bool = True):
-        """One pass (a random member) and a complexity cost of 0.
-
-        Args:
-            x: Images ``(B, 1, 28, 28)`` or flat inputs ``(B, 784)``.
-            noise: Ignored (no weight noise).
-            lrt: Ignored (no weight posterior).
-            with_kl: Whether to return the (zero) complexity cost.
-
-        Returns:
-            ``(logits, kl)``: logits ``(B, C)`` and a scalar 0 (nats), or None when ``with_kl``
-            is False.
-        """
-        logits = self.forward(x)
-        return logits, (logits.new_zeros(()) if with_kl else None)
-
     def sample_logits(
         self, x: torch.Tensor, n_samples: int, lrt: bool | None = True
     ) -> torch.Tensor:

@@ -204,6 +204,31 @@ class MonteCarloModule(nn.Module):
     weight_posterior: bool = False
     sampling_note: str = ""
 
+    def forward_with_kl(
+        self,
+        x: torch.Tensor,
+        noise: list[dict[str, torch.Tensor]] | None = None,
+        lrt: bool | None = None,
+        with_kl: bool = True,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """One pass (``forward``) and a complexity cost of 0.
+
+        The default for kinds without a KL term in their objective (point estimates,
+        ensembles, post-hoc posteriors); Bayes by Backprop overrides it.
+
+        Args:
+            x: Images ``(B, 1, 28, 28)`` or flat inputs ``(B, 784)``.
+            noise: Ignored (no weight noise).
+            lrt: Ignored (no weight posterior).
+            with_kl: Whether to return the (zero) complexity cost.
+
+        Returns:
+            ``(logits, kl)``: logits ``(B, C)`` and a scalar 0 (nats), or None when ``with_kl``
+            is False.
+        """
+        logits = self.forward(x)
+        return logits, (logits.new_zeros(()) if with_kl else None)
+
     def sample_logits(
         self, x: torch.Tensor, n_samples: int, lrt: bool | None = True
     ) -> torch.Tensor:

@@ -137,22 +137,6 @@ class LastLayerLaplace(MonteCarloModule):
         z = torch.randn_like(self.precision) / self.precision.sqrt()
         return theta + self.eigvecs_g @ z @ self.eigvecs_a.T
 
-    def forward_with_kl(self, x, noise=None, lrt=None, with_kl: bool = True):
-        """One pass with freshly drawn last-layer weights; complexity cost 0 (post hoc).
-
-        Args:
-            x: Images ``(B, 1, 28, 28)`` or flat inputs ``(B, 784)``.
-            noise: Ignored (the weights are drawn inside).
-            lrt: Ignored.
-            with_kl: Whether to return the (zero) complexity cost.
-
-        Returns:
-            ``(logits, kl)``: logits ``(B, C)`` and a scalar 0 (nats), or None when ``with_kl``
-            is False.
-        """
-        logits = self.features(x) @ self.draw_theta().T
-        return logits, (logits.new_zeros(()) if with_kl else None)
-
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """One pass with freshly drawn last-layer weights.
 
@@ -162,7 +146,7 @@ class LastLayerLaplace(MonteCarloModule):
         Returns:
             Logits ``(B, C)``.
         """
-        return self.forward_with_kl(x, with_kl=False)[0]
+        return self.features(x) @ self.draw_theta().T
 
     def logit_moments(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Mean and covariance of the Gaussian logits f = θφ.

@@ -57,25 +57,6 @@ class MLP(MonteCarloModule):
                     h = F.dropout(h, self.dropout_p, training=True)
         return h
 
-    def forward_with_kl(self, x, noise=None, lrt=None, with_kl: bool = True):
-        """One pass with the same signature as :meth:`BayesMLP.forward_with_kl`.
-
-        The complexity cost is 0 (the weight decay of a point estimate is the optimiser's
-        business).
-
-        Args:
-            x: Images ``(B, 1, 28, 28)`` or flat inputs ``(B, 784)``.
-            noise: Ignored (no weight noise).
-            lrt: Ignored (no weight posterior).
-            with_kl: Whether to return the (zero) complexity cost.
-
-        Returns:
-            ``(logits, kl)``: logits ``(B, C)`` and a scalar 0 (nats), or None when ``with_kl``
-            is False.
-        """
-        logits = self.forward(x)
-        return logits, (logits.new_zeros(()) if with_kl else None)
-
 
 class DropoutMLP(MLP):
     """MLP with MC dropout after each hidden layer, active at training and prediction.
