@@ -44,4 +44,9 @@ def test_a_job_survives_a_reload_and_finishes(tmp_path, mnist_small):
             time.sleep(1)
         assert (models / "browser_run.pt").is_file()
         page.get_by_text("Saved: test error").wait_for(timeout=60_000)
-        assert page.locator(".js-plotly-plot").count() >= 1  # the curves
+        # The job's end triggers one full rerun of the page, during which the charts re-mount:
+        # wait for that run to finish and for the curves to be drawn, instead of counting at
+        # an arbitrary instant.
+        wait_for_script(page, 60_000)
+        page.locator(".js-plotly-plot").first.wait_for(timeout=60_000)  # the curves
+        page.get_by_text("Saved: test error").wait_for(timeout=60_000)
