@@ -114,6 +114,13 @@ PAGES = [
         "Let the network choose which digits to label: BALD, entropy, variation ratio and "
         "spread against random picking, stored curves and a live run.",
     ),
+    PageInfo(
+        "classroom.py",
+        "Class drawings",
+        ":material/groups:",
+        "The drawings students sent from the Draw page, live: gallery, each model's accuracy, "
+        'confusion matrix, reliability and "I don\'t know"s; export and clear the set.',
+    ),
 ]
 
 
@@ -151,19 +158,34 @@ def thread_policy() -> int:
 
 
 def main() -> None:
-    """Draw the app: page setup, thread policy, navigation, the shared sidebar, then the page."""
+    """Draw the app: page setup, thread policy, navigation, the shared sidebar, then the page.
+
+    Presenter mode (``?present=1``, :mod:`app.share`) starts with the sidebar collapsed; the
+    "Link to this view" control is drawn in the sidebar after the page.
+    """
     import streamlit as st
 
+    from app import share
     from app.ui import render_sidebar
 
-    st.set_page_config(page_title="Bayesian neural network lab", page_icon="🧠", layout="wide")
+    st.set_page_config(
+        page_title="Bayesian neural network lab",
+        page_icon="🧠",
+        layout="wide",
+        initial_sidebar_state="collapsed" if share.presenter() else "auto",
+    )
     thread_policy()
     pages = [
         st.Page(p.path, title=p.title, icon=p.icon, default=i == 0) for i, p in enumerate(PAGES)
     ]
     page = st.navigation(pages)
+    share.start_run(page.url_path)
     render_sidebar()
-    page.run()
+    link_slot = st.sidebar.container()
+    try:
+        page.run()
+    finally:  # after the page's widgets have written the URL; skipped if the page stopped
+        share.finish_run(link_slot)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from __future__ import annotations
 import streamlit as st
 import torch
 
+from app import share
 from core.engine.device import default_device, device_name
 from core.engine.models import Model
 from core.evaluation.uncertainty import Thresholds
@@ -116,7 +117,8 @@ def render_sidebar() -> None:
     """Draw the sidebar: models to compare, Monte-Carlo samples and the device in use.
 
     User-trained models follow the shipped ones, marked "(user-trained)". Broken checkpoints
-    are listed apart, with the reason.
+    are listed apart, with the reason. Both settings live in the URL (:mod:`app.share`:
+    ``sidebar_models=bbb_gaussian,user:NAME``, ``sidebar_samples=200``).
     """
     infos = all_checkpoints()
     available = [i.spec.name for i in infos if i.available]
@@ -124,10 +126,10 @@ def render_sidebar() -> None:
     if chosen is not None and not set(chosen) <= set(available):  # a checkpoint vanished
         st.session_state[MODELS_KEY] = [n for n in chosen if n in available]
     with st.sidebar:
-        st.multiselect(
+        share.multiselect(
             "Models to compare",
             available,
-            default=None if MODELS_KEY in st.session_state else default_models(available),
+            default=default_models(available),
             format_func=model_title,
             key=MODELS_KEY,
             placeholder="No trained checkpoint" if not available else "Choose models",
@@ -139,7 +141,7 @@ def render_sidebar() -> None:
             with st.expander(f"Unavailable models ({len(missing)})"):
                 for info in missing:
                     st.text(f"{info.spec.title}: {info.reason}")
-        st.number_input(
+        share.number_input(
             "Monte-Carlo samples",
             min_value=1,
             max_value=MAX_SAMPLES,

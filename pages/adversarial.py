@@ -9,7 +9,7 @@ import numpy as np
 import streamlit as st
 import torch
 
-from app import ui
+from app import share, ui
 from app.figures import show_figure
 from app.figures.adversarial import curve_figure, tile, trajectory_figure
 from core.engine.sampler import predictive_samples
@@ -172,7 +172,7 @@ if not models:
 tasks = [t for t in TASK_DATASETS if any(ui.model_dataset(m) == t for m in models)]
 task = tasks[0]
 if len(tasks) > 1:
-    task = st.radio(
+    task = share.radio(
         "Task (each model is attacked on its own test set)",
         tasks,
         format_func=task_title,
@@ -188,14 +188,14 @@ SOURCE = SOURCES.get(task, "mlp")
 test_images, test_labels = ui.require_test_set(task)
 
 eps_col, mode_col, grad_col = st.columns([2, 1, 1])
-eps = eps_col.slider("ε", 0.0, MAX_EPS, 0.1, 0.01, key="adv_eps", format="%.2f")
-transfer = mode_col.radio("Attack", ("White-box", "Transfer from the MLP"), key="adv_mode") != (
-    "White-box"
-)
-eot = grad_col.radio("Gradient", ("Naive (k = 1)", "EOT (k passes)"), key="adv_grad") != (
-    "Naive (k = 1)"
-)
-k = int(grad_col.number_input("k", 2, 200, DEFAULT_K, key="adv_k")) if eot else 1
+eps = share.slider("ε", 0.0, MAX_EPS, 0.1, 0.01, key="adv_eps", format="%.2f", container=eps_col)
+transfer = share.radio(
+    "Attack", ("White-box", "Transfer from the MLP"), key="adv_mode", container=mode_col
+) != ("White-box")
+eot = share.radio(
+    "Gradient", ("Naive (k = 1)", "EOT (k passes)"), key="adv_grad", container=grad_col
+) != ("Naive (k = 1)")
+k = int(share.number_input("k", 2, 200, DEFAULT_K, key="adv_k", container=grad_col)) if eot else 1
 source = SOURCE if transfer else None
 if transfer:
     try:
@@ -234,15 +234,18 @@ predictions.dataframe({"true class": [str(t) for t in y.tolist()], **table}, hid
 # --- curves --------------------------------------------------------------------------------
 st.subheader("Accuracy and uncertainty against ε")
 size_col, samples_col, grid_col = st.columns(3)
-size = int(size_col.selectbox("Test images", SUBSET_SIZES, index=2, key="adv_size"))
-curve_samples = samples_col.selectbox(
+size = int(
+    share.selectbox("Test images", SUBSET_SIZES, index=2, key="adv_size", container=size_col)
+)
+curve_samples = share.selectbox(
     "Passes per prediction",
     CURVE_SAMPLES,
     index=1,
     key="adv_curve_samples",
     help="Monte-Carlo passes of each model's predictive on the attacked test subset.",
+    container=samples_col,
 )
-grid = GRIDS[grid_col.selectbox("ε grid", list(GRIDS), key="adv_grid")]
+grid = GRIDS[share.selectbox("ε grid", list(GRIDS), key="adv_grid", container=grid_col)]
 common = {"eps": grid, "n_inputs": size, "n_eval_samples": int(curve_samples)}
 settings = curve_settings(models, k, source, **common)
 ui.run_jobs(curve_jobs(settings, source, title=ui.model_title), CURVES_MESSAGE)
@@ -269,15 +272,27 @@ st.markdown(
     "clean digit (Kurakin et al. 2017). It uses the gradient mode chosen above (white-box)."
 )
 model_col, digit_col, target_col = st.columns(3)
-target_name = model_col.selectbox(
-    "Model", list(models), format_func=ui.model_title, key="adv_target_model"
+target_name = share.selectbox(
+    "Model",
+    list(models),
+    format_func=ui.model_title,
+    key="adv_target_model",
+    container=model_col,
 )
-index = int(digit_col.number_input("Test image #", 0, len(test_labels) - 1, 0, key="adv_idx"))
-target = int(target_col.selectbox("Target class", range(10), index=3, key="adv_target"))
+index = int(
+    share.number_input(
+        "Test image #", 0, len(test_labels) - 1, 0, key="adv_idx", container=digit_col
+    )
+)
+target = int(
+    share.selectbox("Target class", range(10), index=3, key="adv_target", container=target_col)
+)
 step_col, steps_col, budget_col = st.columns(3)
-step = step_col.slider("Step α", 0.002, 0.05, 0.01, 0.002, key="adv_step", format="%.3f")
-steps = steps_col.slider("Iterations", 1, 100, 30, key="adv_steps")
-budget = budget_col.slider("Budget ε", 0.01, MAX_EPS, 0.2, 0.01, key="adv_budget")
+step = share.slider(
+    "Step α", 0.002, 0.05, 0.01, 0.002, key="adv_step", format="%.3f", container=step_col
+)
+steps = share.slider("Iterations", 1, 100, 30, key="adv_steps", container=steps_col)
+budget = share.slider("Budget ε", 0.01, MAX_EPS, 0.2, 0.01, key="adv_budget", container=budget_col)
 adv_image, probs = targeted(
     target_name,
     ui.version(target_name),

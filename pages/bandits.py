@@ -7,6 +7,7 @@ import threading
 import streamlit as st
 import torch
 
+from app import share
 from app.figures import show_figure
 from app.figures.bandits import (
     final_rows,
@@ -186,7 +187,7 @@ def reference_section() -> None:
             "`python -m core bandit --env wheel --delta 0.95 --steps 5000 --seeds 3 --save`."
         )
         return
-    name = st.selectbox(
+    name = share.selectbox(
         "Stored run",
         list(references),
         format_func=lambda n: run_title(references[n]),
@@ -206,14 +207,15 @@ def reference_section() -> None:
 def settings_form() -> RunConfig | None:
     """The live run's widgets; the configuration they describe (None if invalid)."""
     cols = st.columns([2, 2, 3])
-    env = cols[0].radio(
+    env = share.radio(
         "Environment",
         ("mushroom", "wheel"),
         format_func=str.capitalize,
         horizontal=True,
         key="bandit_env",
+        container=cols[0],
     )
-    delta = cols[1].slider(
+    delta = share.slider(
         "Wheel's δ",
         0.5,
         0.99,
@@ -222,19 +224,23 @@ def settings_form() -> RunConfig | None:
         key="bandit_delta",
         disabled=env != "wheel",
         help="Radius of the inner region; the quadrant arms pay 50 only outside it.",
+        container=cols[1],
     )
     offered = [n for n in AGENTS if env == "wheel" or n != "lints"]
-    agents = cols[2].multiselect(
+    agents = share.multiselect(
         "Agents",
         offered,
         default=list(LIVE_AGENTS),
         format_func=lambda n: AGENTS[n].title,
         key="bandit_agents",
+        container=cols[2],
     )
     cols = st.columns(3)
-    steps = cols[0].number_input("Steps", 50, MAX_STEPS, DEFAULT_STEPS, 50, key="bandit_steps")
-    seeds = cols[1].number_input("Seeds", 1, MAX_SEEDS, 2, key="bandit_seeds")
-    seed = cols[2].number_input("Base seed", 0, 1_000_000, 0, key="bandit_seed")
+    steps = share.number_input(
+        "Steps", 50, MAX_STEPS, DEFAULT_STEPS, 50, key="bandit_steps", container=cols[0]
+    )
+    seeds = share.number_input("Seeds", 1, MAX_SEEDS, 2, key="bandit_seeds", container=cols[1])
+    seed = share.number_input("Base seed", 0, 1_000_000, 0, key="bandit_seed", container=cols[2])
     if not agents:
         st.warning("Choose at least one agent.")
         return None

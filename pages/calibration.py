@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 import torch
 
-from app import ui
+from app import share, ui
 from app.figures import show_figure
 from app.figures.calibration import coverage_figure, reliability_figure, shift_figure
 from core.data import DatasetUnavailable, dataset_info, load_dataset
@@ -165,7 +165,7 @@ def best_score(r: CalibrationResult) -> str:
 def reliability_section(results: dict[str, CalibrationResult], n_samples: int) -> None:
     """Reliability diagrams, before or after temperature scaling, and the metrics table."""
     st.header("Reliability: is 90 % confidence right 90 % of the time?")
-    scaled = st.toggle(
+    scaled = share.toggle(
         "Apply temperature scaling",
         key="cal_tempered",
         help="Divide the log predictive probabilities by the temperature T fitted on "
@@ -208,7 +208,7 @@ def reliability_section(results: dict[str, CalibrationResult], n_samples: int) -
 def rejection_section(results: dict[str, CalibrationResult], n_samples: int) -> str:
     """Accuracy–coverage curves for one score, the AUC table; returns the chosen score."""
     st.header('"I don\'t know": reject the most uncertain inputs')
-    score = st.selectbox(
+    score = share.selectbox(
         "Uncertainty score",
         list(SCORES),
         index=list(SCORES).index(DEFAULT_SCORE),
@@ -265,15 +265,16 @@ def shift_section(
     reruns only this fragment."""
     st.header("Dataset shift: does uncertainty rise when accuracy falls?")
     a, b, c = st.columns(3)
-    shift = a.selectbox(
+    shift = share.selectbox(
         "Shift",
         list(SHIFTS),
         index=list(SHIFTS).index(DEFAULT_SHIFT),
         format_func=lambda s: SHIFTS[s].title,
         key="cal_shift",
+        container=a,
     )
     n_inputs = int(
-        b.number_input(
+        share.number_input(
             "Test images per severity",
             100,
             10_000,
@@ -281,15 +282,17 @@ def shift_section(
             step=500,
             key="cal_shift_inputs",
             help="A seeded random subset of the test set, shifted at each severity.",
+            container=b,
         )
     )
-    n_samples = c.selectbox(
+    n_samples = share.selectbox(
         "Samples per input",
         SHIFT_SAMPLES,
         index=SHIFT_SAMPLES.index(DEFAULT_SHIFT_SAMPLES),
         key="cal_shift_samples",
         help="Monte-Carlo passes per shifted input (also for this part's temperature and "
         "rejection thresholds).",
+        container=c,
     )
     info = SHIFTS[shift]
     settings = ShiftSettings(n_inputs=n_inputs, n_samples=n_samples)
@@ -302,7 +305,7 @@ def shift_section(
         st.error("The shifted test sets could not be evaluated.")
         st.text(str(exc))
         return
-    severity = st.select_slider(
+    severity = share.select_slider(
         f"Severity: {info.severity}",
         options=list(info.severities),
         value=info.severities[len(info.severities) // 3],
@@ -418,7 +421,7 @@ if not models:
     st.stop()
 tasks = {name: task_of(name, ui.version(name)) for name in models}
 if len(set(tasks.values())) > 1:
-    task = st.selectbox(
+    task = share.selectbox(
         "Task",
         sorted(set(tasks.values()), key=lambda d: (d != IN_DISTRIBUTION, d)),
         format_func=lambda d: dataset_info(d).title,

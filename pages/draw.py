@@ -8,7 +8,8 @@ import streamlit as st
 import torch
 from streamlit_drawable_canvas import st_canvas
 
-from app import ui
+from app import share, ui
+from app.classroom import submission_panel
 from app.figures import show_figure
 from app.figures.predictive import predictive_figure
 from app.figures.sweep import sweep_figure
@@ -40,7 +41,7 @@ def canvas_image(image_data: np.ndarray | None) -> np.ndarray | None:
 
 def from_canvas() -> tuple[np.ndarray, str] | None:
     """The canvas drawing, MNIST-style, and a caption; None (with a prompt) while empty."""
-    stroke = st.slider("Stroke width", 5, 40, 18, key="draw_stroke")
+    stroke = share.slider("Stroke width", 5, 40, 18, key="draw_stroke")
     result = st_canvas(
         stroke_width=stroke,
         stroke_color="#FFFFFF",
@@ -128,7 +129,7 @@ def show_model(
 def show_rotation_sweep(image: torch.Tensor, models: list, n_samples: int) -> None:
     """The rotated-digit experiment for ``image (28, 28)``; its widgets rerun only this part."""
     st.subheader("Turn it: the rotated-digit experiment")
-    if not st.toggle("Sweep this input through a rotation", key=SWEEP_KEY):
+    if not share.toggle("Sweep this input through a rotation", key=SWEEP_KEY):
         st.caption(
             "Turns the input step by step (Gal's thesis: a rotated 1 is read as 5 or 7 at some "
             "angles while the sampled networks disagree) and plots every sampled network's "
@@ -136,8 +137,10 @@ def show_rotation_sweep(image: torch.Tensor, models: list, n_samples: int) -> No
         )
         return
     left, right = st.columns(2)
-    degrees = left.slider("Up to (degrees)", 30, 360, 180, 10, key="draw_sweep_degrees")
-    steps = right.slider("Steps", 4, 24, 12, key="draw_sweep_steps")
+    degrees = share.slider(
+        "Up to (degrees)", 30, 360, 180, 10, key="draw_sweep_degrees", container=left
+    )
+    steps = share.slider("Steps", 4, 24, 12, key="draw_sweep_steps", container=right)
     angles = rotation_angles(degrees, steps)
     strip = None
     for column, (name, model) in zip(st.columns(max(len(models), 1)), models, strict=False):
@@ -178,7 +181,7 @@ n_samples = ui.sample_count()
 
 source_col, seen_col = st.columns([3, 2])
 with source_col:
-    source = st.radio("Input", SOURCES, horizontal=True, key=SOURCE_KEY)
+    source = share.radio("Input", SOURCES, horizontal=True, key=SOURCE_KEY)
     picked = {SOURCES[0]: from_canvas, SOURCES[1]: from_upload, SOURCES[2]: from_test_set}[source]()
 if picked is not None:
     image, what = picked
@@ -198,4 +201,5 @@ if picked is not None:
     for column, (name, model) in zip(st.columns(max(len(models), 1)), models, strict=False):
         with column:
             show_model(name, model, x, n_samples, limits.get(name))
+    submission_panel(x[0])
     show_rotation_sweep(x[0, 0], models, n_samples)

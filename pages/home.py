@@ -72,3 +72,15 @@ st.subheader("Pages")
 for page in PAGES[1:]:
     st.page_link(page.path, label=page.title, icon=page.icon)
     st.caption(page.description)
+
+st.subheader("Links for a lecture")
+st.markdown(
+    """
+Every page keeps its settings in the address bar, so a link opens exactly the view it was
+copied from ("Link to this view" at the bottom of the sidebar). Two flags help on a projector:
+`present=1` collapses the sidebar and enlarges text and figures, and `hide=` followed by
+control keys, comma-separated (e.g. `hide=sidebar_models,ood_dataset`), hides those controls
+while their values from the link still apply. A value in a link that does not fit (an unknown
+model, a number out of range) is ignored with a note and the default is used.
+"""
+)

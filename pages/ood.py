@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 import torch
 
-from app import ui
+from app import share, ui
 from app.figures import show_figure
 from app.figures.ood import hist_figure, roc_figure, spread_figure, votes_figure
 from core.data import DatasetUnavailable, list_datasets, load_dataset
@@ -233,7 +233,7 @@ st.markdown(
     "itself (high mutual information) on inputs unlike its training data; a plain MLP has no "
     "such signal."
 )
-task = st.radio(
+task = share.radio(
     "In-distribution task (the models' training data)",
     tuple(TASK_DATASETS),
     format_func=task_title,
@@ -260,15 +260,16 @@ if len(models) < len(chosen):
 n_samples = ui.sample_count()
 
 left, middle, right = st.columns([3, 2, 1], vertical_alignment="bottom")
-dataset = left.selectbox(
+dataset = share.selectbox(
     "Dataset the models never saw",
     available,
     index=available.index(DEFAULT_DATASET[task]) if DEFAULT_DATASET.get(task) in available else 0,
     format_func=titles.get,
     key="ood_dataset",
     placeholder="No dataset available",
+    container=left,
 )
-seed = middle.number_input("Seed", 0, 1_000_000, 0, key=SEED_KEY)
+seed = share.number_input("Seed", 0, 1_000_000, 0, key=SEED_KEY, container=middle)
 right.button("Re-roll", on_click=reroll, key="ood_reroll", icon=":material/casino:")
 if missing:
     with st.expander(f"Unavailable datasets ({len(missing)})"):
@@ -294,7 +295,7 @@ sample_explorer(grid, digits, label, models, n_samples)
 
 st.subheader(f"{TASK} test against {label}")
 a, b, c = st.columns(3)
-subset = a.number_input(
+subset = share.number_input(
     "Inputs per dataset",
     10,
     10_000,
@@ -302,20 +303,23 @@ subset = a.number_input(
     step=500,
     key="ood_subset",
     help=f"Random test inputs drawn from each of {TASK} and the OOD dataset (seed 0).",
+    container=a,
 )
-eval_samples = b.selectbox(
+eval_samples = share.selectbox(
     "Samples per input",
     EVAL_SAMPLES,
     index=EVAL_SAMPLES.index(DEFAULT_EVAL_SAMPLES),
     key="ood_samples",
     help="Monte-Carlo passes per input for the dataset-level numbers (cached on disk).",
+    container=b,
 )
-score = c.selectbox(
+score = share.selectbox(
     "Uncertainty score",
     list(SCORES),
     index=list(SCORES).index(DEFAULT_SCORE),
     format_func=lambda s: SCORES[s].title,
     key="ood_score",
+    container=c,
 )
 datasets = (task, dataset)
 try:

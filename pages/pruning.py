@@ -7,7 +7,7 @@ Shipped and user-trained BBB models are offered; each is evaluated on its own ta
 import numpy as np
 import streamlit as st
 
-from app import ui
+from app import share, ui
 from app.figures import show_figure
 from app.figures.pruning import MODEL_DASHES, curve_figure, snr_figure, weights_figure
 from core.engine.models import model_class
@@ -101,21 +101,23 @@ if not bbb_names:
     st.stop()
 
 left, middle, right = st.columns([2, 2, 3])
-name = left.selectbox(
+name = share.selectbox(
     "BBB model",
     bbb_names,
     index=bbb_names.index("bbb_mixture") if "bbb_mixture" in bbb_names else 0,
     format_func=ui.model_title,
     key="pruning_model",
+    container=left,
 )
-method = middle.radio(
+method = share.radio(
     "Prune by",
     pruning.METHODS,
     format_func=pruning.METHOD_LABELS.get,
     horizontal=True,
     key="pruning_method",
+    container=middle,
 )
-percent = right.slider("Weights removed (%)", 0, 99, 75, key="pruning_percent")
+percent = share.slider("Weights removed (%)", 0, 99, 75, key="pruning_percent", container=right)
 fraction = percent / 100
 
 try:
@@ -176,7 +178,7 @@ st.caption(
 )
 
 st.subheader("Error against the pruning ratio")
-compare = st.checkbox(
+compare = share.checkbox(
     "Also prune the MLP and the MC dropout network (by |w| and at random)",
     key="pruning_compare",
 )
@@ -202,7 +204,7 @@ st.markdown(
 st.table(paper_table(curves, total_weights))
 
 st.subheader("Trained weights")
-log_density = st.checkbox("Logarithmic density axis", key="pruning_log_density")
+log_density = share.checkbox("Logarithmic density axis", key="pruning_log_density")
 densities = {
     ui.model_title(n): weight_density(n, ui.version(n)) for n in point_models if n in available
 }

@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 from PIL import Image, ImageDraw
 
+from app import share
 from app.figures import show_figure
 from app.figures.regression import (
     FIT_KEY,
@@ -74,7 +75,7 @@ def drawn_data():
     until there are enough."""
     from streamlit_drawable_canvas import st_canvas
 
-    mode = st.radio(
+    mode = share.radio(
         "Draw",
         ("point", "freedraw"),
         format_func={"point": "points (click)", "freedraw": "a freehand curve"}.get,
@@ -112,11 +113,17 @@ def preset_data(name: str):
     """A preset with its own sliders (each preset keeps its own values)."""
     preset = PRESETS[name]
     cols = st.columns(3)
-    n_inputs = cols[0].slider(
-        "Training points", 10, 500, preset.default_n_inputs, step=10, key=f"reg_points_{name}"
+    n_inputs = share.slider(
+        "Training points",
+        10,
+        500,
+        preset.default_n_inputs,
+        step=10,
+        key=f"reg_points_{name}",
+        container=cols[0],
     )
     top = 5 * preset.default_noise
-    noise = cols[1].slider(
+    noise = share.slider(
         "Noise level",
         0.0,
         top,
@@ -125,8 +132,9 @@ def preset_data(name: str):
         format="%.3f",
         key=f"reg_noise_{name}",
         help="Standard deviation of ε (for the heteroscedastic preset, its largest value).",
+        container=cols[1],
     )
-    seed = cols[2].number_input("Data seed", 0, 100_000, 0, key="reg_seed")
+    seed = share.number_input("Data seed", 0, 100_000, 0, key="reg_seed", container=cols[2])
     st.caption(preset.description)
     return make_data(name, int(n_inputs), float(noise), int(seed))
 
@@ -135,14 +143,15 @@ def hyperparameters() -> FitSettings:
     """The hyperparameter widgets; a bad combination is reported and stops the page."""
     with st.expander("Hyperparameters (every change retrains what is not cached)"):
         c = st.columns(4)
-        noise_model = c[0].selectbox(
+        noise_model = share.selectbox(
             "Noise model",
             NOISE_MODELS,
             index=1,
             format_func=NOISE_TITLES.get,
             key="reg_noise_model",
+            container=c[0],
         )
-        fixed = c[1].number_input(
+        fixed = share.number_input(
             "Fixed σ (0: the data's own)",
             0.0,
             5.0,
@@ -151,31 +160,60 @@ def hyperparameters() -> FitSettings:
             format="%.3f",
             key="reg_fixed_noise",
             disabled=noise_model != "fixed",
+            container=c[1],
         )
-        width = c[2].selectbox("Hidden units", WIDTHS, index=WIDTHS.index(100), key="reg_width")
-        layers = c[3].selectbox("Hidden layers", (1, 2), key="reg_layers")
+        width = share.selectbox(
+            "Hidden units", WIDTHS, index=WIDTHS.index(100), key="reg_width", container=c[2]
+        )
+        layers = share.selectbox("Hidden layers", (1, 2), key="reg_layers", container=c[3])
         c = st.columns(4)
-        epochs = c[0].slider("Epochs (full-batch steps)", 100, 5000, 2000, 100, key="reg_epochs")
-        lr = c[1].select_slider("Learning rate", (3e-3, 1e-2, 3e-2), 1e-2, key="reg_lr")
-        prior_sigma = c[2].select_slider(
-            "Prior σp", (0.3, 0.5, 1.0, 2.0, 3.0), 1.0, key="reg_prior_sigma"
+        epochs = share.slider(
+            "Epochs (full-batch steps)", 100, 5000, 2000, 100, key="reg_epochs", container=c[0]
         )
-        fit_seed = c[3].number_input("Training seed", 0, 100_000, 0, key="reg_fit_seed")
+        lr = share.select_slider(
+            "Learning rate", (3e-3, 1e-2, 3e-2), 1e-2, key="reg_lr", container=c[1]
+        )
+        prior_sigma = share.select_slider(
+            "Prior σp",
+            (0.3, 0.5, 1.0, 2.0, 3.0),
+            1.0,
+            key="reg_prior_sigma",
+            container=c[2],
+        )
+        fit_seed = share.number_input(
+            "Training seed", 0, 100_000, 0, key="reg_fit_seed", container=c[3]
+        )
         st.markdown("**BBB**")
         c = st.columns(4)
-        beta = c[0].select_slider("KL weight β", (0.0, 0.1, 0.3, 1.0, 3.0), 1.0, key="reg_beta")
-        init_sigma = c[1].select_slider(
-            "Initial posterior σ", (1e-3, 1e-2, 0.05, 0.1), 1e-2, key="reg_init_sigma"
+        beta = share.select_slider(
+            "KL weight β", (0.0, 0.1, 0.3, 1.0, 3.0), 1.0, key="reg_beta", container=c[0]
         )
-        n_samples = c[2].slider("Samples S per step", 1, 16, 4, key="reg_train_samples")
-        n_predict = c[3].slider("Prediction passes", 10, 300, 100, 10, key="reg_n_predict")
+        init_sigma = share.select_slider(
+            "Initial posterior σ",
+            (1e-3, 1e-2, 0.05, 0.1),
+            1e-2,
+            key="reg_init_sigma",
+            container=c[1],
+        )
+        n_samples = share.slider(
+            "Samples S per step", 1, 16, 4, key="reg_train_samples", container=c[2]
+        )
+        n_predict = share.slider(
+            "Prediction passes", 10, 300, 100, 10, key="reg_n_predict", container=c[3]
+        )
         st.markdown("**MC dropout · ensemble · HMC**")
         c = st.columns(5)
-        dropout = c[0].slider("Dropout p", 0.0, 0.5, 0.1, 0.05, key="reg_dropout")
-        members = c[1].slider("Ensemble size M", 2, 20, 5, key="reg_members")
-        hmc_samples = c[2].slider("HMC samples", 50, 1000, 300, 50, key="reg_hmc_samples")
-        hmc_warmup = c[3].slider("HMC warm-up", 50, 1000, 300, 50, key="reg_hmc_warmup")
-        hmc_depth = c[4].slider("NUTS max tree depth", 3, 10, 7, key="reg_hmc_depth")
+        dropout = share.slider("Dropout p", 0.0, 0.5, 0.1, 0.05, key="reg_dropout", container=c[0])
+        members = share.slider("Ensemble size M", 2, 20, 5, key="reg_members", container=c[1])
+        hmc_samples = share.slider(
+            "HMC samples", 50, 1000, 300, 50, key="reg_hmc_samples", container=c[2]
+        )
+        hmc_warmup = share.slider(
+            "HMC warm-up", 50, 1000, 300, 50, key="reg_hmc_warmup", container=c[3]
+        )
+        hmc_depth = share.slider(
+            "NUTS max tree depth", 3, 10, 7, key="reg_hmc_depth", container=c[4]
+        )
     try:
         return FitSettings(
             hidden=(int(width),) * int(layers),
@@ -301,7 +339,7 @@ st.markdown(
     "and prior: the reference the others approximate."
 )
 
-source = st.selectbox(
+source = share.selectbox(
     "Data",
     SOURCES,
     format_func=lambda s: "Draw your own points" if s == USER else PRESETS[s].title,
@@ -310,14 +348,15 @@ source = st.selectbox(
 data = drawn_data() if source == USER else preset_data(source)
 
 top = st.columns([3, 1], vertical_alignment="bottom")
-methods = top[0].multiselect(
+methods = share.multiselect(
     "Methods",
     list(METHODS),
     default=DEFAULT_METHODS,
     format_func=lambda m: METHODS[m].title,
     key="reg_methods",
+    container=top[0],
 )
-layout = top[1].radio("Show", LAYOUTS, horizontal=True, key="reg_layout")
+layout = share.radio("Show", LAYOUTS, horizontal=True, key="reg_layout", container=top[1])
 settings = hyperparameters()
 if not methods:
     st.warning("Pick at least one method.")

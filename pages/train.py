@@ -10,7 +10,7 @@ import math
 import pandas as pd
 import streamlit as st
 
-from app import ui
+from app import share, ui
 from app.figures import show_figure
 from app.figures.train import error_figure, kl_figure, loss_figure
 from core.engine.device import default_device, device_name
@@ -70,7 +70,7 @@ def option(label: str, options, default, key: str, container=st, **kw):
     options = tuple(options)
     if default not in options:
         default = min(options, key=lambda o: abs(math.log(o) - math.log(default)))
-    return container.select_slider(label, options, value=default, key=key, **kw)
+    return share.select_slider(label, options, value=default, key=key, **kw, container=container)
 
 
 def model_settings(kind: str) -> dict:
@@ -81,23 +81,37 @@ def model_settings(kind: str) -> dict:
     settings: dict = {}
     if kind == ModelKind.BBB.value:
         left, middle, right = st.columns(3)
-        family = left.radio(
+        family = share.radio(
             "Prior",
             ("gaussian", "mixture"),
             format_func={"gaussian": "Gaussian N(0, σ²)", "mixture": "Scale mixture"}.get,
             key="train_prior",
             help="The prior over every weight. The scale mixture π·N(0, σ1²) + (1 − π)·N(0, σ2²) "
             "has a wide and a narrow component (Blundell et al. 2015).",
+            container=left,
         )
         if family == "gaussian":
-            sigma = left.number_input(
-                "Prior σ", 0.01, 10.0, 1.0, 0.1, key="train_prior_sigma", format="%.2f"
+            sigma = share.number_input(
+                "Prior σ",
+                0.01,
+                10.0,
+                1.0,
+                0.1,
+                key="train_prior_sigma",
+                format="%.2f",
+                container=left,
             )
             settings["prior"] = prior_config("gaussian", sigma=sigma)
         else:
-            pi = left.slider("π (weight of the wide part)", 0.05, 1.0, 0.5, 0.05, key="train_pi")
-            log1 = left.slider("−ln σ1", 0.0, 3.0, 0.0, 0.5, key="train_log_sigma1")
-            log2 = left.slider("−ln σ2", 4.0, 9.0, 6.0, 0.5, key="train_log_sigma2")
+            pi = share.slider(
+                "π (weight of the wide part)", 0.05, 1.0, 0.5, 0.05, key="train_pi", container=left
+            )
+            log1 = share.slider(
+                "−ln σ1", 0.0, 3.0, 0.0, 0.5, key="train_log_sigma1", container=left
+            )
+            log2 = share.slider(
+                "−ln σ2", 4.0, 9.0, 6.0, 0.5, key="train_log_sigma2", container=left
+            )
             settings["prior"] = prior_config(
                 "mixture", pi=pi, sigma1=math.exp(-log1), sigma2=math.exp(-log2)
             )
@@ -120,7 +134,7 @@ def model_settings(kind: str) -> dict:
             help="Standard deviation every weight starts with. Too big and the network has a "
             "hard time starting: the weight noise drowns the signal.",
         )
-        settings["n_samples"] = middle.number_input(
+        settings["n_samples"] = share.number_input(
             "Samples S per step",
             1,
             20,
@@ -128,8 +142,9 @@ def model_settings(kind: str) -> dict:
             key="train_samples",
             help="Monte-Carlo samples of the weights per training step; the cost grows "
             "about linearly with S.",
+            container=middle,
         )
-        settings["impl"] = right.radio(
+        settings["impl"] = share.radio(
             "Implementation",
             tuple(IMPL_TITLES),
             index=tuple(IMPL_TITLES).index(training.impl if training else "vmap"),
@@ -138,17 +153,19 @@ def model_settings(kind: str) -> dict:
             help="How the S samples are computed (see the Training speed page). Local "
             "reparameterisation samples pre-activations instead of weights: less variance, "
             "faster for S > 1.",
+            container=right,
         )
-        settings["kl_schedule"] = right.radio(
+        settings["kl_schedule"] = share.radio(
             "KL schedule",
             KL_SCHEDULES,
             format_func=SCHEDULE_TITLES.get,
             key="train_kl_schedule",
             help="How the KL term is spread over an epoch's M minibatches: equally, or "
             "Blundell's 2^(M−i)/(2^M − 1), heavy on the first minibatches.",
+            container=right,
         )
     elif kind == ModelKind.DROPOUT.value:
-        settings["dropout"] = st.slider(
+        settings["dropout"] = share.slider(
             "Dropout probability p",
             0.05,
             0.9,
@@ -158,7 +175,7 @@ def model_settings(kind: str) -> dict:
             help="Each hidden unit is dropped with probability p in training and at prediction.",
         )
     elif kind == ModelKind.ENSEMBLE.value:
-        settings["members"] = st.number_input(
+        settings["members"] = share.number_input(
             "Networks in the ensemble",
             2,
             10,
@@ -378,11 +395,20 @@ st.caption(
 
 st.subheader("1. Task and method")
 task_col, kind_col = st.columns(2)
-dataset = task_col.radio(
-    "Task", tuple(TASK_DATASETS), format_func=task_title, horizontal=True, key="train_dataset"
+dataset = share.radio(
+    "Task",
+    tuple(TASK_DATASETS),
+    format_func=task_title,
+    horizontal=True,
+    key="train_dataset",
+    container=task_col,
 )
-kind = kind_col.selectbox(
-    "Method", [k.value for k in MODEL_CLASSES], format_func=kind_title, key="train_kind"
+kind = share.selectbox(
+    "Method",
+    [k.value for k in MODEL_CLASSES],
+    format_func=kind_title,
+    key="train_kind",
+    container=kind_col,
 )
 template = kind_template(kind)
 if template is not None:
@@ -397,42 +423,45 @@ except ValueError as exc:
     st.stop()
 training = template.training if template and template.training.epochs else None
 a, b, c, d = st.columns(4)
-settings["epochs"] = a.number_input("Epochs", 1, 200, 3, key="train_epochs")
+settings["epochs"] = share.number_input("Epochs", 1, 200, 3, key="train_epochs", container=a)
 settings["lr"] = option(
     "Learning rate", LEARNING_RATES, training.lr if training else 1e-3, "train_lr", b
 )
 settings["batch_size"] = option(
     "Batch size", BATCHES, training.batch_size if training else 128, "train_batch", c
 )
-n_train = d.select_slider(
+n_train = share.select_slider(
     "Training images",
     SUBSETS,
     value=10_000,
     format_func="{:,}".format,
     key="train_subset",
     help="A random subset for quick classroom runs (60,000 = the whole training set).",
+    container=d,
 )
 with st.expander("Evaluation"):
     left, right = st.columns(2)
-    n_test = left.select_slider(
+    n_test = share.select_slider(
         "Test images after each epoch",
         TEST_SUBSETS,
         value=10_000,
         format_func="{:,}".format,
         key="train_test_subset",
         help="For the test-error curve; the saved test error always uses the whole test set.",
+        container=left,
     )
-    n_eval_samples = right.select_slider(
+    n_eval_samples = share.select_slider(
         "Passes for the saved test error",
         EVAL_PASSES,
         value=100,
         key="train_eval_samples",
         help="Monte-Carlo passes of the predictive mean on the whole test set at the end.",
+        container=right,
     )
 suggested = free_name(
     f"my_{kind}_{'fashion' if dataset == 'fashion_mnist' else 'mnist'}", queue.folder()
 )
-name = st.text_input(
+name = share.text_input(
     "Name of the new model",
     key="train_name",
     placeholder=suggested,

@@ -60,6 +60,15 @@ def serve_app(
     """Run ``streamlit run script`` on a free loopback port; yields its base URL.
 
     Waits until ``/_stcore/health`` answers ``ok``; stops the server (by its own PID) on exit."""
+    with serve_app_process(script, env, timeout) as (url, _):
+        yield url
+
+
+@contextmanager
+def serve_app_process(
+    script: str = "app/main.py", env: dict[str, str] | None = None, timeout: float = 60.0
+) -> Iterator[tuple[str, subprocess.Popen]]:
+    """:func:`serve_app` that also yields the server process (e.g. to read its memory)."""
     port = free_port()
     cmd = [
         sys.executable,
@@ -82,7 +91,7 @@ def serve_app(
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_healthy(url, proc, timeout, log)
-        yield url
+        yield url, proc
     finally:
         proc.terminate()
         try:

@@ -30,3 +30,10 @@ def _empty_user_models(tmp_path_factory, monkeypatch):
     """Every test starts with an empty user-model folder (models trained on this machine must
     not leak into the sidebar a test inspects)."""
     monkeypatch.setenv("BNN_MODELS_DIR", str(tmp_path_factory.mktemp("user_models")))
+
+
+@pytest.fixture(autouse=True)
+def _class_db_in_tmp(tmp_path_factory, monkeypatch):
+    """Every test gets its own class-drawings database (never the data folder's)."""
+    db = tmp_path_factory.mktemp("class_db") / "class.sqlite"
+    monkeypatch.setenv("BNN_CLASS_DB", f"sqlite:///{db}")

@@ -9,8 +9,11 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
+from app import share
+
 CLASS_TICKS = {"tickmode": "linear", "dtick": 1}
 CLASS_AXIS = {**CLASS_TICKS, "title": {"text": "class"}}
+DEFAULT_HEIGHT = 450  # plotly's, for figures that set none
 MODEL_COLORS = (
     "#1f77b4",
     "#d62728",
@@ -71,11 +74,37 @@ def vline(x: float, **line) -> dict:
     }
 
 
+def presenter_layout(fig: go.Figure) -> go.Figure:
+    """Enlarge a figure for a projector: larger fonts, taller plot.
+
+    Args:
+        fig: The figure; not modified (it may be cached and shared).
+
+    Returns:
+        A copy with fonts of :data:`app.share.PRESENTER_FONT` points (titles
+        :data:`app.share.PRESENTER_TITLE_FONT`) and the height times
+        :data:`app.share.PRESENTER_HEIGHT`.
+    """
+    height = fig.layout.height or DEFAULT_HEIGHT
+    top = fig.layout.margin.t
+    return go.Figure(fig).update_layout(
+        font_size=share.PRESENTER_FONT,
+        title_font_size=share.PRESENTER_TITLE_FONT,
+        height=round(height * share.PRESENTER_HEIGHT),
+        margin_t=None if top is None else max(top, 60),
+    )
+
+
 def show_figure(fig: go.Figure, key: str) -> None:
     """Render a plotly figure at container width, without the mode bar.
+
+    In presenter mode (:func:`app.share.presenter`, ``?present=1``) it is drawn larger
+    (:func:`presenter_layout`).
 
     Args:
         fig: The figure.
         key: Unique on the page: two identical figures without keys are a Streamlit error.
     """
+    if share.presenter():
+        fig = presenter_layout(fig)
     st.plotly_chart(fig, width="stretch", config={"displayModeBar": False}, key=key)

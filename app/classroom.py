@@ -1,0 +1,124 @@
+"""The opt-in "Send my drawing to the class" panel, shown by the Draw page under its prediction.
+
+A student picks the digit they meant and presses Submit; the 28×28 input the models saw is
+stored with that digit in the class's database (:mod:`core.classroom.store`) under the class
+code of the link (``?class=...``; the default class without one). Nothing else is stored (no
+name, no address). Each drawing gets one submission id (a UUID kept in the session and renewed
+when the drawing changes), so a double click or a repeated Submit stores it once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+
+import numpy as np
+import streamlit as st
+import torch
+
+from core.classroom.store import ClassStore, ClassStoreError, check_class_code
+
+TITLE = "Send my drawing to the class"
+LABEL_KEY = "class_label"
+SUBMIT_KEY = "class_submit"
+SUBMISSION_KEY = "class_submission"
+"""Session state: ``{"digest", "id", "sent"}`` for the drawing on screen (``sent``: None, or the
+stored row's ``{"id", "label"}``)."""
+
+
+def link_class_code() -> tuple[str | None, str | None]:
+    """Read the class code of the page's link (``?class=...``).
+
+    Returns:
+        ``(code, None)`` with the validated code (the default class when the link has none), or
+        ``(None, problem)`` when the link's code is not valid.
+    """
+    try:
+        return check_class_code(st.query_params.get("class")), None
+    except ValueError as exc:
+        return None, str(exc)
+
+
+def _digest(image: torch.Tensor | np.ndarray) -> str:
+    data = np.ascontiguousarray(torch.as_tensor(image).detach().cpu().float().numpy())
+    return hashlib.sha256(data.tobytes() + str(data.shape).encode()).hexdigest()
+
+
+def submission_state(image: torch.Tensor | np.ndarray) -> dict:
+    """Give this drawing's submission state, with a new submission id when the drawing changed.
+
+    A new drawing also clears the digit picked for the previous one. Call it before the digit
+    picker is drawn.
+
+    Args:
+        image: The drawing on screen.
+
+    Returns:
+        The session's ``{"digest", "id", "sent"}`` dict for it (:data:`SUBMISSION_KEY`).
+    """
+    digest = _digest(image)
+    state = st.session_state.get(SUBMISSION_KEY)
+    if not isinstance(state, dict) or state.get("digest") != digest:
+        state = {"digest": digest, "id": str(uuid.uuid4()), "sent": None}
+        st.session_state[SUBMISSION_KEY] = state
+        st.session_state.pop(LABEL_KEY, None)  # a new drawing: the digit is picked again
+    return state
+
+
+def _send(image: torch.Tensor | np.ndarray, label: int, code: str, state: dict) -> None:
+    """Store the drawing and say what happened."""
+    before = state["sent"]
+    try:
+        store = ClassStore()
+        row = store.submit(image, label, code, state["id"])
+        total = store.count(code)
+    except ValueError as exc:
+        st.error("The drawing was not sent.")
+        st.text(str(exc))
+        return
+    except ClassStoreError as exc:
+        st.error("The class database cannot take the drawing right now; nothing stored is lost.")
+        st.text(str(exc))
+        return
+    if before is None:
+        state["sent"] = {"id": row, "label": label}
+        st.success(f"Sent as a {label}. Class `{code}` now has {total} drawing(s).")
+    else:
+        st.info(
+            f"Already sent as a {before['label']} (stored once, #{row}); class `{code}` has "
+            f"{total} drawing(s). Draw another digit to send again."
+        )
+
+
+@st.fragment
+def submission_panel(image: torch.Tensor | np.ndarray | None) -> None:
+    """Draw the opt-in "Send my drawing to the class" panel (its widgets rerun only it).
+
+    Args:
+        image: The input the models saw, float ``(28, 28)`` or ``(1, 28, 28)`` in [0, 1]; None
+            when there is no drawing yet.
+    """
+    with st.expander(TITLE, icon=":material/groups:"):
+        code, problem = link_class_code()
+        if code is None:
+            st.error("The class code in this page's link cannot be used, so nothing can be sent.")
+            st.text(f"?class=: {problem}")
+            return
+        named = "class" in st.query_params
+        st.caption(
+            f"Class code in use: `{code}`"
+            + ("" if named else " (the link names no class: add ?class=CODE to use your own)")
+            + ". Only the 28×28 image the models saw and the digit you meant are stored, no name."
+        )
+        if image is None:
+            st.caption("Draw a digit first.")
+            return
+        state = submission_state(image)
+        label = st.radio(
+            "The digit I meant", list(range(10)), index=None, horizontal=True, key=LABEL_KEY
+        )
+        if st.button("Submit", key=SUBMIT_KEY, disabled=label is None, type="primary"):
+            _send(image, int(label), code, state)
+        elif state["sent"] is not None:
+            sent = state["sent"]
+            st.caption(f"This drawing was sent as a {sent['label']} (#{sent['id']}).")

@@ -1,0 +1,39 @@
+"""The class's drawings (issue 20, item 4): students' submitted digits, stored and evaluated.
+
+* :mod:`core.classroom.store`: the one storage module: SQLite by default (WAL mode), a
+  configurable database URL (``BNN_CLASS_DB``; PostgreSQL for several app replicas), each
+  submission stored exactly once by its client-side UUID;
+* :mod:`core.classroom.report`: each model's accuracy, confusion matrix, reliability bins and
+  "I don't know" drawings on a class's drawings;
+* :mod:`core.classroom.export`: the set as CSV + PNG files in a zip, or an MNIST-format IDX pair.
+"""
+
+from core.classroom.export import csv_png_zip, idx_pair, idx_zip
+from core.classroom.report import ModelReport, class_report, model_report
+from core.classroom.store import (
+    DB_ENV,
+    DEFAULT_CLASS,
+    ClassDrawings,
+    ClassStore,
+    ClassStoreError,
+    Drawing,
+    check_class_code,
+    database_url,
+)
+
+__all__ = [
+    "DB_ENV",
+    "DEFAULT_CLASS",
+    "ClassDrawings",
+    "ClassStore",
+    "ClassStoreError",
+    "Drawing",
+    "ModelReport",
+    "check_class_code",
+    "class_report",
+    "csv_png_zip",
+    "database_url",
+    "idx_pair",
+    "idx_zip",
+    "model_report",
+]

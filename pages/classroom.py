@@ -1,0 +1,297 @@
+"""Class page: the drawings students sent from the Draw page, live.
+
+The gallery (newest first), each digit model's accuracy on the class's drawings, its confusion
+matrix, reliability diagram and the drawings it said "I don't know" to; for the teacher, the set
+as CSV + PNG files or an MNIST-format IDX pair, and a Clear button. The class code comes from the
+link (``?class=...``) or the input; the live part refreshes every few seconds, and the model
+evaluation is cached by the set of drawings, so a refresh without new drawings costs a database
+read."""
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from app import ui
+from app.classroom import link_class_code
+from app.figures import show_figure
+from app.figures.calibration import reliability_figure
+from app.figures.classroom import confusion_figure, thumbnails
+from core.classroom import export
+from core.classroom.report import ModelReport, model_report
+from core.classroom.store import (
+    DEFAULT_CLASS,
+    ClassStore,
+    ClassStoreError,
+    Drawing,
+    as_tensors,
+    check_class_code,
+    database_url,
+    describe,
+)
+from core.data import DatasetUnavailable
+from core.evaluation.uncertainty import SCORES
+
+CODE_KEY = "classroom_code"
+LIVE_KEY = "classroom_live"
+CONFIRM_KEY = "classroom_confirm"
+MESSAGE_KEY = "classroom_message"
+GALLERY_MAX = 200  # newest drawings shown in the gallery
+DONT_KNOW_MAX = 60  # "I don't know" drawings shown per model
+REFRESH_S = 3
+
+
+def chosen_code() -> str | None:
+    """The class code: the link's on the first visit, then the input's; None (with an error)
+    when the input is not a valid code. A valid code is written back into the link."""
+    if CODE_KEY not in st.session_state:
+        code, problem = link_class_code()
+        if problem:
+            st.warning("The class code in the link cannot be used; showing the default class.")
+            st.text(f"?class=: {problem}")
+        st.session_state[CODE_KEY] = code or DEFAULT_CLASS
+    text = st.text_input(
+        "Class code",
+        key=CODE_KEY,
+        max_chars=32,
+        help="Letters, digits, _ and -. Students send their drawings from the Draw page opened "
+        "with ?class=CODE in its link.",
+    )
+    try:
+        code = check_class_code(text)
+    except ValueError as exc:
+        st.error("That class code cannot be used.")
+        st.text(str(exc))
+        return None
+    if st.query_params.get("class") != code:
+        st.query_params["class"] = code
+    return code
+
+
+def digit_models() -> list:
+    """The chosen models trained on digits; the others are named, with the reason."""
+    chosen = ui.selected_names()
+    other = [name for name in chosen if ui.model_dataset(name) != "mnist"]
+    if other:
+        st.info("Not evaluated here: these models were trained on another task, not on digits.")
+        st.text(", ".join(ui.model_title(name) for name in other))  # may hold user names
+    return [(name, model) for name, model in ui.selected_models() if name not in other]
+
+
+@st.cache_data(show_spinner="Evaluating the class's drawings…", max_entries=64)
+def cached_report(
+    database: str,
+    code: str,
+    ids: tuple[int, ...],
+    name: str,
+    file_version: int,
+    n_samples: int,
+    _records: list[Drawing],
+    _limits: dict | None,
+) -> ModelReport:
+    """:func:`model_report` of ``name`` on the drawings ``ids`` (rows are never changed and ids
+    never reused, so the ids key the content; the thresholds follow from the file version)."""
+    images, labels, _, _ = as_tensors(_records)
+    return model_report(name, ui.load_model(name), images, labels, n_samples, _limits)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def cached_exports(
+    database: str, code: str, ids: tuple[int, ...], _records: list[Drawing]
+) -> tuple[bytes, bytes]:
+    """The CSV + PNG zip and the IDX-pair zip of the drawings ``ids``."""
+    return export.csv_png_zip(_records), export.idx_zip(_records)
+
+
+def clear_class(code: str) -> None:
+    """Button callback: delete the class's drawings and leave a message for the next run."""
+    try:
+        deleted = ClassStore().clear(code)
+        st.session_state[MESSAGE_KEY] = ("success", f"Deleted {deleted} drawing(s) of `{code}`.")
+    except ClassStoreError as exc:
+        st.session_state[MESSAGE_KEY] = ("error", str(exc))
+    st.session_state[CONFIRM_KEY] = False
+
+
+def show_message() -> None:
+    """The outcome of the last Clear, once."""
+    message = st.session_state.pop(MESSAGE_KEY, None)
+    if message is None:
+        return
+    kind, text = message
+    if kind == "success":
+        st.success(text)
+    else:
+        st.error("The class could not be cleared; nothing was deleted.")
+        st.text(text)
+
+
+def gallery(records: list[Drawing], code: str) -> None:
+    """Newest drawings first, each with the digit meant and its number."""
+    newest = records[::-1][:GALLERY_MAX]
+    per_digit = [sum(d.label == k for d in records) for k in range(10)]
+    note = f" (the newest {GALLERY_MAX} shown)" if len(records) > GALLERY_MAX else ""
+    st.caption(
+        f"{len(records)} drawing(s) in class `{code}`{note}. Per digit: "
+        + ", ".join(f"{k}: {n}" for k, n in enumerate(per_digit))
+    )
+    with st.container(key="class_gallery"):
+        st.image(
+            thumbnails(np.stack([d.image() for d in newest])),
+            caption=[f"{d.label} · #{d.id}" for d in newest],
+        )
+
+
+def accuracy_table(reports: list[ModelReport]) -> None:
+    """One row per model: drawings, accuracy, calibration and how many "I don't know"s."""
+    rows = {
+        ui.model_title(r.name): {
+            "drawings": len(r),
+            "accuracy": f"{r.accuracy:.1%}",
+            "ECE": f"{r.metrics['ece']:.3f}",
+            "NLL (nats)": f"{r.metrics['nll']:.3f}",
+            '"I don\'t know"': "–" if r.verdicts is None else str(len(r.dont_know)),
+        }
+        for r in reports
+    }
+    st.table(pd.DataFrame.from_dict(rows, orient="index"))
+
+
+def model_details(report: ModelReport, records: list[Drawing]) -> None:
+    """Confusion matrix, reliability diagram and the "I don't know" drawings of one model."""
+    title = ui.model_title(report.name)
+    left, right = st.columns(2)
+    with left:
+        show_figure(
+            confusion_figure(report.confusion.numpy(), "Confusion matrix"),
+            f"{report.name}_confusion",
+        )
+    with right:
+        bins = report.reliability
+        figure = reliability_figure(
+            bins.edges.numpy(),
+            bins.confidence.numpy(),
+            bins.accuracy.numpy(),
+            bins.count.numpy(),
+            f"Reliability (ECE {report.metrics['ece']:.3f})",
+        )
+        show_figure(figure, f"{report.name}_reliability")
+    if report.verdicts is None:
+        st.caption('No "I don\'t know" verdicts: the thresholds need the MNIST test set.')
+        return
+    unknown = report.dont_know
+    score = SCORES[report.score].title.lower()
+    if not unknown:
+        st.caption(
+            f"{title} answered every drawing (none above the 99th percentile of its {score})."
+        )
+        return
+    st.markdown(
+        f'**"I don\'t know"** to {len(unknown)} drawing(s) ({score} above its 99th percentile '
+        "on the test set)"
+    )
+    shown = unknown[::-1][:DONT_KNOW_MAX]
+    with st.container(key=f"class_unknown_{report.name}"):
+        st.image(
+            thumbnails(np.stack([records[i].image() for i in shown])),
+            caption=[
+                f"meant {records[i].label}, top {int(report.predicted[i])} · #{records[i].id}"
+                for i in shown
+            ],
+        )
+
+
+def teacher(records: list[Drawing], code: str, database: str) -> None:
+    """Downloads and the guarded Clear button."""
+    with st.expander("Teacher: export or clear", icon=":material/school:"):
+        ids = tuple(d.id for d in records)
+        zipped, idx = cached_exports(database, code, ids, records)
+        left, right = st.columns(2)
+        left.download_button(
+            "Download CSV + PNG (zip)",
+            zipped,
+            file_name=f"class-{code}-drawings.zip",
+            mime="application/zip",
+            on_click="ignore",
+            key="class_download_png",
+        )
+        right.download_button(
+            "Download MNIST IDX pair (zip)",
+            idx,
+            file_name=f"class-{code}-idx.zip",
+            mime="application/zip",
+            on_click="ignore",
+            key="class_download_idx",
+        )
+        st.caption(
+            "CSV: id, label, class, created (UTC), file; one 28×28 PNG per drawing. IDX: "
+            "t10k-images-idx3-ubyte and t10k-labels-idx1-ubyte, as MNIST's test split."
+        )
+        confirm = st.checkbox(
+            f"Yes, delete all {len(records)} drawing(s) of `{code}`", key=CONFIRM_KEY
+        )
+        st.button(
+            "Clear the class",
+            key="class_clear",
+            disabled=not confirm,
+            on_click=clear_class,
+            args=(code,),
+        )
+        st.caption(f"Database: {describe(database)}")
+
+
+def live_view(code: str, models: list, n_samples: int, limits: dict) -> None:
+    """Everything that follows the class's drawings (a fragment: reruns on its own)."""
+    show_message()
+    database = database_url()
+    try:
+        records = ClassStore(database).records(code)
+    except ClassStoreError as exc:
+        st.error("The class's drawings cannot be read.")
+        st.text(str(exc))
+        return
+    if not records:
+        st.caption(
+            f"No drawings in class `{code}` yet. Students open the Draw page with "
+            f"?class={code} in its link, draw a digit and press Submit under "
+            '"Send my drawing to the class".'
+        )
+        return
+    st.subheader("Gallery")
+    gallery(records, code)
+    ids = tuple(d.id for d in records)
+    reports = [
+        cached_report(
+            database, code, ids, name, ui.version(name), n_samples, records, limits.get(name)
+        )
+        for name, _ in models
+    ]
+    if reports:
+        st.subheader("How the models do on the class's drawings")
+        st.caption(
+            f"Predictive mean of {n_samples} passes; accuracy against the digit each student "
+            "meant; \"I don't know\" by the Draw page's rule."
+        )
+        accuracy_table(reports)
+        for tab, report in zip(
+            st.tabs([ui.model_title(r.name) for r in reports]), reports, strict=True
+        ):
+            with tab:
+                model_details(report, records)
+    teacher(records, code, database)
+
+
+st.title("Class drawings")
+code = chosen_code()
+if code is not None:
+    st.caption(f"Students' link: the Draw page with ?class={code} (e.g. /draw?class={code}).")
+    models = digit_models()
+    if not models:
+        st.warning("Choose at least one trained digit model in the sidebar.")
+    n_samples = ui.sample_count()
+    try:
+        limits = ui.rejection_thresholds([name for name, _ in models])
+    except DatasetUnavailable as exc:
+        limits = {}
+        st.warning(f'No "I don\'t know" verdicts: the thresholds need the MNIST test set. {exc}')
+    live = st.toggle(f"Live: refresh every {REFRESH_S} s", value=True, key=LIVE_KEY)
+    st.fragment(run_every=REFRESH_S if live else None)(live_view)(code, models, n_samples, limits)

@@ -1,0 +1,244 @@
+"""Headless tests of the Class page and of the Draw page's "Send my drawing to the class" panel,
+with small untrained checkpoints and a database file in a temporary folder."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+import core.storage.checkpoints
+import core.studies.evaluations
+from app.ui import SAMPLES_KEY
+from core.classroom.report import model_report
+from core.classroom.store import DB_ENV, ClassStore
+from core.engine.interface import ModelConfig
+from core.engine.models import build_model
+from core.engine.sampler import predictive_samples
+from core.evaluation.uncertainty import SCORES
+from core.storage.checkpoints import REGISTRY, load_checkpoint, save_checkpoint
+
+PAGE = "../pages/classroom.py"
+MODELS = ("bbb_mixture", "mlp", "dropout_mlp")  # the sidebar's default models
+TITLES = [REGISTRY[name].title for name in MODELS]
+N_SAMPLES = 6
+LIMITS = {score: {"p90": 0.5, "p99": 1.5} for score in SCORES}  # untrained: mostly above p99
+
+
+@pytest.fixture
+def class_db(tmp_path, monkeypatch):
+    path = tmp_path / "class.sqlite"
+    monkeypatch.setenv(DB_ENV, f"sqlite:///{path}")
+    return path
+
+
+@pytest.fixture
+def small_models(tmp_path, monkeypatch, class_db):
+    """784-16-10 untrained checkpoints under the default names, fixed "I don't know" limits."""
+    monkeypatch.setattr(core.storage.checkpoints, "CHECKPOINT_DIR", tmp_path / "checkpoints")
+    monkeypatch.setenv("BNN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(core.studies.evaluations, "evaluation_jobs", lambda *a, **k: [])
+    monkeypatch.setattr(core.studies.evaluations, "rejection_thresholds", lambda *a, **k: LIMITS)
+    for i, name in enumerate(MODELS):
+        torch.manual_seed(i)
+        config = ModelConfig.from_dict({**REGISTRY[name].model.to_dict(), "hidden": [16]})
+        save_checkpoint(name, build_model(config), {"note": "untrained, for tests"})
+
+
+def digit(seed: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    image = torch.zeros(28, 28)
+    image[4:24, 11:17] = 0.5 + 0.5 * torch.rand(20, 6, generator=g)
+    return image
+
+
+def submit_some(code: str, labels: list[int]) -> list[int]:
+    store = ClassStore()
+    return [store.submit(digit(i), y, code, str(uuid.uuid4())) for i, y in enumerate(labels)]
+
+
+def class_page(code: str | None = "physics1", **state) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    if code is not None:
+        at.query_params["class"] = code
+    at.session_state[SAMPLES_KEY] = N_SAMPLES
+    for key, value in state.items():
+        at.session_state[key] = value
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def captions(at: AppTest) -> str:
+    return " ".join(c.value for c in at.caption)
+
+
+def gallery_captions(at: AppTest) -> list[str]:
+    return at.get("image")[0].captions if at.get("image") else []
+
+
+def test_an_empty_class_gets_a_friendly_caption(small_models, class_db):
+    at = class_page()
+    assert at.title[0].value == "Class drawings"
+    assert at.text_input(key="classroom_code").value == "physics1"
+    assert "No drawings in class `physics1` yet" in captions(at)
+    assert not at.error and not at.table and not at.get("image")
+    assert not class_db.exists()  # looking creates no database
+
+
+def test_the_page_shows_gallery_accuracy_figures_and_exports(small_models):
+    labels = [3, 1, 4, 1, 5, 9, 2]
+    ids = submit_some("physics1", labels)
+    submit_some("other", [7])
+    at = class_page()
+    assert "7 drawing(s) in class `physics1`" in captions(at)
+    shown = gallery_captions(at)
+    assert shown == [f"{y} · #{i}" for i, y in zip(ids, labels, strict=True)][::-1]  # newest first
+    table = at.table[0].value
+    assert list(table.index) == TITLES
+    assert table["drawings"].tolist() == [len(labels)] * len(MODELS)
+    images, truth, _, _ = ClassStore().drawings("physics1")
+    for name, title in zip(MODELS, TITLES, strict=True):
+        model = load_checkpoint(name, "cpu")[0]
+        with torch.random.fork_rng():
+            torch.manual_seed(0)
+            mean = predictive_samples(model, images, N_SAMPLES).mean(0).cpu()
+        accuracy = (mean.argmax(-1) == truth).double().mean().item()
+        assert table.loc[title, "accuracy"] == f"{accuracy:.1%}"
+        report = model_report(name, model, images, truth, N_SAMPLES, LIMITS)
+        assert table.loc[title, '"I don\'t know"'] == str(len(report.dont_know))
+    assert len(at.get("plotly_chart")) == 2 * len(MODELS)  # confusion + reliability per model
+    assert [t.label for t in at.tabs] == TITLES
+    downloads = [d.proto.label for d in at.get("download_button")]
+    assert downloads == ["Download CSV + PNG (zip)", "Download MNIST IDX pair (zip)"]
+    assert at.button(key="class_clear").disabled
+
+
+def test_a_refresh_without_new_drawings_reuses_the_evaluation(small_models, monkeypatch):
+    import core.classroom.report as report_module
+
+    submit_some("physics1", [1, 2])
+    at = class_page()
+    calls = []
+    real = report_module.predictive_samples
+    monkeypatch.setattr(
+        report_module, "predictive_samples", lambda *a, **k: (calls.append(1), real(*a, **k))[1]
+    )
+    at.run()
+    assert not at.exception and calls == []  # cached by the set of drawings
+    submit_some("physics1", [7])
+    at.run()
+    assert "3 drawing(s)" in captions(at)
+    assert len(calls) == len(MODELS)  # a new drawing: each model evaluated once
+
+
+def test_clear_needs_the_confirmation_and_keeps_other_classes(small_models):
+    submit_some("physics1", [1, 2, 3])
+    submit_some("other", [4])
+    at = class_page()
+    at.checkbox(key="classroom_confirm").check().run()
+    assert not at.button(key="class_clear").disabled
+    at.button(key="class_clear").click().run()
+    assert not at.exception, at.exception
+    assert any("Deleted 3 drawing(s)" in s.value for s in at.success)
+    assert "No drawings in class `physics1` yet" in captions(at)
+    assert ClassStore().classes() == {"other": 1}
+
+
+def test_a_bad_class_code_in_the_link_falls_back_with_a_note(small_models):
+    submit_some("default", [8])
+    at = class_page(code="no spaces allowed!")
+    assert "cannot be used" in at.warning[0].value
+    assert at.text_input(key="classroom_code").value == "default"
+    assert gallery_captions(at) and "1 drawing(s) in class `default`" in captions(at)
+    at.text_input(key="classroom_code").input("bad/code").run()
+    assert not at.exception
+    assert "That class code cannot be used." in [e.value for e in at.error]
+    assert "bad class code" in " ".join(t.value for t in at.text)
+
+
+def test_a_corrupt_database_shows_one_clear_error(small_models, class_db):
+    class_db.write_bytes(b"not a database at all" * 10)
+    at = class_page()
+    assert "The class's drawings cannot be read." in [e.value for e in at.error]
+    assert any("not a SQLite database" in t.value for t in at.text)
+    assert class_db.read_bytes() == b"not a database at all" * 10
+
+
+# --- the submission panel ------------------------------------------------------------------
+
+
+def panel_script(kind: str) -> None:
+    """A page with only the panel; ``kind`` picks the image (``st.session_state["seed"]``
+    changes the drawing)."""
+    import streamlit as st
+    import torch
+
+    from app.classroom import submission_panel
+
+    if kind == "none":
+        image = None
+    elif kind == "empty":
+        image = torch.zeros(1, 28, 28)
+    else:
+        g = torch.Generator().manual_seed(st.session_state.get("seed", 0))
+        image = torch.zeros(28, 28)
+        image[5:23, 12:16] = 0.5 + 0.5 * torch.rand(18, 4, generator=g)
+    submission_panel(image)
+
+
+def panel(kind: str = "digit", code: str | None = "lab") -> AppTest:
+    at = AppTest.from_function(panel_script, args=(kind,), default_timeout=60)
+    if code is not None:
+        at.query_params["class"] = code
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def send(at: AppTest, label: int) -> AppTest:
+    at.radio(key="class_label").set_value(label).run()
+    at.button(key="class_submit").click().run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_submit_stores_once_per_drawing(class_db):
+    at = panel()
+    assert at.expander[0].label == "Send my drawing to the class"
+    assert "Class code in use: `lab`" in captions(at)
+    assert at.button(key="class_submit").disabled  # until a digit is picked
+    send(at, 7)
+    assert "Sent as a 7. Class `lab` now has 1 drawing(s)." in [s.value for s in at.success]
+    at.button(key="class_submit").click().run()  # a second click
+    assert "Already sent as a 7" in at.info[0].value
+    assert ClassStore().count("lab") == 1
+    at.session_state["seed"] = 1  # another drawing: a new submission
+    at.run()
+    assert at.radio(key="class_label").value is None  # the digit is picked again
+    assert at.button(key="class_submit").disabled
+    send(at, 1)
+    assert "now has 2 drawing(s)" in at.success[0].value
+    assert ClassStore().drawings("lab").labels.tolist() == [7, 1]
+
+
+def test_without_a_class_in_the_link_the_default_class_is_used(class_db):
+    at = send(panel(code=None), 4)
+    assert "the link names no class" in captions(at)
+    assert ClassStore().classes() == {"default": 1}
+
+
+def test_panel_errors_are_clear(class_db):
+    at = send(panel("empty"), 3)
+    assert "The drawing was not sent." in [e.value for e in at.error]
+    assert "empty drawing" in at.text[0].value
+    assert "Draw a digit first." in captions(panel("none"))
+    bad = panel(code="a b")
+    assert "cannot be used" in bad.error[0].value and not bad.radio
+    class_db.write_bytes(b"garbage" * 100)
+    at = send(panel(), 2)
+    assert "nothing stored is lost" in at.error[0].value
+    assert "not a SQLite database" in at.text[0].value
+    assert class_db.read_bytes() == b"garbage" * 100

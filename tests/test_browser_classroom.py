@@ -1,0 +1,92 @@
+"""Real-browser test of the class's drawings: draw a "1" on the Draw page opened with
+``?class=...``, send it to the class, and see it in the Class page's gallery.
+
+Needs the panel wired into the Draw page (``submission_panel(x[0])`` under the predictions) and
+the Class page in ``app.main.PAGES`` (``classroom.py``)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from app.ui import default_models
+from core.classroom.store import DB_ENV, ClassStore
+from core.data import DatasetUnavailable
+from core.storage.checkpoints import list_checkpoints
+from core.studies import evaluations
+from tests.browser_util import chromium_page, require_chromium, serve_app, wait_for_script
+
+pytestmark = [pytest.mark.browser, require_chromium()]
+
+CLASS = "browser-test_1"
+ONE = [[(0.5, 0.15), (0.5, 0.85)]]
+PANEL = "Send my drawing to the class"
+
+
+def draw(page, strokes: list[list[tuple[float, float]]]) -> None:
+    """Draw polylines given in canvas fractions with the mouse (a move every ~8 pixels)."""
+    box = page.locator("canvas.upper-canvas").bounding_box()
+    for stroke in strokes:
+        points = [
+            (box["x"] + fx * box["width"], box["y"] + fy * box["height"]) for fx, fy in stroke
+        ]
+        page.mouse.move(*points[0])
+        page.mouse.down()
+        for (x0, y0), (x, y) in zip(points, points[1:], strict=False):
+            page.mouse.move(x, y, steps=max(2, int(math.dist((x0, y0), (x, y)) / 8)))
+        page.mouse.up()
+
+
+@pytest.fixture(scope="module")
+def scored_models() -> list[str]:
+    """The default models with their "I don't know" thresholds computed beforehand (cached on
+    disk), so that the browser waits for the pages, not for a one-time MNIST scoring."""
+    names = default_models([i.spec.name for i in list_checkpoints() if i.available])
+    try:
+        for name in names:
+            evaluations.rejection_thresholds(name)
+    except DatasetUnavailable:
+        pass  # the pages then work without verdicts
+    return names
+
+
+def test_draw_submit_and_see_it_in_the_class_gallery(scored_models, tmp_path, monkeypatch):
+    database = tmp_path / "class.sqlite"
+    monkeypatch.setenv(DB_ENV, f"sqlite:///{database}")
+    with serve_app(env={DB_ENV: f"sqlite:///{database}"}) as url, chromium_page() as page:
+        page.goto(f"{url}/draw?class={CLASS}")
+        page.wait_for_selector("canvas.upper-canvas", timeout=60_000)
+        wait_for_script(page)
+        draw(page, ONE)
+        page.wait_for_selector(
+            "[class*='st-key-prediction_'], [data-testid='stAlertContentWarning']", timeout=60_000
+        )
+        wait_for_script(page)
+        page.get_by_text(PANEL).click()
+        page.get_by_text(f"Class code in use: {CLASS}").wait_for(timeout=30_000)
+        page.locator("[class*='st-key-class_label']").get_by_text("1", exact=True).click()
+        submit = page.get_by_role("button", name="Submit")
+        submit.wait_for()
+        page.wait_for_function(
+            "() => ![...document.querySelectorAll('button')].find("
+            "b => b.innerText.trim() === 'Submit').disabled",
+            timeout=30_000,
+        )
+        submit.click()
+        page.get_by_text(f"Sent as a 1. Class {CLASS} now has 1 drawing(s).").wait_for(
+            timeout=30_000
+        )
+        submit.click()  # a second click stores nothing more
+        page.get_by_text("Already sent as a 1").wait_for(timeout=30_000)
+        assert ClassStore().count(CLASS) == 1
+
+        page.goto(f"{url}/classroom?class={CLASS}")
+        page.get_by_text(f"1 drawing(s) in class {CLASS}").wait_for(timeout=60_000)
+        gallery = page.locator("[class*='st-key-class_gallery'] img")
+        gallery.first.wait_for(timeout=30_000)
+        assert gallery.count() == 1
+        row = ClassStore().drawings(CLASS)
+        assert row.labels.tolist() == [1]
+        page.get_by_text(f"1 · #{row.ids[0]}").wait_for(timeout=30_000)
+        page.get_by_text("How the models do on the class's drawings").wait_for(timeout=60_000)
