@@ -8,7 +8,10 @@ import pytest
 import torch
 
 from core.active.acquisition import ACQUISITIONS, acquire
-from core.active.loop import ActiveConfig, ActiveLearner, curve, run_active
+from core.active.loop import ARCHITECTURES, ActiveConfig, ActiveLearner, curve, run_active
+from core.cli import main as cli_main
+from core.engine.interface import ModelConfig
+from core.engine.models import build_model
 from core.evaluation.uncertainty import summarize
 
 TINY = ActiveConfig(
@@ -92,3 +95,37 @@ def test_curve_statistics_and_thresholds():
     assert c.mean == pytest.approx([0.6, 0.91]) and c.std == pytest.approx([0.1, 0.01])
     assert c.labels_to(0.9) == 30 and c.labels_to(0.95) is None and c.labels_to(0.5) == 20
     assert c.area() == pytest.approx(0.755)
+
+
+def test_the_cnn_maps_images_and_flat_inputs_alike_and_keeps_old_configs_valid():
+    config = ModelConfig(kind="dropout", **ARCHITECTURES["cnn"])
+    assert config.sizes == [32 * 7 * 7, 128, 10]
+    model = build_model(config).eval()
+    x = torch.rand(4, 1, 28, 28)
+    torch.manual_seed(0)
+    images = model(x)
+    torch.manual_seed(0)
+    assert torch.equal(model(x.reshape(4, 784)), images)  # same masks, same logits
+    assert images.shape == (4, 10)
+    assert not torch.equal(model(x), model(x))  # MC dropout also after the convolutions
+    assert ModelConfig.from_dict(config.to_dict()) == config
+    old = {k: v for k, v in ModelConfig(kind="mlp").to_dict().items() if k != "conv"}
+    assert ModelConfig.from_dict(old).conv == ()  # checkpoints written before ``conv``
+    assert not any("conv" in key for key in build_model(ModelConfig(kind="mlp")).state_dict())
+    with pytest.raises(ValueError, match="convolutions"):
+        ModelConfig(kind="bbb", conv=(8,))
+    with pytest.raises(ValueError, match="dropout kind only"):
+        ActiveConfig(kind="bbb", **ARCHITECTURES["cnn"])
+
+
+def test_a_cnn_round_labels_the_acquired_images(data):
+    learner = ActiveLearner(replace(TINY, budget=30, **ARCHITECTURES["cnn"]), data)
+    first = learner.step()
+    assert first.labels == 20 and len(set(first.picked)) == 10
+    assert 0.0 <= first.accuracy <= 1.0
+    assert learner.step().labels == 30 and learner.done
+
+
+def test_the_cli_refuses_the_cnn_with_bbb(capsys):
+    assert cli_main(["active", "--kind", "bbb", "--arch", "cnn", "--seeds", "1"]) == 2
+    assert "MC dropout only" in capsys.readouterr().err

@@ -34,7 +34,10 @@ class ActiveConfig:
     Attributes:
         acquisition: A key of :data:`core.active.acquisition.ACQUISITIONS`.
         kind: ``"dropout"`` (MC dropout) or ``"bbb"`` (Bayes by Backprop).
-        hidden: Hidden layer widths of the network (784-…-10).
+        hidden: Hidden dense layer widths of the network (…-10).
+        conv: Channels of the strided 5 × 5 convolutions before the dense layers (MC dropout
+            only; see ``ModelConfig.conv``); empty for an MLP 784-…-10.
+        dropout: Dropout probability of the MC-dropout network.
         initial: Labelled images at the start (equal numbers per class).
         pool_size: Unlabelled training images the acquisitions choose from.
         candidates: Random pool subset scored each round (Gal et al. 2017 used 2,000; we use
@@ -51,6 +54,8 @@ class ActiveConfig:
     acquisition: str = "bald"
     kind: str = "dropout"
     hidden: tuple[int, ...] = (256,)
+    conv: tuple[int, ...] = ()
+    dropout: float = 0.5
     initial: int = 20
     pool_size: int = 10_000
     candidates: int = 1_000
@@ -72,6 +77,9 @@ class ActiveConfig:
         if not self.initial <= self.budget <= self.pool_size or self.acquire < 1:
             raise ValueError("need initial ≤ budget ≤ pool_size and acquire ≥ 1")
         object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))
+        object.__setattr__(self, "conv", tuple(int(c) for c in self.conv))
+        if self.conv and self.kind != "dropout":
+            raise ValueError("convolutions are offered for the dropout kind only")
 
     def to_dict(self) -> dict:
         """The settings as JSON-serialisable values.
@@ -79,7 +87,7 @@ class ActiveConfig:
         Returns:
             A dict with the fields above.
         """
-        return {**asdict(self), "hidden": list(self.hidden)}
+        return {**asdict(self), "hidden": list(self.hidden), "conv": list(self.conv)}
 
 
 @dataclass
@@ -156,7 +164,10 @@ class ActiveLearner:
         return bool(self.rounds) and self.rounds[-1].labels >= self.config.budget
 
     def _model(self) -> LabModel:
-        config = ModelConfig(kind=self.config.kind, hidden=self.config.hidden, init_sigma=0.01)
+        c = self.config
+        config = ModelConfig(
+            kind=c.kind, hidden=c.hidden, conv=c.conv, dropout=c.dropout, init_sigma=0.01
+        )
         return build_model(config)
 
     def _train(self, x: torch.Tensor, y: torch.Tensor) -> LabModel:
@@ -348,7 +359,15 @@ def curve(runs: list[list[Round]], acquisition: str) -> Curve:
     )
 
 
-RESULT_FILE = "active_learning.json"
+RESULT_FILE = "active_learning.json"  # the stored curves the page shows (the CNN)
+
+ARCHITECTURES: dict[str, dict] = {
+    "cnn": {"conv": (16, 32), "hidden": (128,), "dropout": 0.25},
+    "mlp": {"conv": (), "hidden": (256,), "dropout": 0.5},
+}
+"""Networks for :class:`ActiveConfig`: a small CNN (two strided 5 × 5 convolutions with 16 and
+32 channels, a dense layer of 128; MC dropout only — 0.22 M weights, about the cost of the MLP
+per image) as in Gal et al. (2017), and the MLP 784-256-10 (either kind)."""
 
 
 def curves_for(

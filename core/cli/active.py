@@ -5,6 +5,7 @@ Examples::
     python -m core active                                   # every function, 3 seeds
     python -m core active --acquisition bald,random --seeds 1 --budget 100 --json
     python -m core active --save                            # benchmarks/active_learning.json
+    python -m core active --arch mlp --budget 300 --save    # the MLP 784-256-10 instead
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import json
 import sys
 
 from core.active.acquisition import ACQUISITIONS
-from core.active.loop import RESULT_FILE, ActiveConfig, curves_for
+from core.active.loop import ARCHITECTURES, RESULT_FILE, ActiveConfig, curves_for
 from core.progress import text_progress
 from core.storage.atomic import atomic_write_text
 from core.storage.paths import REPO_ROOT
@@ -45,18 +46,22 @@ def cmd_active(args: argparse.Namespace) -> int:
     """Run ``python -m core active``.
 
     Args:
-        args: The parsed command line (``acquisition``, ``seeds``, ``kind``, ``budget``,
-            ``json``, ``save``).
+        args: The parsed command line (``acquisition``, ``seeds``, ``kind``, ``arch``,
+            ``budget``, ``json``, ``save``).
 
     Returns:
-        The exit code: 0.
+        The exit code: 0, or 2 for the CNN with BBB.
     """
     names = [a.strip() for a in args.acquisition.split(",") if a.strip()]
-    base = ActiveConfig(kind=args.kind, budget=args.budget)
+    if args.arch == "cnn" and args.kind != "dropout":
+        print("error: the CNN is offered for MC dropout only; use --arch mlp", file=sys.stderr)
+        return 2
+    base = ActiveConfig(kind=args.kind, budget=args.budget, **ARCHITECTURES[args.arch])
     result = curves_for(names, args.seeds, base, progress=text_progress("active"))
     print(json.dumps(result) if args.json else format_table(result))
     if args.save:
-        path = REPO_ROOT / "benchmarks" / RESULT_FILE
+        name = RESULT_FILE if args.arch == "cnn" else "active_learning-mlp.json"
+        path = REPO_ROOT / "benchmarks" / name
         atomic_write_text(path, json.dumps(result, indent=1) + "\n")
         print(f"saved {path}", file=sys.stderr)
     return 0
@@ -72,7 +77,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--acquisition", default=",".join(ACQUISITIONS), help="comma-separated")
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--kind", choices=("dropout", "bbb"), default="dropout")
+    p.add_argument(
+        "--arch", choices=tuple(ARCHITECTURES), default="cnn", help="network (cnn: dropout only)"
+    )
     p.add_argument("--budget", type=int, default=ActiveConfig.budget, help="labels at the end")
     p.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
-    p.add_argument("--save", action="store_true", help="write benchmarks/active_learning.json")
+    p.add_argument(
+        "--save",
+        action="store_true",
+        help=f"write benchmarks/{RESULT_FILE} (cnn) or benchmarks/active_learning-mlp.json",
+    )
     p.set_defaults(func=cmd_active)

@@ -18,6 +18,7 @@ A new method is one module with a class following :class:`LabModel` plus one ent
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Protocol, runtime_checkable
@@ -63,9 +64,13 @@ class ModelConfig:
         dropout: Dropout probability of the MC-dropout kind.
         members: Number of networks of the ensemble kind.
         laplace_structure: ``"kron"`` or ``"full"`` posterior precision of the Laplace kind.
+        conv: MLP and MC-dropout kinds only: output channels of 5 × 5, stride-2 convolutions
+            (ReLU, padding 2) applied to the square image before the dense layers, e.g.
+            ``(16, 32)`` maps 1 × 28 × 28 to 32 × 7 × 7; empty (the default): no convolution.
 
     Raises:
-        ValueError: If ``kind`` is not a :class:`ModelKind` value or ``members < 1``.
+        ValueError: If ``kind`` is not a :class:`ModelKind` value, ``members < 1``, or
+            ``conv`` is given for another kind or a non-square input.
     """
 
     kind: str = ModelKind.BBB.value
@@ -78,6 +83,7 @@ class ModelConfig:
     dropout: float = 0.5
     members: int = 5
     laplace_structure: str = "kron"
+    conv: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         try:
@@ -89,11 +95,29 @@ class ModelConfig:
         object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))
         if self.members < 1:
             raise ValueError(f"an ensemble needs at least one member, got {self.members}")
+        object.__setattr__(self, "conv", tuple(int(c) for c in self.conv))
+        if self.conv:
+            if kind not in (ModelKind.MLP, ModelKind.DROPOUT):
+                raise ValueError(f"convolutions are offered for mlp and dropout, not {kind.value}")
+            if math.isqrt(self.in_features) ** 2 != self.in_features:
+                raise ValueError(f"convolutions need a square image, got {self.in_features} inputs")
+
+    @property
+    def image_side(self) -> int:
+        """Side of the square input image in pixels (28 for 784 inputs), for convolutions."""
+        return math.isqrt(self.in_features)
 
     @property
     def sizes(self) -> list[int]:
-        """Layer widths from input to output, e.g. ``[784, 400, 400, 10]``."""
-        return [self.in_features, *self.hidden, self.num_classes]
+        """Widths of the dense layers from input to output, e.g. ``[784, 400, 400, 10]``.
+
+        With :attr:`conv`, the first width is the flattened output of the last convolution
+        (each halves the side, rounding up: 28 → 14 → 7).
+        """
+        first = self.in_features
+        if self.conv:
+            first = self.conv[-1] * math.ceil(self.image_side / 2 ** len(self.conv)) ** 2
+        return [first, *self.hidden, self.num_classes]
 
     def to_dict(self) -> dict:
         """The configuration as a JSON-serialisable dict.
@@ -103,6 +127,7 @@ class ModelConfig:
         """
         d = asdict(self)
         d["hidden"] = list(self.hidden)
+        d["conv"] = list(self.conv)
         return d
 
     @classmethod

@@ -1,6 +1,8 @@
 """Point-estimate MLP and MC dropout (Gal & Ghahramani 2016): the same ReLU network.
 
-The second keeps dropout after each hidden layer on at prediction time.
+The second keeps dropout after each hidden layer on at prediction time. Both may start with a
+few strided convolutions (``ModelConfig.conv``), the small CNN that active learning on images
+needs (Gal et al. 2017); dropout then also follows the convolutions.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ class MLP(MonteCarloModule):
         weight_posterior: False: point-estimate weights, no posterior σ.
         dropout_p: Dropout probability after each hidden layer (0 here: no dropout).
         config: The architecture of the network.
+        convs: The ``nn.Conv2d`` layers before the dense ones (empty for a plain MLP).
         layers: The ``nn.Linear`` layers, input to output.
     """
 
@@ -30,13 +33,16 @@ class MLP(MonteCarloModule):
     dropout_p = 0.0
 
     def __init__(self, config: ModelConfig) -> None:
-        """Build the layers of ``config.sizes``.
+        """Build the convolutions of ``config.conv`` and the layers of ``config.sizes``.
 
         Args:
             config: Architecture of the network.
         """
         super().__init__()
         self.config = config
+        self.convs = nn.ModuleList(
+            nn.Conv2d(a, b, 5, stride=2, padding=2) for a, b in pairwise((1, *config.conv))
+        )
         self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in pairwise(config.sizes))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -48,7 +54,15 @@ class MLP(MonteCarloModule):
         Returns:
             Logits ``(B, C)``.
         """
-        h = flat(x)
+        h = x
+        if self.convs:
+            side = self.config.image_side
+            h = h.reshape(-1, 1, side, side)
+            for conv in self.convs:
+                h = F.relu(conv(h))
+            if self.dropout_p > 0:
+                h = F.dropout(h, self.dropout_p, training=True)
+        h = flat(h)
         for i, layer in enumerate(self.layers):
             h = layer(h)
             if i < len(self.layers) - 1:
