@@ -630,6 +630,12 @@ def number_input(
     )
 
 
+def _switch(widget: str, label: str, value: bool, key: str, container: Any, kwargs: dict) -> bool:
+    """A checkbox or toggle (``widget``) whose value lives in the URL under ``key`` (1/0)."""
+    draw = getattr(container or st, widget)
+    return _bound(key, bool(value), parse_bool, lambda: draw(label, value, key=key, **kwargs))
+
+
 def checkbox(
     label: str, value: bool = False, key: str = "", *, container: Any = None, **kwargs: Any
 ) -> bool:
@@ -645,35 +651,18 @@ def checkbox(
     Returns:
         Whether it is ticked.
     """
-    return _bound(
-        key,
-        bool(value),
-        parse_bool,
-        lambda: (container or st).checkbox(label, value, key=key, **kwargs),
-    )
+    return _switch("checkbox", label, value, key, container, kwargs)
 
 
 def toggle(
     label: str, value: bool = False, key: str = "", *, container: Any = None, **kwargs: Any
 ) -> bool:
-    """``st.toggle`` whose value lives in the URL under ``key`` (1/0).
-
-    Args:
-        label: As Streamlit's.
-        value: As Streamlit's.
-        key: The widget's key and URL parameter.
-        container: Where to draw it; ``st`` by default.
-        **kwargs: Further ``st.toggle`` arguments.
+    """``st.toggle``, as :func:`checkbox` (same arguments).
 
     Returns:
         Whether it is on.
     """
-    return _bound(
-        key,
-        bool(value),
-        parse_bool,
-        lambda: (container or st).toggle(label, value, key=key, **kwargs),
-    )
+    return _switch("toggle", label, value, key, container, kwargs)
 
 
 def text_input(

@@ -82,12 +82,8 @@ def csv_png_zip(drawings: Sequence[Drawing]) -> bytes:
     Returns:
         The zip file's bytes.
     """
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        archive.writestr("drawings.csv", csv_text(drawings))
-        for d in drawings:
-            archive.writestr(png_name(d), png_bytes(d))
-    return buffer.getvalue()
+    pngs = {png_name(d): png_bytes(d) for d in drawings}
+    return _zip({"drawings.csv": csv_text(drawings), **pngs})
 
 
 def idx_pair(drawings: Sequence[Drawing]) -> tuple[bytes, bytes]:
@@ -122,8 +118,13 @@ def idx_zip(drawings: Sequence[Drawing]) -> bytes:
     Returns:
         The zip file's bytes.
     """
+    return _zip(dict(zip(IDX_NAMES, idx_pair(drawings), strict=True)))
+
+
+def _zip(files: dict[str, str | bytes]) -> bytes:
+    """The bytes of a deflated zip holding ``files`` (name → content), in their order."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in zip(IDX_NAMES, idx_pair(drawings), strict=True):
+        for name, data in files.items():
             archive.writestr(name, data)
     return buffer.getvalue()
