@@ -201,5 +201,6 @@ if picked is not None:
     for column, (name, model) in zip(st.columns(max(len(models), 1)), models, strict=False):
         with column:
             show_model(name, model, x, n_samples, limits.get(name))
-    submission_panel(x[0])
+    if source == SOURCES[0]:  # only the student's own drawings go to the class
+        submission_panel(x[0])
     show_rotation_sweep(x[0, 0], models, n_samples)

@@ -4,11 +4,21 @@ implementations, run in-app or loaded from saved results (``benchmarks/*.json``)
 import streamlit as st
 import torch
 
+from app import share
 from app.figures import show_figure
-from app.figures.timing import LABELS, slope_figure, time_figure
+from app.figures.timing import (
+    LABELS,
+    gradient_rows,
+    peer_figure,
+    peer_rows,
+    slope_figure,
+    time_figure,
+)
 from core.engine.device import default_device, device_name
 from core.engine.objective import IMPLEMENTATIONS
+from core.studies.peers import load_peer_results
 from core.studies.training_speed import (
+    REFERENCE_FILE,
     BenchConfig,
     bench_dir,
     load_results,
@@ -76,7 +86,7 @@ def show_result(result: dict) -> None:
 
 def run_section() -> None:
     st.subheader("Run a benchmark")
-    task = st.radio(
+    task = share.radio(
         "Task",
         tuple(TASK_LABELS),
         format_func=TASK_LABELS.get,
@@ -85,27 +95,35 @@ def run_section() -> None:
         help="The report seed's table 1 has both columns.",
     )
     cols = st.columns(2)
-    impls = cols[0].multiselect(
+    impls = share.multiselect(
         "Implementations",
         IMPLEMENTATIONS,
         default=IMPLEMENTATIONS,
         format_func=LABELS.get,
         key="timing_impls",
+        container=cols[0],
     )
-    sample_counts = cols[1].multiselect(
-        "Sample counts S", list(range(1, 11)), default=[1, 2, 4, 8], key="timing_samples"
+    sample_counts = share.multiselect(
+        "Sample counts S",
+        list(range(1, 11)),
+        default=[1, 2, 4, 8],
+        key="timing_samples",
+        container=cols[1],
     )
     cols = st.columns(3)
-    steps = cols[0].number_input("Timed steps per point", 1, 500, 4, key="timing_steps")
-    rounds = cols[1].number_input(
+    steps = share.number_input(
+        "Timed steps per point", 1, 500, 4, key="timing_steps", container=cols[0]
+    )
+    rounds = share.number_input(
         "Rounds",
         1,
         20,
         2,
         help="Passes over all points; each point's median is used.",
         key="timing_rounds",
+        container=cols[1],
     )
-    with_mlp = cols[2].checkbox("Plain MLP floor", value=True, key="timing_mlp")
+    with_mlp = share.checkbox("Plain MLP floor", value=True, key="timing_mlp", container=cols[2])
     st.caption(
         f"Device: {device_name(default_device())}. The run uses the server's "
         f"{torch.get_num_threads()} CPU threads as they were set at its start: the page never "
@@ -146,7 +164,7 @@ def saved_section() -> None:
     references = {name: r for name, r in results.items() if r.get("reference")}
     if not ours:
         st.info(f"No saved runs in {bench_dir()} yet: run `python -m core bench --save`.")
-    chosen = st.multiselect(
+    chosen = share.multiselect(
         "Saved runs to compare",
         list(ours),
         default=list(ours)[:1],
@@ -168,6 +186,30 @@ def saved_section() -> None:
         st.caption(f"Reference, not our measurement: {ref['note']}")
 
 
+def peers_section() -> None:
+    st.subheader("Peers: bayesian-torch and blitz on the same network")
+    result = load_peer_results()
+    if result is None:
+        st.info(
+            "No peer comparison saved: `python -m core bench --peers --save` "
+            "(after `pip install -r requirements-peers.txt`)."
+        )
+        return
+    show_figure(peer_figure(result), key="timing_peer_figure")
+    st.dataframe(peer_rows(result, load_results().get(REFERENCE_FILE)), hide_index=True)
+    st.caption(
+        f"One run on {result['device']}, {result['threads']} thread(s), {result['date'][:10]}; "
+        "the report seed's A100 slopes are another machine's, for scale only."
+    )
+    st.markdown(
+        "**Are the multi-sample gradients right?** Relative error of each library's σ "
+        "(ρ) and μ gradients against a functional reference that uses the noise each sample "
+        "really drew: both peers keep the weight noise in a layer buffer that the next sample "
+        "overwrites before `backward`, so with S > 1 their σ-gradients use the wrong noise."
+    )
+    st.dataframe(gradient_rows(result), hide_index=True)
+
+
 st.title("Training speed")
 st.markdown(
     "How much does each extra Monte-Carlo sample S cost when training Bayes by Backprop? "
@@ -179,3 +221,4 @@ st.markdown(
 )
 run_section()
 saved_section()
+peers_section()

@@ -157,3 +157,17 @@ def test_tiny_regression_run(bench_folder):
     assert result["task"] == "regression" and result["epoch_steps"] == 1
     assert result["config"]["hidden"] == [100] and result["data"].startswith("blundell")
     assert any("1,000 points" in c.value for c in at.caption)
+
+
+def test_the_saved_peer_comparison_is_shown_with_its_gradient_check(bench_folder):
+    peers = sorted((ROOT / "benchmarks").glob("peers-*.json"))
+    assert peers, "the repository ships a peer comparison"
+    shutil.copy(peers[-1], bench_folder)
+    at = run_page()
+    assert any("Peers" in h.value for h in at.subheader)
+    checks = at.dataframe[-1].value
+    assert set(checks["library"]) == {"ours", "bayesian-torch", "blitz"}
+    multi = checks[checks["S"] > 1].set_index("library")["ρ-gradient rel. error"]
+    assert multi["ours"] < 1e-4 < 0.1 < multi["bayesian-torch"]  # the overwritten-noise bug
+    speeds = at.dataframe[-2].value
+    assert len(speeds) >= 3

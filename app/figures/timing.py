@@ -12,8 +12,8 @@ import plotly.graph_objects as go
 
 from app.figures import layout
 
-LABELS = {"sequential": "sequential", "vmap": "vmap", "vmap_lrt": "vmap + LRT"}
-COLORS = {"sequential": "#ef553b", "vmap": "#636efa", "vmap_lrt": "#00cc96"}
+LABELS = {"sequential": "sequential", "vmap": "vmap", "vmap_lrt": "vmap + LRT", "fused": "fused"}
+COLORS = {"sequential": "#ef553b", "vmap": "#636efa", "vmap_lrt": "#00cc96", "fused": "#ab63fa"}
 DASHES = ("dash", "dot", "dashdot", "longdash")
 SYMBOLS = ("circle", "square", "diamond", "triangle-up")
 FLOOR_LINE = {"color": "grey", "dash": "dot"}
@@ -126,3 +126,112 @@ def slope_figure(runs: dict[str, dict]) -> go.Figure:
     yaxis = {"title": {"text": "slope b (s per epoch per extra sample)"}}
     legend = {"orientation": "h", "y": -0.2}
     return go.Figure(bars, layout("", 340, {}, yaxis, barmode="group", legend=legend))
+
+
+PEER_LABELS = {
+    ("ours", "mlp"): "plain MLP (ours)",
+    ("ours", "sequential"): "ours: sequential",
+    ("ours", "vmap_lrt"): "ours: vmap + LRT",
+    ("ours", "fused"): "ours: fused",
+    ("bayesian-torch", "bayesian-torch"): "bayesian-torch 0.5.0",
+    ("blitz", "blitz"): "blitz 0.2.8",
+}
+
+
+def peer_figure(result: dict) -> go.Figure:
+    """Plot grouped bars of epoch time per library and implementation, one group per S.
+
+    Args:
+        result: A saved ``python -m core bench --peers`` result (``benchmarks/peers-*.json``).
+
+    Returns:
+        The figure (the plain-MLP floor as a dotted line).
+    """
+    rows = [r for r in result["timings"] if r["samples"] is not None]
+    bars = []
+    for key, label in PEER_LABELS.items():
+        mine = [r for r in rows if (r["library"], r["impl"]) == key]
+        if mine:
+            bars.append(
+                go.Bar(
+                    x=[f"S = {r['samples']}" for r in mine],
+                    y=[r["epoch_seconds"] for r in mine],
+                    name=label,
+                    marker_pattern_shape="" if key[0] == "ours" else "/",
+                )
+            )
+    floor = next((r for r in result["timings"] if r["impl"] == "mlp"), None)
+    shapes, notes = [], []
+    if floor:
+        shape, note = floor_line(floor["epoch_seconds"], "plain MLP")
+        shapes, notes = [shape], [note]
+    yaxis = {"title": {"text": "training time per epoch (s)"}}
+    legend = {"orientation": "h", "y": -0.2}
+    return go.Figure(
+        bars,
+        layout(
+            "", 380, {}, yaxis, barmode="group", legend=legend, shapes=shapes, annotations=notes
+        ),
+    )
+
+
+def peer_rows(result: dict, reference: dict | None = None) -> list[dict]:
+    """Table rows: epoch seconds at each S and the cost of one extra sample, per library.
+
+    The extra-sample cost is (t(S_max) − t(S_min)) / (S_max − S_min), comparable with the
+    report seed's fitted slopes (its A100 reference, hatched on the slope figure).
+
+    Args:
+        result: A saved ``python -m core bench --peers`` result.
+        reference: The report seed's reference result (slopes only), or None.
+
+    Returns:
+        One row per library and implementation (and per reference implementation).
+    """
+    rows = []
+    for key, label in PEER_LABELS.items():
+        mine = sorted(
+            (r for r in result["timings"] if (r["library"], r["impl"]) == key and r["samples"]),
+            key=lambda r: r["samples"],
+        )
+        if not mine:
+            continue
+        row = {"run": f"{result['device']} ({(result.get('date') or '')[:10]})", "what": label}
+        row |= {f"S = {r['samples']} (s/epoch)": r["epoch_seconds"] for r in mine}
+        if len(mine) > 1:
+            first, last = mine[0], mine[-1]
+            row["s/epoch per extra sample"] = (last["epoch_seconds"] - first["epoch_seconds"]) / (
+                last["samples"] - first["samples"]
+            )
+        rows.append(row)
+    for impl, fit in ((reference or {}).get("fits") or {}).items():
+        if fit and fit.get("slope") is not None:
+            rows.append(
+                {
+                    "run": f"Reference: {reference['device']} ({reference['source']})",
+                    "what": LABELS.get(impl, impl),
+                    "s/epoch per extra sample": fit["slope"],
+                }
+            )
+    return rows
+
+
+def gradient_rows(result: dict) -> list[dict]:
+    """Table rows of the multi-sample gradient check of a peers result.
+
+    Args:
+        result: A saved ``python -m core bench --peers`` result.
+
+    Returns:
+        Rows ``library, S, ρ-gradient error, μ-gradient error`` (relative L2 errors against the
+        functional reference; ~1e-7 is float rounding).
+    """
+    return [
+        {
+            "library": c["library"],
+            "S": c["samples"],
+            "ρ-gradient rel. error": c["rho_rel_error"],
+            "μ-gradient rel. error": c["mu_rel_error"],
+        }
+        for c in result.get("gradient_checks", [])
+    ]

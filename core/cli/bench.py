@@ -10,13 +10,14 @@ Examples::
 from __future__ import annotations
 
 import json
+import re
 import sys
 
 import torch
 
-from core.engine.objective import IMPLEMENTATIONS
 from core.progress import text_progress
 from core.studies.training_speed import (
+    BBB_IMPLEMENTATIONS,
     PRIORS,
     TASKS,
     BenchConfig,
@@ -68,10 +69,91 @@ def format_result(result: dict) -> str:
                 f"{fit['slope']:.{digits + 1}f}·S s "
                 f"(R² {fit['r2']:.3f}, slope speedup ×{speed.get(impl, float('nan')):.2f})"
             )
-    for name, goal in result["goals"].items():
+    for name, goal in {**result["goals"], **result.get("speed_goals", {})}.items():
         status = "met" if goal["met"] else "NOT met"
-        lines.append(f"goal {name}: {goal['value']:.2f} (target {goal['target']}) {status}")
+        best = f" ({goal['impl']})" if "impl" in goal else ""
+        lines.append(f"goal {name}{best}: {goal['value']:.2f} (target {goal['target']}) {status}")
     return "\n".join(lines)
+
+
+def cmd_peers(args) -> int:
+    """Time bayesian-torch and blitz beside ours and check their multi-sample gradients.
+
+    Args:
+        args: The parsed command line (``samples``, ``steps``, ``repeats``, ``peer_site``,
+            ``threads``, ``save``).
+
+    Returns:
+        The exit code: 0, or 1 when no peer library imports.
+    """
+    import datetime
+
+    from core.engine.device import device_name, library_versions
+    from core.storage.atomic import atomic_write_text
+    from core.studies import peers
+    from core.studies.training_speed import bench_dir
+
+    peers.add_peer_site(args.peer_site)
+    missing = {name: why for name, why in peers.available_peers().items() if why}
+    present = tuple(name for name in peers.PEERS if name not in missing)
+    for name, why in missing.items():
+        print(f"{name} unavailable ({why}); pip install -r requirements-peers.txt", file=sys.stderr)
+    if not present:
+        return 1
+    checks = [peers.gradient_check(library, s) for library in ("ours", *present) for s in (1, 4)]
+    rows = peers.time_peers(
+        _ints(args.samples),
+        peers=present,
+        steps=args.steps,
+        repeats=args.repeats,
+        progress=text_progress("peers"),
+    )
+    device = torch.device("cpu")
+    result = {
+        "schema": 1,
+        "kind": "peers",
+        "device": device_name(device),
+        "threads": torch.get_num_threads(),
+        "versions": library_versions() | {p: importlib_version(p) for p in present},
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "network": "784-400-400-10, batch 128, Adam (fused), N(0, 1) prior, σ0 = 1e-3",
+        "timings": rows,
+        "gradient_checks": checks,
+    }
+    for r in rows:
+        label = f"{r['library']}/{r['impl']}"
+        print(f"{label:28s} S={r['samples']}: {r['epoch_seconds']:8.2f} s per epoch")
+    for c in checks:
+        print(
+            f"{c['library']:15s} S={c['samples']}: ρ-gradient rel. error {c['rho_rel_error']:.2e}, "
+            f"μ {c['mu_rel_error']:.2e}"
+        )
+    if args.save:
+        folder = bench_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        slug = re.sub(r"[^a-z0-9]+", "-", result["device"].lower()).strip("-") or "device"
+        path = folder / f"peers-{slug}-{result['date'][:10]}.json"
+        atomic_write_text(path, json.dumps(result, indent=1) + "\n")
+        print(f"saved {path}", file=sys.stderr)
+    return 0
+
+
+def importlib_version(peer: str) -> str | None:
+    """Give a peer library's installed version.
+
+    Args:
+        peer: A display name of :data:`core.studies.peers.PEERS`.
+
+    Returns:
+        The version, or None if unknown.
+    """
+    from importlib import metadata
+
+    dist = {"bayesian-torch": "bayesian-torch", "blitz": "blitz-bayesian-pytorch"}[peer]
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def cmd_bench(args) -> int:
@@ -102,6 +184,8 @@ def cmd_bench(args) -> int:
         config = BenchConfig(**settings, hidden=_ints(args.hidden or "400,400"), data=args.data)
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.peers:
+        return cmd_peers(args)
     device = torch.device(args.device) if args.device else None
     result = run_benchmark(config, device=device, progress=text_progress("bench"))
     if args.json:
@@ -125,7 +209,7 @@ def register(subparsers) -> None:
     p.add_argument("--steps", type=int, default=10, help="timed steps per point and round")
     p.add_argument("--warmup", type=int, default=3, help="untimed steps before timing")
     p.add_argument("--repeats", type=int, default=3, help="rounds over all points; median used")
-    p.add_argument("--impl", default=",".join(IMPLEMENTATIONS), help="comma-separated")
+    p.add_argument("--impl", default=",".join(BBB_IMPLEMENTATIONS), help="comma-separated")
     p.add_argument(
         "--hidden", default="", help="hidden layer sizes (default 400,400; regression 100)"
     )
@@ -142,4 +226,11 @@ def register(subparsers) -> None:
     p.add_argument("--device", default="", help="cpu or cuda (default: CUDA when available)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--save", action="store_true", help="write benchmarks/<device>-<date>.json")
+    p.add_argument(
+        "--peers",
+        action="store_true",
+        help="time bayesian-torch and blitz beside ours and check their S-sample gradients "
+        "(needs requirements-peers.txt; --save writes benchmarks/peers-<device>-<date>.json)",
+    )
+    p.add_argument("--peer-site", default="", help="folder of `pip install --target` of the peers")
     p.set_defaults(func=cmd_bench)

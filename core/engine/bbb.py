@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from core.engine.fused import FusedSampler, LRTActivation
 from core.engine.interface import ModelConfig, MonteCarloModule, flat
 from core.engine.layers import BayesLinear, LayerNoise
 from core.engine.priors import prior_from_dict
@@ -42,6 +43,7 @@ class BayesMLP(MonteCarloModule):
             BayesLinear(a, b, prior, init_sigma=config.init_sigma)
             for a, b in pairwise(config.sizes)
         )
+        self._fused: FusedSampler | None = None  # built on first use (layout only, no tensors)
 
     def forward_with_kl(
         self,
@@ -73,6 +75,76 @@ class BayesMLP(MonteCarloModule):
                 kl = layer_kl if kl is None else kl + layer_kl
             if i < len(self.layers) - 1:
                 h = F.relu(h)
+        return h, kl
+
+    def fused_forward_with_kl(
+        self, x: torch.Tensor, noise: list[LayerNoise] | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """One weight-sampling pass with the fused sampler (:mod:`core.engine.fused`).
+
+        The same estimator as ``forward_with_kl(x, noise, lrt=False)`` (same weights, complexity
+        cost and gradients given the same noise) with far fewer passes over the weights; one
+        noise draw covers all layers.
+
+        Args:
+            x: Images ``(B, 1, 28, 28)`` or flat inputs ``(B, 784)``.
+            noise: Per layer, ``"weight"`` and ``"bias"`` noise of one pass (one pass's slice of
+                :meth:`draw_noise`); None draws fresh noise.
+
+        Returns:
+            ``(logits, kl)``: logits ``(B, C)`` and the summed complexity cost in nats (a
+            one-sample estimate for a scale-mixture prior).
+        """
+        if self._fused is None:
+            self._fused = FusedSampler(self.layers)
+        weights, kl = self._fused.sample(noise)
+        h = flat(x)
+        for i, (w, b) in enumerate(weights):
+            h = F.linear(h, w, b)
+            if i < len(weights) - 1:
+                h = F.relu(h)
+        return h, kl
+
+    def lrt_forward_with_kl(
+        self, x: torch.Tensor, n_samples: int, noise: list[LayerNoise] | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``n_samples`` local-reparameterisation passes at once, batched over the samples.
+
+        The same pre-activations as ``forward_with_kl(x, noise_s, lrt=True)`` for every pass s
+        (mean x·μ + c, variance x²·σ² + σ_c², one standard-normal draw per input, unit and pass),
+        computed without ``vmap``: σ = softplus(ρ) and the complexity cost once per step
+        (:meth:`FusedSampler.sigma_kl`; the mixture prior's one weight draw per pass in one
+        node), and the first layer's mean and variance products, which do not depend on the
+        pass, once for all passes; later layers run on ``(S·B, width)`` rows.
+
+        Args:
+            x: Images ``(B, 1, 28, 28)`` or flat inputs ``(B, 784)``.
+            n_samples: Number of passes S.
+            noise: Per layer, noise with a leading S dim as from :meth:`draw_noise` with
+                ``lrt=True`` (``"out"``; ``"weight"`` and ``"bias"`` for the mixture prior's
+                complexity cost), or None for fresh draws.
+
+        Returns:
+            ``(outputs, kl)``: logits ``(S, B, C)`` and per pass the complexity cost in nats
+            ``(S,)``.
+        """
+        if self._fused is None:
+            self._fused = FusedSampler(self.layers)
+        variances, kl = self._fused.sigma_kl(n_samples, noise)
+        h = flat(x)
+        square = h * h
+        last = len(self.layers) - 1
+        for i, (layer, (w_var, b_var)) in enumerate(zip(self.layers, variances, strict=True)):
+            mean = F.linear(h, layer.weight_mu, layer.bias_mu)
+            var = F.linear(square, w_var, b_var + 1e-16)  # + 1e-16: sqrt stays differentiable
+            if noise is None:
+                eps = torch.randn(n_samples, *mean.shape[-2:], device=mean.device, dtype=mean.dtype)
+            else:
+                eps = noise[i]["out"]
+            if i < last:
+                h, square = LRTActivation.apply(mean, var, eps, True)
+            else:
+                h = LRTActivation.apply(mean, var, eps, False)
         return h, kl
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -25,6 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from core.engine.fused import fast_softplus
 from core.engine.priors import Prior
 
 LayerNoise = dict[str, torch.Tensor]
@@ -124,13 +125,14 @@ class BayesLinear(nn.Module):
             ``(output, kl)``: outputs ``(..., out)`` and the layer's complexity cost in nats
             (see the module docstring), or None when ``with_kl`` is False.
         """
-        w_sigma, b_sigma = self.weight_sigma, self.bias_sigma
-        if lrt:
+        if lrt:  # the fast softplus: same σ to a few ulp (see core.engine.fused)
+            w_sigma, b_sigma = fast_softplus(self.weight_rho), fast_softplus(self.bias_rho)
             mean = F.linear(x, self.weight_mu, self.bias_mu)
             var = F.linear(x * x, w_sigma * w_sigma, b_sigma * b_sigma)
             out = mean + torch.sqrt(var + 1e-16) * _noise(noise, "out", mean)
             kl = self._kl(w_sigma, b_sigma, noise) if with_kl else None
             return out, kl
+        w_sigma, b_sigma = self.weight_sigma, self.bias_sigma
         w = self.weight_mu + w_sigma * _noise(noise, "weight", self.weight_mu)
         b = self.bias_mu + b_sigma * _noise(noise, "bias", self.bias_mu)
         kl = self._kl(w_sigma, b_sigma, noise, w, b) if with_kl else None

@@ -9,8 +9,11 @@ Three interchangeable estimators of the same objective:
 * ``"sequential"``: a Python loop over the S samples (weight sampling);
 * ``"vmap"``: ``torch.func.vmap`` over samples of ``functional_call`` with
   ``randomness="different"`` (weight sampling, one weight draw per sample);
-* ``"vmap_lrt"``: the same vmap with local reparameterisation. Unbatched work (the first
-  layer's mean and variance, which do not depend on the noise) is done once for all samples.
+* ``"vmap_lrt"``: local reparameterisation, vectorised over the samples. For a
+  :class:`~core.engine.bbb.BayesMLP` it is batched by hand
+  (:meth:`~core.engine.bbb.BayesMLP.lrt_forward_with_kl`): σ and the complexity cost once per
+  step, the first layer's mean and variance (which do not depend on the noise) once for all
+  samples, later layers on ``(S·B, width)`` rows; other models go through the vmap.
 
 Given identical noise (``noise=``, from ``BayesMLP.draw_noise``), sequential and vmap return
 the same numbers.
@@ -146,6 +149,31 @@ def _sequential(model, x, y, n_samples, weight, noise, likelihood="categorical")
     )
 
 
+def _fused(model, x, y, n_samples, weight, noise, likelihood="categorical") -> ObjectiveTerms:
+    """The sequential loop with :meth:`BayesMLP.fused_forward_with_kl` (other kinds: sequential)."""
+    if not hasattr(model, "fused_forward_with_kl"):
+        return _sequential(model, x, y, n_samples, weight, noise, likelihood)
+    lik = LIKELIHOODS[likelihood]
+    if n_samples == 1:
+        noise_0 = None if noise is None else [{k: v[0] for k, v in n.items()} for n in noise]
+        out, kl = model.fused_forward_with_kl(x, noise_0)
+        loss, nll, kl = _terms(out, kl, y, weight, lik)
+        return ObjectiveTerms(loss, nll, kl, lik.predict(out.detach()))
+    losses, nlls, kls, probs = [], [], [], []
+    for s in range(n_samples):
+        noise_s = None if noise is None else [{k: v[s] for k, v in n.items()} for n in noise]
+        out, kl = model.fused_forward_with_kl(x, noise_s)
+        loss, nll, kl = _terms(out, kl, y, weight, lik)
+        losses.append(loss), nlls.append(nll), kls.append(kl)
+        probs.append(lik.predict(out.detach()))
+    return ObjectiveTerms(
+        torch.stack(losses).mean(),
+        torch.stack(nlls).mean(),
+        torch.stack(kls).mean(),
+        torch.stack(probs).mean(0),
+    )
+
+
 class _WithKL(nn.Module):
     """Makes ``forward_with_kl`` the ``forward`` that ``functional_call`` runs."""
 
@@ -177,19 +205,25 @@ def _vmapped(
     model, x, y, n_samples, weight, noise, lrt: bool, alpha: float = 0.0, likelihood="categorical"
 ):
     lik = LIKELIHOODS[likelihood]
-    wrapper = _WithKL(model)
-    params = dict(wrapper.named_parameters())
-
-    def one_sample(noise_s: list[LayerNoise] | None):
-        logits, kl = functional_call(wrapper, params, (x, noise_s, lrt))
-        return lik.nll(logits, y), kl, lik.predict(logits)
-
-    if noise is None:  # noise drawn inside, independently per sample
-        nll, kl, probs = vmap(lambda _: one_sample(None), randomness="different")(
-            torch.arange(n_samples, device=x.device)
-        )
+    if lrt and hasattr(model, "lrt_forward_with_kl"):  # BBB: batched without vmap
+        out, kl = model.lrt_forward_with_kl(x, n_samples, noise)
+        n_batch = out.shape[1]
+        nll = lik.nll(out.flatten(0, 1), y.repeat(n_samples)).view(n_samples, n_batch)
+        probs = lik.predict(out)
     else:
-        nll, kl, probs = vmap(one_sample)(noise)
+        wrapper = _WithKL(model)
+        params = dict(wrapper.named_parameters())
+
+        def one_sample(noise_s: list[LayerNoise] | None):
+            logits, kl = functional_call(wrapper, params, (x, noise_s, lrt))
+            return lik.nll(logits, y), kl, lik.predict(logits)
+
+        if noise is None:  # noise drawn inside, independently per sample
+            nll, kl, probs = vmap(lambda _: one_sample(None), randomness="different")(
+                torch.arange(n_samples, device=x.device)
+            )
+        else:
+            nll, kl, probs = vmap(one_sample)(noise)
     loss = alpha_energy(nll, alpha) + weight * kl.mean()
     return ObjectiveTerms(loss, nll.sum(1).mean(), kl.mean(), probs.detach().mean(0))
 
@@ -217,6 +251,7 @@ ESTIMATORS = {
     "vmap": partial(_vmapped, lrt=False),
     "vmap_lrt": partial(_vmapped, lrt=True),
     "members": _members,
+    "fused": _fused,
 }
 """Implementation name → estimator ``(model, x, y, n_samples, weight, noise[, alpha])``."""
 IMPLEMENTATIONS = ("sequential", "vmap", "vmap_lrt")

@@ -36,6 +36,8 @@ from core.storage.checkpoints import MIXTURE_PRIOR
 from core.storage.paths import REPO_ROOT
 
 SCHEMA = 1
+BBB_IMPLEMENTATIONS = (*IMPLEMENTATIONS, "fused")
+"""What can be timed: the three reference estimators and the fused one (issue 19)."""
 TASKS = ("mnist", "regression")
 REFERENCE_FILE = "reference-report-seed-a100.json"
 PRIORS = {"gaussian": {"kind": "gaussian", "sigma": 1.0}, "mixture": MIXTURE_PRIOR}
@@ -91,9 +93,11 @@ class BenchConfig:
             ValueError: For an unknown implementation, prior or data, no sample counts or one
                 below 1, ``steps`` or ``repeats`` below 1, or a negative ``warmup``.
         """
-        bad = [i for i in self.impls if i not in IMPLEMENTATIONS]
+        bad = [i for i in self.impls if i not in BBB_IMPLEMENTATIONS]
         if bad or not self.impls:
-            raise ValueError(f"impls must be a non-empty subset of {IMPLEMENTATIONS}, got {bad}")
+            raise ValueError(
+                f"impls must be a non-empty subset of {BBB_IMPLEMENTATIONS}, got {bad}"
+            )
         if not self.n_samples or min(self.n_samples) < 1:
             raise ValueError("n_samples must be a non-empty list of counts ≥ 1")
         if self.steps < 1 or self.warmup < 0 or self.repeats < 1:
@@ -298,7 +302,34 @@ def _run(config: BenchConfig, device: torch.device, progress: ProgressFn | None)
     result["fits"] = fits(timings)
     result["speedups"] = speedups(timings)
     result["goals"] = goals(result)
+    result["speed_goals"] = speed_goals(result)
     return result
+
+
+def speed_goals(result: dict) -> dict[str, dict]:
+    """Rate a result against issue 19's targets, where measured.
+
+    Best BBB implementation at S = 1 ≤ 2.5× the plain-MLP epoch (stretch 2×), and vmap+LRT at
+    S = 10 ≥ 3.5× faster than sequential at S = 10.
+
+    Args:
+        result: A result with ``timings`` and ``mlp``.
+
+    Returns:
+        Goal name → ``{"value", "target", "met"}`` (plus ``"impl"`` for the S = 1 goal).
+    """
+    epoch = {(r["impl"], r["samples"]): r["epoch_seconds"] for r in result["timings"]}
+    out = {}
+    s1 = {impl: t for (impl, s), t in epoch.items() if s == 1}
+    if s1 and result.get("mlp"):
+        impl = min(s1, key=s1.get)
+        value = s1[impl] / result["mlp"]["epoch_seconds"]
+        out["best_S1_over_mlp"] = {"value": value, "target": 2.5, "met": value <= 2.5}
+        out["best_S1_over_mlp"]["impl"] = impl
+    if ("vmap_lrt", 10) in epoch and ("sequential", 10) in epoch:
+        value = epoch[("sequential", 10)] / epoch[("vmap_lrt", 10)]
+        out["vmap_lrt_S10_speedup_3_5"] = {"value": value, "target": 3.5, "met": value >= 3.5}
+    return out
 
 
 def fits(timings: list[dict]) -> dict[str, dict | None]:
@@ -401,6 +432,8 @@ def result_filename(result: dict) -> str:
     """
     slug = re.sub(r"[^a-z0-9]+", "-", result["device"].lower()).strip("-") or "device"
     task = "" if result.get("task", "mnist") == "mnist" else f"{result['task']}-"
+    prior = (result.get("config") or {}).get("prior", "gaussian")
+    task += "" if prior == "gaussian" else f"{prior}-"
     return f"{slug}-{task}{result['date'][:10]}.json"
 
 
