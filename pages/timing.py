@@ -18,6 +18,7 @@ from core.engine.device import default_device, device_name
 from core.engine.objective import IMPLEMENTATIONS
 from core.studies.peers import load_peer_results
 from core.studies.training_speed import (
+    BBB_IMPLEMENTATIONS,
     REFERENCE_FILE,
     BenchConfig,
     bench_dir,
@@ -95,9 +96,10 @@ def run_section() -> None:
         help="The report seed's table 1 has both columns.",
     )
     cols = st.columns(2)
+    offered = BBB_IMPLEMENTATIONS if task == "mnist" else IMPLEMENTATIONS  # fused: classes only
     impls = share.multiselect(
         "Implementations",
-        IMPLEMENTATIONS,
+        offered,
         default=IMPLEMENTATIONS,
         format_func=LABELS.get,
         key="timing_impls",

@@ -43,7 +43,7 @@ class BayesMLP(MonteCarloModule):
             BayesLinear(a, b, prior, init_sigma=config.init_sigma)
             for a, b in pairwise(config.sizes)
         )
-        self._fused: FusedSampler | None = None  # built on first use (layout only, no tensors)
+        self._fused: FusedSampler | None = None  # built on first use (layout and scratch, no state)
 
     def forward_with_kl(
         self,
