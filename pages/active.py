@@ -113,9 +113,10 @@ st.title("Active learning")
 st.markdown(
     "Labels are expensive. Start from 20 labelled digits and let the model choose which of "
     "10,000 unlabelled ones to label next: **BALD** picks the inputs on which the sampled "
-    "networks disagree most (mutual information), the others use the total uncertainty, the "
-    "vote spread or the probability spread, and **random** is the baseline. The network is "
-    "retrained from scratch after every round of 10 labels."
+    "networks disagree most (mutual information), **max entropy** the ones with the most total "
+    "uncertainty, and **random** is the baseline (variation ratio and mean std are offered by "
+    "`python -m core active`). The network is retrained from scratch after every round of "
+    "10 labels."
 )
 
 result = stored_curves()

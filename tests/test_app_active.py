@@ -61,3 +61,18 @@ def test_a_live_run_grows_both_curves_and_can_pause(mnist_small):
     at.button(key="active_pause").click().run()
     at.run()
     assert [len(learner.rounds) for learner in at.session_state["active_live"].values()] == [2, 2]
+
+
+def test_each_function_keeps_its_colour_across_figures():
+    from app.figures.active import curves_figure
+    from core.active.acquisition import TITLES
+
+    curve = {"labels": [20, 30], "mean": [0.5, 0.6], "std": [0.0, 0.0]}
+    stored = curves_figure({"bald": curve, "entropy": curve, "random": curve}, TITLES, "stored")
+    live = curves_figure({"bald": curve, "random": curve}, TITLES, "live")
+
+    def colours(figure):
+        return {t.name: t.line.color for t in figure.data if t.name}
+
+    assert colours(live) == {k: v for k, v in colours(stored).items() if k in colours(live)}
+    assert len(set(colours(stored).values())) == 3

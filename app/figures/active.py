@@ -8,6 +8,21 @@ import plotly.graph_objects as go
 from app.figures import MODEL_COLORS, layout
 
 
+def acquisition_color(name: str, titles: dict[str, str]) -> str:
+    """One colour per acquisition function, the same in every figure (its place in ``titles``).
+
+    Args:
+        name: The function's name.
+        titles: Name → legend label, in the order that fixes the colours.
+
+    Returns:
+        A colour.
+    """
+    order = list(titles)
+    i = order.index(name) if name in order else len(order)
+    return MODEL_COLORS[i % len(MODEL_COLORS)]
+
+
 def curves_figure(curves: dict[str, dict], titles: dict[str, str], title: str) -> go.Figure:
     """Mean test accuracy against the number of labels, one line per function, ± 1 std band.
 
@@ -20,8 +35,8 @@ def curves_figure(curves: dict[str, dict], titles: dict[str, str], title: str) -
         The figure.
     """
     traces = []
-    for i, (name, c) in enumerate(curves.items()):
-        color = MODEL_COLORS[i % len(MODEL_COLORS)]
+    for name, c in curves.items():
+        color = acquisition_color(name, titles)
         labels = np.asarray(c["labels"])
         mean, std = 100 * np.asarray(c["mean"]), 100 * np.asarray(c.get("std") or [0] * len(labels))
         traces.append(
