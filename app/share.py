@@ -376,6 +376,28 @@ def _bound(
 # --- the wrappers --------------------------------------------------------------------------
 
 
+def _choice(
+    widget: str,
+    label: str,
+    options: Iterable[Any],
+    index: int | None,
+    format_func: Callable[[Any], Any],
+    key: str,
+    container: Any,
+    kwargs: dict,
+) -> Any:
+    """A selectbox or radio (``widget``) whose chosen option lives in the URL under ``key``."""
+    options = list(options)
+    default = options[index] if index is not None and options else None
+    draw = getattr(container or st, widget)
+    return _bound(
+        key,
+        default,
+        lambda raw: parse_choice(raw, options),
+        lambda: draw(label, options, index=index, format_func=format_func, key=key, **kwargs),
+    )
+
+
 def selectbox(
     label: str,
     options: Iterable[Any],
@@ -400,16 +422,7 @@ def selectbox(
     Returns:
         The chosen option.
     """
-    options = list(options)
-    default = options[index] if index is not None and options else None
-    return _bound(
-        key,
-        default,
-        lambda raw: parse_choice(raw, options),
-        lambda: (container or st).selectbox(
-            label, options, index=index, format_func=format_func, key=key, **kwargs
-        ),
-    )
+    return _choice("selectbox", label, options, index, format_func, key, container, kwargs)
 
 
 def radio(
@@ -422,30 +435,12 @@ def radio(
     container: Any = None,
     **kwargs: Any,
 ) -> Any:
-    """``st.radio`` whose value lives in the URL under ``key``.
-
-    Args:
-        label: As Streamlit's.
-        options: As Streamlit's; the URL names an option by its value.
-        index: As Streamlit's.
-        format_func: As Streamlit's.
-        key: The widget's key and URL parameter.
-        container: Where to draw it; ``st`` by default.
-        **kwargs: Further ``st.radio`` arguments.
+    """``st.radio``, as :func:`selectbox` (same arguments).
 
     Returns:
         The chosen option.
     """
-    options = list(options)
-    default = options[index] if index is not None and options else None
-    return _bound(
-        key,
-        default,
-        lambda raw: parse_choice(raw, options),
-        lambda: (container or st).radio(
-            label, options, index=index, format_func=format_func, key=key, **kwargs
-        ),
-    )
+    return _choice("radio", label, options, index, format_func, key, container, kwargs)
 
 
 def select_slider(

@@ -12,6 +12,7 @@ Usage in a test module::
 
 from __future__ import annotations
 
+import math
 import os
 import socket
 import subprocess
@@ -181,3 +182,36 @@ def wait_for_script(page, timeout_ms: float = 30_000) -> None:
     page.wait_for_selector(
         "[data-testid='stApp'][data-test-script-state='notRunning']", timeout=timeout_ms
     )
+
+
+def draw(page, strokes: list[list[tuple[float, float]]]) -> None:
+    """Draw polylines given in canvas fractions on the page's drawing canvas, with the mouse
+    (a move event about every 8 pixels, as a hand would give)."""
+    box = page.locator("canvas.upper-canvas").bounding_box()
+    for stroke in strokes:
+        points = [
+            (box["x"] + fx * box["width"], box["y"] + fy * box["height"]) for fx, fy in stroke
+        ]
+        page.mouse.move(*points[0])
+        page.mouse.down()
+        for (x0, y0), (x, y) in zip(points, points[1:], strict=False):
+            page.mouse.move(x, y, steps=max(2, int(math.dist((x0, y0), (x, y)) / 8)))
+        page.mouse.up()
+
+
+def scored_default_models() -> list[str]:
+    """The sidebar's default models, with their "I don't know" thresholds computed beforehand
+    (a one-time MNIST scoring per checkpoint, cached on disk), so that a browser test waits for
+    the page, not for that. Without MNIST the pages work without verdicts."""
+    from app.ui import default_models
+    from core.data import DatasetUnavailable
+    from core.storage.checkpoints import list_checkpoints
+    from core.studies import evaluations
+
+    names = default_models([i.spec.name for i in list_checkpoints() if i.available])
+    try:
+        for name in names:
+            evaluations.rejection_thresholds(name)
+    except DatasetUnavailable:
+        pass
+    return names

@@ -14,11 +14,10 @@ import core.studies.evaluations
 from app.ui import SAMPLES_KEY
 from core.classroom.report import model_report
 from core.classroom.store import DB_ENV, ClassStore
-from core.engine.interface import ModelConfig
-from core.engine.models import build_model
 from core.engine.sampler import predictive_samples
 from core.evaluation.uncertainty import SCORES
-from core.storage.checkpoints import REGISTRY, load_checkpoint, save_checkpoint
+from core.storage.checkpoints import REGISTRY, load_checkpoint
+from tests.checkpoint_util import save_small_checkpoints
 
 PAGE = "../pages/classroom.py"
 MODELS = ("bbb_mixture", "mlp", "dropout_mlp")  # the sidebar's default models
@@ -41,10 +40,7 @@ def small_models(tmp_path, monkeypatch, class_db):
     monkeypatch.setenv("BNN_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(core.studies.evaluations, "evaluation_jobs", lambda *a, **k: [])
     monkeypatch.setattr(core.studies.evaluations, "rejection_thresholds", lambda *a, **k: LIMITS)
-    for i, name in enumerate(MODELS):
-        torch.manual_seed(i)
-        config = ModelConfig.from_dict({**REGISTRY[name].model.to_dict(), "hidden": [16]})
-        save_checkpoint(name, build_model(config), {"note": "untrained, for tests"})
+    save_small_checkpoints(MODELS)
 
 
 def digit(seed: int) -> torch.Tensor:

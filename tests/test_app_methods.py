@@ -8,14 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import torch
 from streamlit.testing.v1 import AppTest
 
 import core.storage.checkpoints
 from app.ui import MODELS_KEY, SAMPLES_KEY
-from core.engine.interface import ModelConfig
-from core.engine.models import build_model
-from core.storage.checkpoints import REGISTRY, save_checkpoint
+from core.storage.checkpoints import REGISTRY
+from tests.checkpoint_util import save_small_checkpoints
 from tests.test_app_draw import canvas_state
 
 MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
@@ -33,10 +31,7 @@ def every_method(tmp_path_factory, mnist_small):
     root = tmp_path_factory.mktemp("methods")
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(core.storage.checkpoints, "CHECKPOINT_DIR", root / "checkpoints")
-        for i, (name, spec) in enumerate(REGISTRY.items()):
-            torch.manual_seed(i)
-            config = ModelConfig.from_dict({**spec.model.to_dict(), "hidden": [16]})
-            save_checkpoint(name, build_model(config), {"note": "untrained, for tests"})
+        save_small_checkpoints(REGISTRY)
     return root
 
 

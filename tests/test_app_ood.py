@@ -17,6 +17,7 @@ from core.evaluation.uncertainty import SCORES
 from core.storage.checkpoints import REGISTRY, save_checkpoint
 from core.studies.evaluations import IN_DISTRIBUTION, evaluate_dataset
 from core.studies.ood import best_score, compare, digit_labelled, ood_behaviour
+from tests.checkpoint_util import save_small_checkpoints
 
 PAGE = "../pages/ood.py"
 MODELS = ("bbb_mixture", "mlp", "dropout_mlp")
@@ -37,10 +38,7 @@ def small_dirs(tmp_path_factory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("ood")
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(core.storage.checkpoints, "CHECKPOINT_DIR", root / "checkpoints")
-        for i, name in enumerate(MODELS):
-            torch.manual_seed(i)
-            config = ModelConfig.from_dict({**REGISTRY[name].model.to_dict(), "hidden": [16]})
-            save_checkpoint(name, build_model(config), {"note": "untrained, for tests"})
+        save_small_checkpoints(MODELS)
     return root / "checkpoints", root / "cache"
 
 

@@ -6,15 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import torch
 from streamlit.testing.v1 import AppTest
 
 import core.storage.checkpoints
 from app import share
 from core.data import DatasetUnavailable, load_dataset
-from core.engine.interface import ModelConfig
-from core.engine.models import build_model
-from core.storage.checkpoints import REGISTRY, save_checkpoint
+from tests.checkpoint_util import save_small_checkpoints
 
 ROOT = Path(__file__).resolve().parents[1]
 MAIN = str(ROOT / "app" / "main.py")
@@ -133,10 +130,7 @@ def small_dirs(tmp_path_factory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("share")
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(core.storage.checkpoints, "CHECKPOINT_DIR", root / "checkpoints")
-        for i, name in enumerate(MODELS):
-            torch.manual_seed(i)
-            config = ModelConfig.from_dict({**REGISTRY[name].model.to_dict(), "hidden": [16]})
-            save_checkpoint(name, build_model(config), {"note": "untrained, for tests"})
+        save_small_checkpoints(MODELS)
     return root / "checkpoints", root / "cache"
 
 

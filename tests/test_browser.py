@@ -8,16 +8,14 @@ import time
 
 import pytest
 
-from app.ui import default_models
-from core.data import DatasetUnavailable
-from core.storage.checkpoints import list_checkpoints
-from core.studies import evaluations
 from tests.browser_util import (
     chromium_page,
+    draw,
     messages_sent,
     record_timings,
     require_chromium,
     rerun_latency_ms,
+    scored_default_models,
     serve_app,
     wait_for_script,
 )
@@ -36,21 +34,6 @@ STROKES = {
 PREDICTION = "[class*='st-key-prediction_']"
 
 
-def draw(page, strokes: list[list[tuple[float, float]]]) -> None:
-    """Draw polylines given in canvas fractions on the canvas, with the mouse (a move event
-    about every 8 pixels, as a hand would give)."""
-    box = page.locator("canvas.upper-canvas").bounding_box()
-    for stroke in strokes:
-        points = [
-            (box["x"] + fx * box["width"], box["y"] + fy * box["height"]) for fx, fy in stroke
-        ]
-        page.mouse.move(*points[0])
-        page.mouse.down()
-        for (x0, y0), (x, y) in zip(points, points[1:], strict=False):
-            page.mouse.move(x, y, steps=max(2, int(math.dist((x0, y0), (x, y)) / 8)))
-        page.mouse.up()
-
-
 def predictions(page) -> dict[str, str]:
     """Verdict text per model key, once predictions (or the no-model warning) are shown."""
     page.wait_for_selector(f"{PREDICTION}, [data-testid='stAlertContentWarning']")
@@ -62,16 +45,8 @@ def predictions(page) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def scored_models() -> list[str]:
-    """The sidebar's default models, with their "I don't know" thresholds computed (a one-time
-    MNIST scoring per checkpoint, cached on disk and shared with other tests) so that the
-    browser part times the page, not that."""
-    names = default_models([i.spec.name for i in list_checkpoints() if i.available])
-    try:
-        for name in names:
-            evaluations.rejection_thresholds(name)
-    except DatasetUnavailable:
-        pass  # the page then shows predictions without verdicts
-    return names
+    """See :func:`tests.browser_util.scored_default_models`."""
+    return scored_default_models()
 
 
 def test_draw_one_and_zero(scored_models):

@@ -6,16 +6,17 @@ the Class page in ``app.main.PAGES`` (``classroom.py``)."""
 
 from __future__ import annotations
 
-import math
-
 import pytest
 
-from app.ui import default_models
 from core.classroom.store import DB_ENV, ClassStore
-from core.data import DatasetUnavailable
-from core.storage.checkpoints import list_checkpoints
-from core.studies import evaluations
-from tests.browser_util import chromium_page, require_chromium, serve_app, wait_for_script
+from tests.browser_util import (
+    chromium_page,
+    draw,
+    require_chromium,
+    scored_default_models,
+    serve_app,
+    wait_for_script,
+)
 
 pytestmark = [pytest.mark.browser, require_chromium()]
 
@@ -24,31 +25,10 @@ ONE = [[(0.5, 0.15), (0.5, 0.85)]]
 PANEL = "Send my drawing to the class"
 
 
-def draw(page, strokes: list[list[tuple[float, float]]]) -> None:
-    """Draw polylines given in canvas fractions with the mouse (a move every ~8 pixels)."""
-    box = page.locator("canvas.upper-canvas").bounding_box()
-    for stroke in strokes:
-        points = [
-            (box["x"] + fx * box["width"], box["y"] + fy * box["height"]) for fx, fy in stroke
-        ]
-        page.mouse.move(*points[0])
-        page.mouse.down()
-        for (x0, y0), (x, y) in zip(points, points[1:], strict=False):
-            page.mouse.move(x, y, steps=max(2, int(math.dist((x0, y0), (x, y)) / 8)))
-        page.mouse.up()
-
-
 @pytest.fixture(scope="module")
 def scored_models() -> list[str]:
-    """The default models with their "I don't know" thresholds computed beforehand (cached on
-    disk), so that the browser waits for the pages, not for a one-time MNIST scoring."""
-    names = default_models([i.spec.name for i in list_checkpoints() if i.available])
-    try:
-        for name in names:
-            evaluations.rejection_thresholds(name)
-    except DatasetUnavailable:
-        pass  # the pages then work without verdicts
-    return names
+    """See :func:`tests.browser_util.scored_default_models`."""
+    return scored_default_models()
 
 
 def test_draw_submit_and_see_it_in_the_class_gallery(scored_models, tmp_path, monkeypatch):
