@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 
+import pytest
 import torch
 
+import core.storage.checkpoints
+from core.data import DatasetUnavailable, load_dataset
 from core.engine.interface import ModelConfig
 from core.engine.models import build_model
 from core.storage.checkpoints import REGISTRY, save_checkpoint
@@ -24,3 +28,34 @@ def save_small_checkpoints(names: Iterable[str], hidden: int = 16) -> None:
         torch.manual_seed(i)
         config = ModelConfig.from_dict({**REGISTRY[name].model.to_dict(), "hidden": [hidden]})
         save_checkpoint(name, build_model(config), {"note": "untrained, for tests"})
+
+
+def small_checkpoint_dirs(tmp_path_factory, names: Iterable[str], label: str) -> tuple[Path, Path]:
+    """A module's folder of small checkpoints (:func:`save_small_checkpoints`) and its cache.
+
+    Skips the test when MNIST is missing (the pages need its test set).
+
+    Args:
+        tmp_path_factory: pytest's factory.
+        names: Registered checkpoint names.
+        label: Prefix of the temporary folder.
+
+    Returns:
+        ``(checkpoint folder, cache folder)``; use them with :func:`use_checkpoints`.
+    """
+    try:
+        load_dataset("mnist", "test", n_inputs=1)
+    except DatasetUnavailable as exc:
+        pytest.skip(f"MNIST unavailable: {exc}")
+    root = tmp_path_factory.mktemp(label)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(core.storage.checkpoints, "CHECKPOINT_DIR", root / "checkpoints")
+        save_small_checkpoints(names)
+    return root / "checkpoints", root / "cache"
+
+
+def use_checkpoints(monkeypatch, dirs: tuple[Path, Path]) -> None:
+    """Make the app read its checkpoints and cache from ``dirs`` for one test."""
+    checkpoints, cache = dirs
+    monkeypatch.setattr(core.storage.checkpoints, "CHECKPOINT_DIR", checkpoints)
+    monkeypatch.setenv("BNN_CACHE_DIR", str(cache))

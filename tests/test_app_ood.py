@@ -17,7 +17,7 @@ from core.evaluation.uncertainty import SCORES
 from core.storage.checkpoints import REGISTRY, save_checkpoint
 from core.studies.evaluations import IN_DISTRIBUTION, evaluate_dataset
 from core.studies.ood import best_score, compare, digit_labelled, ood_behaviour
-from tests.checkpoint_util import save_small_checkpoints
+from tests.checkpoint_util import small_checkpoint_dirs, use_checkpoints
 
 PAGE = "../pages/ood.py"
 MODELS = ("bbb_mixture", "mlp", "dropout_mlp")
@@ -31,22 +31,12 @@ CHARTS = VIEWS + len(MODELS) + 1  # + score histogram per model, ROC
 def small_dirs(tmp_path_factory) -> tuple[Path, Path]:
     """784-16-10 checkpoints under the registered names, and an evaluation cache shared by the
     tests of this module (keys hash the checkpoint bytes, so sharing is safe)."""
-    try:
-        load_dataset("mnist", "test", n_inputs=1)
-    except DatasetUnavailable as exc:
-        pytest.skip(f"MNIST unavailable: {exc}")
-    root = tmp_path_factory.mktemp("ood")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(core.storage.checkpoints, "CHECKPOINT_DIR", root / "checkpoints")
-        save_small_checkpoints(MODELS)
-    return root / "checkpoints", root / "cache"
+    return small_checkpoint_dirs(tmp_path_factory, MODELS, "ood")
 
 
 @pytest.fixture
 def small_models(small_dirs, monkeypatch) -> None:
-    checkpoints, cache = small_dirs
-    monkeypatch.setattr(core.storage.checkpoints, "CHECKPOINT_DIR", checkpoints)
-    monkeypatch.setenv("BNN_CACHE_DIR", str(cache))
+    use_checkpoints(monkeypatch, small_dirs)
 
 
 def run_page(**state) -> AppTest:

@@ -8,10 +8,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import core.storage.checkpoints
 from app import share
-from core.data import DatasetUnavailable, load_dataset
-from tests.checkpoint_util import save_small_checkpoints
+from tests.checkpoint_util import small_checkpoint_dirs, use_checkpoints
 
 ROOT = Path(__file__).resolve().parents[1]
 MAIN = str(ROOT / "app" / "main.py")
@@ -123,22 +121,12 @@ def test_outside_streamlit_there_is_no_presenter_mode():
 @pytest.fixture(scope="module")
 def small_dirs(tmp_path_factory) -> tuple[Path, Path]:
     """784-16-10 untrained checkpoints under the default models' names, and a cache folder."""
-    try:
-        load_dataset("mnist", "test", n_inputs=1)
-    except DatasetUnavailable as exc:
-        pytest.skip(f"MNIST unavailable: {exc}")
-    root = tmp_path_factory.mktemp("share")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(core.storage.checkpoints, "CHECKPOINT_DIR", root / "checkpoints")
-        save_small_checkpoints(MODELS)
-    return root / "checkpoints", root / "cache"
+    return small_checkpoint_dirs(tmp_path_factory, MODELS, "share")
 
 
 @pytest.fixture
 def small_models(small_dirs, monkeypatch) -> None:
-    checkpoints, cache = small_dirs
-    monkeypatch.setattr(core.storage.checkpoints, "CHECKPOINT_DIR", checkpoints)
-    monkeypatch.setenv("BNN_CACHE_DIR", str(cache))
+    use_checkpoints(monkeypatch, small_dirs)
 
 
 def run(script: str, params: dict[str, str], **state) -> AppTest:
