@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from core.engine import native
 from core.engine.fused import FusedSampler, LRTActivation
 from core.engine.interface import ModelConfig, MonteCarloModule, flat
 from core.engine.layers import BayesLinear, LayerNoise
@@ -138,7 +139,7 @@ class BayesMLP(MonteCarloModule):
             mean = F.linear(h, layer.weight_mu, layer.bias_mu)
             var = F.linear(square, w_var, b_var + 1e-16)  # + 1e-16: sqrt stays differentiable
             if noise is None:
-                eps = torch.randn(n_samples, *mean.shape[-2:], device=mean.device, dtype=mean.dtype)
+                eps = native.standard_normal((n_samples, *mean.shape[-2:]), mean)
             else:
                 eps = noise[i]["out"]
             if i < last:

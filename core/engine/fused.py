@@ -44,6 +44,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from core.engine import native
 from core.engine.priors import LOG_SQRT_2PI, GaussianPrior, Prior, ScaleMixturePrior
 
 EXP_CLAMP = 80.0
@@ -234,6 +235,10 @@ class _Constants:
         raise TypeError(f"no fused complexity cost for the prior {prior!r}")
 
 
+MAX_FREE_BUFFERS = 16
+"""Most flat buffers a :class:`_Layout` keeps for reuse (4 per fused node of one sample)."""
+
+
 class _Layout:
     """Where each parameter tensor (piece) lies in the flat vectors, and one scratch buffer.
 
@@ -250,6 +255,7 @@ class _Layout:
         self.slices = [slice(e - n, e) for n, e in zip(sizes, ends, strict=True)]
         self.numel = ends[-1] if ends else 0
         self._scratch: torch.Tensor | None = None
+        self._free: list[torch.Tensor] = []
 
     def scratch(self, like: torch.Tensor) -> torch.Tensor:
         """The scratch buffer ``(N,)`` with ``like``'s dtype and device (reused when they match)."""
@@ -257,6 +263,22 @@ class _Layout:
         if buf is None or buf.dtype != like.dtype or buf.device != like.device:
             buf = self._scratch = like.new_empty(self.numel)
         return buf
+
+    def take(self, like: torch.Tensor, count: int) -> list[torch.Tensor]:
+        """``count`` flat buffers ``(N,)`` like ``like``: given back ones first, else new ones.
+
+        For a node's state between its forward and backward (see :meth:`give`): a freshly
+        allocated buffer costs a page-faulting first pass.
+        """
+        free = [b for b in self._free if b.dtype == like.dtype and b.device == like.device]
+        taken = free[:count]
+        for b in taken:
+            self._free.remove(b)
+        return taken + [like.new_empty(self.numel) for _ in range(count - len(taken))]
+
+    def give(self, buffers: list[torch.Tensor]) -> None:
+        """Return buffers from :meth:`take` whose contents are no longer needed."""
+        self._free.extend(buffers[: max(0, MAX_FREE_BUFFERS - len(self._free))])
 
     def views(self, flat: torch.Tensor) -> list[torch.Tensor]:
         """Per piece, a view of ``flat`` shaped like the piece."""
@@ -596,9 +618,8 @@ class FusedSampler:
         Returns:
             The noise, on the parameters' device.
         """
-        mu = self.layers[0].weight_mu
         if noise is None:
-            return torch.empty(self.numel, device=mu.device, dtype=mu.dtype).normal_()
+            return native.standard_normal(self.numel, self.layers[0].weight_mu)
         return torch.cat([n[k].reshape(-1) for n in noise for k in ("weight", "bias")])
 
     def sample(
@@ -615,7 +636,11 @@ class FusedSampler:
             cost in nats (scalar).
         """
         params = self._params()
-        *ws, kl = SampleKL.apply(self.flat_noise(noise), self.constants, self.layout, *params)
+        if native.applies_to(params[0]):  # draws its own noise into reused buffers
+            eps = None if noise is None else self.flat_noise(noise)
+            *ws, kl = native.NativeSampleKL.apply(eps, self.constants, self.layout, *params)
+        else:
+            *ws, kl = SampleKL.apply(self.flat_noise(noise), self.constants, self.layout, *params)
         return list(zip(ws[::2], ws[1::2], strict=True)), kl
 
     def sigma_kl(
@@ -639,8 +664,7 @@ class FusedSampler:
         eps = None
         if not self.constants.gaussian:
             if noise is None:
-                eps = torch.empty(n_samples, self.numel, device=mu.device, dtype=mu.dtype)
-                eps.normal_()
+                eps = native.standard_normal((n_samples, self.numel), mu)
             else:
                 eps = torch.cat(
                     [n[k].reshape(n_samples, -1) for n in noise for k in ("weight", "bias")], 1

@@ -1,0 +1,127 @@
+"""Build and load the C kernels of :mod:`core.engine.native` (first use compiles, ~1 s).
+
+The source is compiled with the system C compiler (``CC``, default ``cc``) into the cache
+folder (:func:`core.storage.paths.cache_dir` ``/native``), under a name keyed by the source,
+the flags, the compiler's version and the machine, so an edited kernel or a new compiler
+rebuilds and a second process loads the first one's library. Object files are compiled with
+``-ffast-math`` (for libmvec's vector ``expf``/``logf``) but linked without it: linking with it
+would add ``crtfastmath.o``, which switches the whole process to flush-to-zero.
+
+A missing compiler, a failed build or ``BNN_NATIVE=0`` leaves the kernels unavailable and the
+callers on their pure-PyTorch paths; :func:`load` then returns None and :func:`unavailable_reason`
+says why in one line.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+
+from core.storage.paths import cache_dir
+
+SOURCE = Path(__file__).with_name("sample_kl.c")
+COMPILE_FLAGS = ("-O3", "-march=native", "-ffast-math", "-fopenmp", "-fPIC", "-std=c11")
+LINK_FLAGS = ("-shared", "-fopenmp")
+BUILD_TIMEOUT_S = 120
+
+_lock = threading.Lock()
+_library: ctypes.CDLL | None = None
+_reason: str | None = None
+
+
+def _compiler_version(cc: str) -> str:
+    result = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30)
+    return result.stdout.splitlines()[0] if result.stdout else cc
+
+
+def library_path(cc: str) -> Path:
+    """Where the library built from the current source with ``cc`` lives in the cache.
+
+    Args:
+        cc: The compiler's command.
+
+    Returns:
+        ``<cache>/native/sample_kl-<key>.so``.
+    """
+    key = hashlib.sha256()
+    for part in (
+        SOURCE.read_bytes(),
+        " ".join(COMPILE_FLAGS + LINK_FLAGS).encode(),
+        _compiler_version(cc).encode(),
+        platform.machine().encode(),
+        platform.node().encode(),  # -march=native: a shared cache folder may see other CPUs
+    ):
+        key.update(part)
+    return cache_dir() / "native" / f"sample_kl-{key.hexdigest()[:16]}.so"
+
+
+def _build(cc: str, target: Path) -> None:
+    """Compile and link the source into ``target`` (atomically: a temporary name, then rename)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as tmp:
+        obj, lib = Path(tmp) / "sample_kl.o", Path(tmp) / "sample_kl.so"
+        for command in (
+            [cc, *COMPILE_FLAGS, "-c", str(SOURCE), "-o", str(obj)],
+            [cc, *LINK_FLAGS, str(obj), "-o", str(lib), "-lm"],
+        ):
+            result = subprocess.run(
+                command, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S
+            )
+            if result.returncode:
+                message = (result.stderr.strip().splitlines() or ["no output"])[-1]
+                raise RuntimeError(f"{command[0]} failed: {message}")
+        os.replace(lib, target)
+
+
+def load() -> ctypes.CDLL | None:
+    """The compiled kernels, building them on first use; None when they are unavailable.
+
+    Thread-safe; the outcome (library or reason) is kept for the life of the process.
+
+    Returns:
+        The loaded library, or None (see :func:`unavailable_reason`).
+    """
+    global _library, _reason
+    with _lock:
+        if _library is not None or _reason is not None:
+            return _library
+        try:
+            _library = _load()
+        except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
+            _reason = f"native kernels unavailable: {exc}"
+        return _library
+
+
+def _load() -> ctypes.CDLL:
+    if os.environ.get("BNN_NATIVE", "1") == "0":
+        raise RuntimeError("disabled by BNN_NATIVE=0")
+    cc = os.environ.get("CC", "cc")
+    if shutil.which(cc) is None:
+        raise RuntimeError(f"no C compiler ({cc!r} not found)")
+    target = library_path(cc)
+    if not target.exists():
+        _build(cc, target)
+    return ctypes.CDLL(str(target))
+
+
+def unavailable_reason() -> str | None:
+    """Why :func:`load` returned None, in one line (None if it has not failed).
+
+    Returns:
+        The reason, or None.
+    """
+    return _reason
+
+
+def reset() -> None:
+    """Forget the loaded library or the failure, so that the next :func:`load` tries again."""
+    global _library, _reason
+    with _lock:
+        _library, _reason = None, None
