@@ -14,6 +14,7 @@ from app.figures.timing import (
     slope_figure,
     time_figure,
 )
+from core.engine import native
 from core.engine.device import default_device, device_name
 from core.engine.objective import IMPLEMENTATIONS
 from core.studies.peers import load_peer_results
@@ -127,7 +128,8 @@ def run_section() -> None:
     )
     with_mlp = share.checkbox("Plain MLP floor", value=True, key="timing_mlp", container=cols[2])
     st.caption(
-        f"Device: {device_name(default_device())}. The run uses the server's "
+        f"Device: {device_name(default_device())}; compiled CPU kernels for `fused`: "
+        f"{native.status()}. The run uses the server's "
         f"{torch.get_num_threads()} CPU threads as they were set at its start: the page never "
         "changes them (they are shared by every session; `python -m core bench --threads N` "
         f"times with another count). Each point times {steps} training steps "

@@ -148,7 +148,7 @@ def model_settings(kind: str) -> dict:
         settings["impl"] = share.radio(
             "Implementation",
             tuple(IMPL_TITLES),
-            index=tuple(IMPL_TITLES).index(training.impl if training else "vmap"),
+            index=tuple(IMPL_TITLES).index(training.impl if training else "fused"),
             format_func=IMPL_TITLES.get,
             key="train_impl",
             help="How the S samples are computed (see the Training speed page). Local "

@@ -224,7 +224,7 @@ def rebuild(tmp_path, monkeypatch):
 def test_disabled_kernels_fall_back_to_pytorch(rebuild):
     rebuild.setenv("BNN_NATIVE", "0")
     assert native.kernels() is None
-    assert build.unavailable_reason() == "native kernels unavailable: disabled by BNN_NATIVE=0"
+    assert native.status() == "off (disabled by BNN_NATIVE=0)"
     torch.manual_seed(0)
     model = build_model(ModelConfig(hidden=(16,)))
     x, y = torch.rand(4, 784), torch.randint(0, 10, (4,))

@@ -51,7 +51,8 @@ def format_result(result: dict) -> str:
     samples = sorted({r["samples"] for r in result["timings"]})
     lines = [
         f"device {result['device']}, data {result['data']}, {result['config']['steps']} timed "
-        f"steps → epoch of {result['epoch_steps']} steps; seconds per epoch:",
+        f"steps → epoch of {result['epoch_steps']} steps; compiled CPU kernels: "
+        f"{result.get('native_kernels', 'not recorded')}; seconds per epoch:",
         "   S " + "".join(f"{i:>12s}" for i in impls),
     ]
     for s in samples:

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import torch
 
+from core.engine import native
 from core.engine.device import default_device, device_name, library_versions, synchronize
 from core.engine.models import ModelConfig, build_model
 from core.engine.objective import IMPLEMENTATIONS, LIKELIHOODS, minibatch_objective
@@ -253,7 +254,8 @@ def run_benchmark(
 
     Returns:
         A JSON-serialisable dict with keys ``schema``, ``reference`` (False), ``source``,
-        ``task``, ``device``, ``device_type``, ``threads``, ``versions``, ``date`` (ISO, UTC),
+        ``task``, ``device``, ``device_type``, ``threads``, ``native_kernels`` (``"on"``, or
+        why :mod:`core.engine.native` is off), ``versions``, ``date`` (ISO, UTC),
         ``config``, ``epoch_steps``, ``data``, ``timings`` (rows ``impl, samples,
         step_seconds, epoch_seconds, repeat_step_seconds``; ``samples`` is the row's S),
         ``mlp`` (the floor row, or None), ``fits`` (impl → ``intercept`` s, ``slope`` s per
@@ -291,6 +293,7 @@ def _run(config: BenchConfig, device: torch.device, progress: ProgressFn | None)
         "device": device_name(device),
         "device_type": device.type,
         "threads": torch.get_num_threads(),
+        "native_kernels": native.status() if device.type == "cpu" else "not used",
         "versions": library_versions(),
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "config": config.to_dict(),

@@ -56,6 +56,15 @@ def kernels() -> ctypes.CDLL | None:
     return lib
 
 
+def status() -> str:
+    """One line for people and benchmark files: whether the kernels are in use, and why not.
+
+    Returns:
+        ``"on"``, or ``"off (<why>)"``.
+    """
+    return "on" if kernels() is not None else f"off ({build.unavailable_reason()})"
+
+
 def applies_to(tensor: torch.Tensor) -> bool:
     """Whether the kernels handle ``tensor`` (float32 on the CPU) and are available.
 

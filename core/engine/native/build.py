@@ -95,7 +95,7 @@ def load() -> ctypes.CDLL | None:
         try:
             _library = _load()
         except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
-            _reason = f"native kernels unavailable: {exc}"
+            _reason = str(exc)
         return _library
 
 
