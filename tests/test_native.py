@@ -17,9 +17,9 @@ import torch
 import torch.nn.functional as F
 
 from core.engine import native
-from core.engine.fused import FusedSampler, _Constants, _Layout
+from core.engine.fused import FusedSampler, SigmaKL, _Constants, _Layout
 from core.engine.models import ModelConfig, build_model
-from core.engine.native import NativeSampleKL, build
+from core.engine.native import NativeSampleKL, NativeSigmaKL, build
 from core.engine.priors import GaussianPrior, ScaleMixturePrior
 
 needs_kernels = pytest.mark.skipif(
@@ -209,6 +209,58 @@ def test_fused_sampler_uses_the_kernels_for_float32_only():
     assert not torch.equal(w1, sampler.sample()[0][0][0])  # fresh noise per draw
     sampler64 = FusedSampler(model.double().layers)
     assert sampler64.sample()[1].grad_fn.name() == "SampleKLBackward"
+
+
+@needs_kernels
+@pytest.mark.parametrize("prior", PRIORS, ids=str)
+def test_native_sigma_kl_equals_the_pytorch_node_in_float64(prior):
+    """σ² and the complexity costs of S = 3 LRT passes, and every gradient (one piece unused)."""
+    mus, rhos = _pieces(3)
+    constants = _Constants.of(prior)
+    n, samples = _Layout(mus).numel, 3
+    eps = None if constants.gaussian else torch.randn(samples, n, dtype=torch.float64)
+    grads_var = [torch.randn_like(m) for m in mus]
+    grads_var[2] = None
+    beta = torch.tensor([0.3, 0.5, 0.7], dtype=torch.float64)
+
+    def run(node, dtype):
+        params = [p.to(dtype).requires_grad_(True) for p in mus + rhos]
+        noise = None if eps is None else eps.to(dtype)
+        *variances, kl = node.apply(noise, constants, _Layout(params[:6]), *params)
+        pairs = zip(variances, grads_var, strict=True)
+        loss = sum((v * g.to(dtype)).sum() for v, g in pairs if g is not None)
+        loss = loss + (kl * beta.to(dtype)[: kl.numel()]).sum()
+        return variances, kl, torch.autograd.grad(loss, params)
+
+    want_var, want_kl, want_grads = run(SigmaKL, torch.float64)
+    got_var, got_kl, got_grads = run(NativeSigmaKL, torch.float32)
+    assert got_kl.shape == want_kl.shape == (() if constants.gaussian else (samples,))
+    assert torch.allclose(got_kl.double(), want_kl, rtol=2e-6)
+    for a, b in zip(got_var, want_var, strict=True):
+        assert torch.allclose(a.double(), b, rtol=1e-6, atol=1e-12)
+    for a, b in zip(got_grads, want_grads, strict=True):
+        # float32 rounding of sums over the passes (PyTorch's float32 node: up to 6e-6)
+        assert (a.double() - b).abs().max() <= 2e-5 * b.abs().max()
+
+
+@needs_kernels
+def test_lrt_passes_use_the_native_node_and_give_buffers_back():
+    torch.manual_seed(0)
+    model = build_model(ModelConfig(hidden=(16,), prior={"kind": "mixture"}))
+    x = torch.rand(5, 784)
+    logits, kl = model.lrt_forward_with_kl(x, n_samples=4)
+    assert logits.shape == (4, 5, 10) and kl.shape == (4,)
+    node = kl.grad_fn.next_functions[0][0]  # kl is the node's (S,) output, expanded
+    assert node.name() == "NativeSigmaKLBackward"
+    loss = logits.sum() + kl.sum()
+    loss.backward(retain_graph=True)
+    with pytest.raises(RuntimeError):  # never a silent second pass over reused buffers
+        loss.backward()
+    layout = model._fused.layout
+    with torch.no_grad():
+        for _ in range(10):
+            model.lrt_forward_with_kl(x, n_samples=2)
+    assert len(layout._free) <= 4
 
 
 @pytest.fixture

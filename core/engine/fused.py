@@ -669,7 +669,9 @@ class FusedSampler:
                 eps = torch.cat(
                     [n[k].reshape(n_samples, -1) for n in noise for k in ("weight", "bias")], 1
                 )
-        *variances, kl = SigmaKL.apply(eps, self.constants, self.layout, *self._params())
+        params = self._params()
+        node = native.NativeSigmaKL if native.applies_to(mu) else SigmaKL
+        *variances, kl = node.apply(eps, self.constants, self.layout, *params)
         return list(zip(variances[::2], variances[1::2], strict=True)), kl.expand(n_samples)
 
     def _params(self) -> list[torch.Tensor]:

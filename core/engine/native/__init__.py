@@ -26,18 +26,13 @@ import torch
 
 from core.engine.native import build
 
-_P = ctypes.c_void_p
-_SIGNATURES = {
-    "bnn_normal": [_P, ctypes.c_int64, ctypes.c_uint64, ctypes.c_int],
-    "bnn_sample_kl_forward": [ctypes.c_int, _P, _P, _P, _P, _P, _P, _P, _P, _P, _P, ctypes.c_int],
-    "bnn_sample_kl_backward": [
-        *([ctypes.c_int] + [_P] * 9),
-        ctypes.c_float,
-        ctypes.c_float,
-        _P,
-        _P,
-        ctypes.c_int,
-    ],
+_P, _I, _I64, _F = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.c_float
+_SIGNATURES = {  # the C prototypes in sample_kl.c; pointers as void*
+    "bnn_normal": [_P, _I64, ctypes.c_uint64, _I],
+    "bnn_sample_kl_forward": [_I, *[_P] * 10, _I],
+    "bnn_sample_kl_backward": [_I, *[_P] * 9, _F, _F, _P, _P, _I],
+    "bnn_sigma_kl_forward": [_I, _P, _P, _P, _P, _I64, _P, _P, _P, _P, _P, _P, _I],
+    "bnn_sigma_kl_backward": [_I, _P, _P, _P, _I64, _P, _P, _P, _P, _P, _F, _P, _P, _P, _I],
 }
 SEED_BITS = 62
 
@@ -220,6 +215,124 @@ class NativeSampleKL(torch.autograd.Function):
             _mixture(c),
             c.inv_sp2,
             beta,
+            d_mu.data_ptr(),
+            d_rho.data_ptr(),
+            torch.get_num_threads(),
+        )
+        layout.give(ctx.buffers)
+        ctx.buffers = None
+        return (None, None, None, *layout.views(d_mu), *layout.views(d_rho))
+
+
+class NativeSigmaKL(torch.autograd.Function):
+    """:class:`~core.engine.fused.SigmaKL` with one-pass C kernels (float32, CPU).
+
+    The same signature, outputs and gradients: ``(ε, constants, layout, μ pieces, ρ pieces) →
+    (σ² pieces, KL)``, with ``ε`` the mixture's ``(S, N)`` weight noise (None for a Gaussian
+    prior) and KL a scalar (Gaussian) or one value per pass ``(S,)`` (mixture). The mixture's
+    draws w_p = μ + σ·ε_p are recomputed in the backward pass, not stored.
+    """
+
+    @staticmethod
+    def forward(ctx, eps, constants, layout, *params):
+        """σ² and the complexity costs (see ``SigmaKL.forward``).
+
+        Args:
+            ctx: Autograd context.
+            eps: Mixture: standard-normal noise ``(S, N)``; Gaussian: None.
+            constants: The prior's constants (``core.engine.fused._Constants``).
+            layout: The pieces' layout (``core.engine.fused._Layout``).
+            *params: The K means, then the K unconstrained spreads.
+
+        Returns:
+            The K variance pieces σ², then the complexity cost in nats: a scalar (Gaussian)
+            or one per pass ``(S,)`` (mixture).
+        """
+        half = len(params) // 2
+        mus, rhos = [p.contiguous() for p in params[:half]], [p.contiguous() for p in params[half:]]
+        gaussian = constants.gaussian
+        samples = 0 if gaussian else eps.shape[0]
+        eps = None if gaussian else eps.contiguous()
+        sigma, sig = layout.take(mus[0], 2)
+        narrow = None if gaussian else torch.empty_like(eps)
+        variances = [torch.empty_like(mu) for mu in mus]
+        sums = (ctypes.c_double * (3 + 2 * samples))()
+        kernels().bnn_sigma_kl_forward(
+            half,
+            _pointers(mus),
+            _pointers(rhos),
+            _pointers(variances),
+            _sizes(layout),
+            samples,
+            None if eps is None else eps.data_ptr(),
+            sigma.data_ptr(),
+            sig.data_ptr(),
+            None if narrow is None else narrow.data_ptr(),
+            _mixture(constants),
+            sums,
+            torch.get_num_threads(),
+        )
+        n, c = layout.numel, constants
+        if gaussian:
+            kl = torch.tensor(
+                n * (c.log_sp - 0.5) - sums[0] + 0.5 * c.inv_sp2 * (sums[1] + sums[2]),
+                dtype=mus[0].dtype,
+            )
+            ctx.save_for_backward(sigma, sig, *mus)
+        else:
+            log_q0 = -n * 0.5 * math.log(2 * math.pi) - sums[0]
+            kl = torch.tensor(
+                [log_q0 - 0.5 * sums[3 + 2 * p] - sums[4 + 2 * p] for p in range(samples)],
+                dtype=mus[0].dtype,
+            )
+            ctx.save_for_backward(sigma, sig, eps, narrow, *mus)
+        ctx.constants, ctx.layout, ctx.samples = constants, layout, samples
+        ctx.buffers = [sigma, sig] if any(ctx.needs_input_grad) else None
+        if ctx.buffers is None:
+            layout.give([sigma, sig])
+        return (*variances, kl)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        """Exact gradients with respect to the means and spreads (see ``SigmaKL.backward``).
+
+        Args:
+            ctx: Autograd context.
+            *grads: ∂loss/∂σ² per piece (or None), then ∂loss/∂KL (scalar or ``(S,)``, or
+                None).
+
+        Returns:
+            ``(None, None, None, dμ pieces…, dρ pieces…)``.
+
+        Raises:
+            RuntimeError: On a second backward through the same node.
+        """
+        if ctx.buffers is None:
+            raise RuntimeError("the native σ/KL node supports one backward pass per step")
+        c, layout = ctx.constants, ctx.layout
+        grad_vars = [None if g is None else g.contiguous() for g in grads[:-1]]
+        grad_kl = grads[-1]
+        sigma, sig = ctx.saved_tensors[:2]
+        if c.gaussian:
+            eps, narrow, mus = None, None, ctx.saved_tensors[2:]
+            beta = [0.0 if grad_kl is None else float(grad_kl)]
+        else:
+            eps, narrow, mus = ctx.saved_tensors[2], ctx.saved_tensors[3], ctx.saved_tensors[4:]
+            beta = [0.0] * ctx.samples if grad_kl is None else grad_kl.tolist()
+        d_mu, d_rho = torch.empty_like(sigma), torch.empty_like(sigma)
+        kernels().bnn_sigma_kl_backward(
+            len(grad_vars),
+            _pointers(grad_vars),
+            _pointers(mus),
+            _sizes(layout),
+            ctx.samples,
+            None if eps is None else eps.data_ptr(),
+            sigma.data_ptr(),
+            sig.data_ptr(),
+            None if narrow is None else narrow.data_ptr(),
+            _mixture(c),
+            c.inv_sp2,
+            (ctypes.c_float * len(beta))(*beta),
             d_mu.data_ptr(),
             d_rho.data_ptr(),
             torch.get_num_threads(),

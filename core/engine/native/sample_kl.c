@@ -62,86 +62,94 @@ void bnn_normal(float *out, int64_t n, uint64_t seed, int threads) {
 }
 
 /* Mixture constants: t0, k (log-odds t = t0 + k·w² of the wide component), log_b0 (the narrow
- * component's log-density at 0), inv_s2 = 1/σ2² (narrow), inv_s1 = 1/σ1² (wide). */
+ * component's log-density at 0), inv_s2 = 1/σ2² (narrow), inv_s1 = 1/σ1² (wide); passed from
+ * Python as five floats in this order. */
 typedef struct {
     float t0, k, log_b0, inv_s2, inv_s1;
 } mixture_t;
 
-/* Forward of one piece (a weight or bias tensor of n elements), starting at flat offset `at`.
- *
- * Writes w = μ + σ·ε, σ = softplus(ρ) and sigmoid(ρ) (flat), and for a mixture (mix != NULL)
- * the responsibility 1 − r = sigmoid(−t) of the narrow component (flat; computed directly, so
- * it keeps its relative precision where it is tiny). Adds to sums:
- * [0] Σ log σ, [1] Σ σ², [2] Σ μ² (Gaussian), or [1] Σ ε², [2] Σ log p(w) (mixture).
- */
-static void forward_piece(const float *restrict mu, const float *restrict rho, float *restrict w,
-                          int64_t n, const float *restrict eps, float *restrict sigma,
-                          float *restrict sig, float *restrict narrow, const mixture_t *mix,
-                          double *sums, int threads) {
-    double s0 = 0.0, s1 = 0.0, s2 = 0.0;
-    if (mix == 0) {
-#pragma omp parallel for simd num_threads(threads) schedule(simd : static) reduction(+ : s0, s1, s2)
-        for (int64_t i = 0; i < n; ++i) {
-            const float r = rho[i];
-            const float u = expf(fminf(r, EXP_CLAMP));
-            const float s = fmaxf(log1pf(u), r);
-            sigma[i] = s;
-            sig[i] = u / (1.0f + u);
-            w[i] = mu[i] + s * eps[i];
-            s0 += logf(s);
-            s1 += s * s;
-            s2 += mu[i] * mu[i];
-        }
-    } else {
-        const mixture_t c = *mix;
-#pragma omp parallel for simd num_threads(threads) schedule(simd : static) reduction(+ : s0, s1, s2)
-        for (int64_t i = 0; i < n; ++i) {
-            const float r = rho[i];
-            const float u = expf(fminf(r, EXP_CLAMP));
-            const float s = fmaxf(log1pf(u), r);
-            const float e = eps[i];
-            const float x = mu[i] + s * e;
-            const float t = c.t0 + c.k * x * x;
-            const float q = expf(-fminf(fabsf(t), EXP_CLAMP)); /* e^−|t|, never denormal */
-            sigma[i] = s;
-            sig[i] = u / (1.0f + u);
-            w[i] = x;
-            narrow[i] = t >= 0.0f ? q / (1.0f + q) : 1.0f / (1.0f + q); /* 1 − r, accurate */
-            s0 += logf(s);
-            s1 += e * e;
-            /* log p(w) = log b(w) + softplus(t), softplus(t) = max(t, 0) + log1p(e^−|t|) */
-            s2 += c.log_b0 - 0.5f * c.inv_s2 * x * x + fmaxf(t, 0.0f) + log1pf(q);
-        }
-    }
-    sums[0] += s0;
-    sums[1] += s1;
-    sums[2] += s2;
+static inline mixture_t mixture_of(const float *m) {
+    const mixture_t c = {m[0], m[1], m[2], m[3], m[4]};
+    return c;
 }
 
-/* Forward over k pieces laid out back to back in the flat vectors eps, sigma, sig, narrow. */
+/* σ = softplus(ρ) to a few ulp (log1p of e^ρ, e^ρ clamped; ρ itself where larger), and
+ * sigmoid(ρ) into *sig. */
+static inline float softplus_sig(float r, float *sig) {
+    const float u = expf(fminf(r, EXP_CLAMP));
+    *sig = u / (1.0f + u);
+    return fmaxf(log1pf(u), r);
+}
+
+/* log p(w) of the scale mixture, and the narrow component's responsibility 1 − r = sigmoid(−t)
+ * into *narrow (computed directly, so it keeps its relative precision where it is tiny).
+ * log p(w) = log b(w) + softplus(t) with softplus(t) = max(t, 0) + log1p(e^−|t|). */
+static inline float log_prior(mixture_t c, float x, float *narrow) {
+    const float t = c.t0 + c.k * x * x;
+    const float q = expf(-fminf(fabsf(t), EXP_CLAMP)); /* e^−|t|, never denormal */
+    *narrow = t >= 0.0f ? q / (1.0f + q) : 1.0f / (1.0f + q);
+    return c.log_b0 - 0.5f * c.inv_s2 * x * x + fmaxf(t, 0.0f) + log1pf(q);
+}
+
+/* β·dKL/dw of the mixture at w, from the narrow responsibility:
+ * β·(1/σ1² + (1 − r)·(1/σ2² − 1/σ1²))·w, with no cancellation where r ≈ 1. */
+static inline float mixture_h(mixture_t c, float beta, float narrow, float x) {
+    return beta * (c.inv_s1 + narrow * (c.inv_s2 - c.inv_s1)) * x;
+}
+
+#define PRAGMA(x) _Pragma(#x)
+#define PARALLEL_FOR PRAGMA(omp parallel for simd num_threads(threads) schedule(simd : static))
+#define PARALLEL_SUM(...)                                                                     \
+    PRAGMA(omp parallel for simd num_threads(threads) schedule(simd : static)                \
+               reduction(+ : __VA_ARGS__))
+
+/* Weight sampling: forward over k pieces laid out back to back in the flat vectors eps, sigma,
+ * sig and narrow (the latter for a mixture only, mixture != NULL).
+ *
+ * Writes w = μ + σ·ε per piece, σ, sigmoid(ρ), and for a mixture the narrow responsibility at w.
+ * sums: [0] Σ log σ, [1] Σ σ², [2] Σ μ² (Gaussian), or [1] Σ ε², [2] Σ log p(w) (mixture).
+ */
 void bnn_sample_kl_forward(int k, const float **mu, const float **rho, float **w,
                            const int64_t *sizes, const float *eps, float *sigma, float *sig,
                            float *narrow, const float *mixture, double *sums, int threads) {
-    mixture_t c;
-    if (mixture) {
-        c.t0 = mixture[0], c.k = mixture[1], c.log_b0 = mixture[2], c.inv_s2 = mixture[3];
-        c.inv_s1 = mixture[4];
-    }
-    sums[0] = sums[1] = sums[2] = 0.0;
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0;
     int64_t at = 0;
     for (int j = 0; j < k; ++j) {
-        forward_piece(mu[j], rho[j], w[j], sizes[j], eps + at, sigma + at, sig + at,
-                      mixture ? narrow + at : 0, mixture ? &c : 0, sums, threads);
-        at += sizes[j];
+        const int64_t n = sizes[j];
+        const float *restrict m = mu[j], *restrict r = rho[j], *restrict e = eps + at;
+        float *restrict x = w[j], *restrict s = sigma + at, *restrict sg = sig + at;
+        if (mixture == 0) {
+            PARALLEL_SUM(s0, s1, s2)
+            for (int64_t i = 0; i < n; ++i) {
+                s[i] = softplus_sig(r[i], &sg[i]);
+                x[i] = m[i] + s[i] * e[i];
+                s0 += logf(s[i]);
+                s1 += s[i] * s[i];
+                s2 += m[i] * m[i];
+            }
+        } else {
+            const mixture_t c = mixture_of(mixture);
+            float *restrict nr = narrow + at;
+            PARALLEL_SUM(s0, s1, s2)
+            for (int64_t i = 0; i < n; ++i) {
+                s[i] = softplus_sig(r[i], &sg[i]);
+                x[i] = m[i] + s[i] * e[i];
+                s0 += logf(s[i]);
+                s1 += e[i] * e[i];
+                s2 += log_prior(c, x[i], &nr[i]);
+            }
+        }
+        at += n;
     }
+    sums[0] = s0, sums[1] = s1, sums[2] = s2;
 }
 
-/* Backward over k pieces: flat d_mu and d_rho from ∂loss/∂w (grad[j], NULL for none) and
- * β = ∂loss/∂KL.
+/* Weight sampling: backward over k pieces, flat d_mu and d_rho from ∂loss/∂w (grad[j], NULL
+ * for none) and β = ∂loss/∂KL.
  *
  * Gaussian (mixture == NULL; inv_sp2 = 1/σp²):
  *   dμ = g + β·μ/σp²,  dρ = (g·ε + β·(σ/σp² − 1/σ))·sigmoid(ρ).
- * Mixture (h = β·(1/σ1² + (1 − r)·(1/σ2² − 1/σ1²))·w, no cancellation where r ≈ 1):
+ * Mixture (h = mixture_h at the draw w):
  *   dμ = g + h,  dρ = ((g + h)·ε − β/σ)·sigmoid(ρ).
  */
 void bnn_sample_kl_backward(int k, const float **grad, const float **mu, const float **w,
@@ -157,20 +165,121 @@ void bnn_sample_kl_backward(int k, const float **grad, const float **mu, const f
         if (mixture == 0) {
             const float *restrict m = mu[j];
             const float bp = beta * inv_sp2;
-#pragma omp parallel for simd num_threads(threads) schedule(simd : static)
+            PARALLEL_FOR
             for (int64_t i = 0; i < n; ++i) {
                 const float gi = g ? g[i] : 0.0f;
                 dm[i] = gi + bp * m[i];
                 dr[i] = (gi * e[i] + bp * s[i] - beta / s[i]) * sg[i];
             }
         } else {
+            const mixture_t c = mixture_of(mixture);
             const float *restrict x = w[j], *restrict nr = narrow + at;
-            const float wide = mixture[4], gap = mixture[3] - mixture[4];
-#pragma omp parallel for simd num_threads(threads) schedule(simd : static)
+            PARALLEL_FOR
             for (int64_t i = 0; i < n; ++i) {
-                const float gi = (g ? g[i] : 0.0f) + beta * (wide + nr[i] * gap) * x[i];
+                const float gi = (g ? g[i] : 0.0f) + mixture_h(c, beta, nr[i], x[i]);
                 dm[i] = gi;
                 dr[i] = (gi * e[i] - beta / s[i]) * sg[i];
+            }
+        }
+        at += n;
+    }
+}
+
+/* Local reparameterisation: forward over k pieces, `samples` passes.
+ *
+ * Writes σ² per piece (var[j], the variance product's weights), σ and sigmoid(ρ) (flat).
+ * sums: [0] Σ log σ, [1] Σ σ², [2] Σ μ²; for a mixture (mixture != NULL) also, per pass p, one
+ * weight draw w_p = μ + σ·ε_p (eps row p, flat) with [3 + 2p] Σ ε_p² and [4 + 2p] Σ log p(w_p),
+ * and the narrow responsibilities at w_p into row p of narrow (samples × N).
+ */
+void bnn_sigma_kl_forward(int k, const float **mu, const float **rho, float **var,
+                          const int64_t *sizes, int64_t samples, const float *eps, float *sigma,
+                          float *sig, float *narrow, const float *mixture, double *sums,
+                          int threads) {
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0;
+    int64_t at = 0, total = 0;
+    for (int j = 0; j < k; ++j) total += sizes[j];
+    for (int j = 0; j < k; ++j) {
+        const int64_t n = sizes[j];
+        const float *restrict m = mu[j], *restrict r = rho[j];
+        float *restrict v = var[j], *restrict s = sigma + at, *restrict sg = sig + at;
+        PARALLEL_SUM(s0, s1, s2)
+        for (int64_t i = 0; i < n; ++i) {
+            s[i] = softplus_sig(r[i], &sg[i]);
+            v[i] = s[i] * s[i];
+            s0 += logf(s[i]);
+            s1 += v[i];
+            s2 += m[i] * m[i];
+        }
+        at += n;
+    }
+    sums[0] = s0, sums[1] = s1, sums[2] = s2;
+    if (mixture == 0) return;
+    const mixture_t c = mixture_of(mixture);
+    for (int64_t p = 0; p < samples; ++p) { /* a row of N stays in cache; an (S, N) batch not */
+        double ee = 0.0, lp = 0.0;
+        at = 0;
+        for (int j = 0; j < k; ++j) {
+            const int64_t n = sizes[j];
+            const float *restrict m = mu[j], *restrict s = sigma + at;
+            const float *restrict e = eps + p * total + at;
+            float *restrict nr = narrow + p * total + at;
+            PARALLEL_SUM(ee, lp)
+            for (int64_t i = 0; i < n; ++i) {
+                ee += e[i] * e[i];
+                lp += log_prior(c, m[i] + s[i] * e[i], &nr[i]);
+            }
+            at += n;
+        }
+        sums[3 + 2 * p] = ee, sums[4 + 2 * p] = lp;
+    }
+}
+
+/* Local reparameterisation: backward over k pieces, flat d_mu and d_rho from ∂loss/∂σ²
+ * (grad_var[j], NULL for none) and β = ∂loss/∂KL: one value (Gaussian) or one per pass
+ * (mixture), beta[0..samples).
+ *
+ * Gaussian: dμ = β·μ/σp², dρ = (2σ·g + β·(σ/σp² − 1/σ))·sigmoid(ρ).
+ * Mixture (h_p = mixture_h at w_p = μ + σ·ε_p, recomputed):
+ *   dμ = Σ_p h_p,  dρ = (2σ·g + Σ_p (h_p·ε_p − β_p/σ))·sigmoid(ρ).
+ */
+void bnn_sigma_kl_backward(int k, const float **grad_var, const float **mu, const int64_t *sizes,
+                           int64_t samples, const float *eps, const float *sigma,
+                           const float *sig, const float *narrow, const float *mixture,
+                           float inv_sp2, const float *beta, float *d_mu, float *d_rho,
+                           int threads) {
+    int64_t at = 0, total = 0;
+    for (int j = 0; j < k; ++j) total += sizes[j];
+    float beta_sum = 0.0f;
+    for (int64_t p = 0; p < (mixture ? samples : 1); ++p) beta_sum += beta[p];
+    for (int j = 0; j < k; ++j) {
+        const int64_t n = sizes[j];
+        const float *restrict g = grad_var[j], *restrict m = mu[j];
+        const float *restrict s = sigma + at, *restrict sg = sig + at;
+        float *restrict dm = d_mu + at, *restrict dr = d_rho + at;
+        if (mixture == 0) {
+            const float b = beta[0], bp = b * inv_sp2;
+            PARALLEL_FOR
+            for (int64_t i = 0; i < n; ++i) {
+                const float gi = g ? g[i] : 0.0f;
+                dm[i] = bp * m[i];
+                dr[i] = (2.0f * s[i] * gi + bp * s[i] - b / s[i]) * sg[i];
+            }
+        } else {
+            const mixture_t c = mixture_of(mixture);
+            PARALLEL_FOR
+            for (int64_t i = 0; i < n; ++i) {
+                float hm = 0.0f, he = 0.0f;
+                for (int64_t p = 0; p < samples; ++p) {
+                    const float e = eps[p * total + at + i];
+                    const float h = mixture_h(c, beta[p], narrow[p * total + at + i],
+                                              m[i] + s[i] * e);
+                    hm += h;
+                    he += h * e;
+                }
+                const float gi = g ? g[i] : 0.0f;
+                dm[i] = hm;
+                dr[i] = (2.0f * s[i] * gi + he - beta_sum / s[i]) * sg[i];
             }
         }
         at += n;
