@@ -108,6 +108,25 @@ def _mixture(constants) -> ctypes.Array | None:
     return (ctypes.c_float * 5)(c.t0, c.k, c.log_b0, c.inv_s2, c.inv_s1)
 
 
+def _hold(ctx, layout, buffers: list[torch.Tensor]) -> None:
+    """Keep a node's reused buffers for its backward pass, or give them back now (no grad)."""
+    ctx.layout, ctx.buffers = layout, buffers if any(ctx.needs_input_grad) else None
+    if ctx.buffers is None:
+        layout.give(buffers)
+
+
+def _check_held(ctx) -> None:
+    """Raise on a second backward pass: the node's buffers were given back after the first."""
+    if ctx.buffers is None:
+        raise RuntimeError("a native node supports one backward pass per forward pass")
+
+
+def _give_back(ctx) -> None:
+    """Return a node's buffers to its layout after its backward pass."""
+    ctx.layout.give(ctx.buffers)
+    ctx.buffers = None
+
+
 class NativeSampleKL(torch.autograd.Function):
     """:class:`~core.engine.fused.SampleKL` with one-pass C kernels (float32, CPU).
 
@@ -166,12 +185,9 @@ class NativeSampleKL(torch.autograd.Function):
             log_q = -n * 0.5 * math.log(2 * math.pi) - sums[0] - 0.5 * sums[1]
             kl = log_q - sums[2]
             saved = (eps, sigma, sig, narrow, *ws)
-        ctx.constants, ctx.layout = constants, layout
-        if any(ctx.needs_input_grad):
-            ctx.save_for_backward(*saved)
-            ctx.buffers = buffers
-        else:
-            layout.give(buffers)
+        ctx.constants = constants
+        ctx.save_for_backward(*saved)
+        _hold(ctx, layout, buffers)
         return (*ws, torch.tensor(kl, dtype=eps.dtype))
 
     @staticmethod
@@ -191,8 +207,7 @@ class NativeSampleKL(torch.autograd.Function):
         Raises:
             RuntimeError: On a second backward through the same node.
         """
-        if ctx.buffers is None:
-            raise RuntimeError("the native fused sampler supports one backward pass per draw")
+        _check_held(ctx)
         c, layout = ctx.constants, ctx.layout
         grad_ws, grad_kl = [None if g is None else g.contiguous() for g in grads[:-1]], grads[-1]
         eps, sigma, sig = ctx.saved_tensors[:3]
@@ -219,8 +234,7 @@ class NativeSampleKL(torch.autograd.Function):
             d_rho.data_ptr(),
             torch.get_num_threads(),
         )
-        layout.give(ctx.buffers)
-        ctx.buffers = None
+        _give_back(ctx)
         return (None, None, None, *layout.views(d_mu), *layout.views(d_rho))
 
 
@@ -286,10 +300,8 @@ class NativeSigmaKL(torch.autograd.Function):
                 dtype=mus[0].dtype,
             )
             ctx.save_for_backward(sigma, sig, eps, narrow, *mus)
-        ctx.constants, ctx.layout, ctx.samples = constants, layout, samples
-        ctx.buffers = [sigma, sig] if any(ctx.needs_input_grad) else None
-        if ctx.buffers is None:
-            layout.give([sigma, sig])
+        ctx.constants, ctx.samples = constants, samples
+        _hold(ctx, layout, [sigma, sig])
         return (*variances, kl)
 
     @staticmethod
@@ -307,8 +319,7 @@ class NativeSigmaKL(torch.autograd.Function):
         Raises:
             RuntimeError: On a second backward through the same node.
         """
-        if ctx.buffers is None:
-            raise RuntimeError("the native σ/KL node supports one backward pass per step")
+        _check_held(ctx)
         c, layout = ctx.constants, ctx.layout
         grad_vars = [None if g is None else g.contiguous() for g in grads[:-1]]
         grad_kl = grads[-1]
@@ -337,6 +348,5 @@ class NativeSigmaKL(torch.autograd.Function):
             d_rho.data_ptr(),
             torch.get_num_threads(),
         )
-        layout.give(ctx.buffers)
-        ctx.buffers = None
+        _give_back(ctx)
         return (None, None, None, *layout.views(d_mu), *layout.views(d_rho))
