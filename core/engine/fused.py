@@ -32,6 +32,10 @@ pass left. Hence :func:`softplus` from ``exp`` and ``log`` with a rounding corre
 mixture prior's log-density from one ``sigmoid`` and a blocked ``log`` (:func:`sum_log_bounded`),
 and clamps at ±:data:`EXP_CLAMP`.
 
+These PyTorch nodes are the reference and the path for float64, CUDA and machines without a C
+compiler; for float32 on the CPU, :class:`FusedSampler` uses their one-pass C counterparts
+(:mod:`core.engine.native`, which also draws the noise on every thread).
+
 Everything stays on the parameters' device; nothing synchronises with the host.
 """
 
@@ -578,11 +582,13 @@ class LRTActivation(torch.autograd.Function):
 
 
 class FusedSampler:
-    """Flat views of a :class:`~core.engine.bbb.BayesMLP`'s parameters for :class:`SampleKL`.
+    """Flat views of a :class:`~core.engine.bbb.BayesMLP`'s parameters for the fused nodes.
 
     The parameters themselves (and so ``state_dict`` keys and checkpoints) are unchanged: the
     nodes read them in place and lay their elementwise work out flat (weight, bias, weight, …).
-    The sampler holds no parameters or buffers of the model (only a reused scratch vector).
+    The sampler holds no parameters or buffers of the model (only reused scratch vectors).
+    :meth:`sample` and :meth:`sigma_kl` use :mod:`core.engine.native`'s nodes where they apply
+    (float32 on the CPU, kernels built), else :class:`SampleKL` and :class:`SigmaKL`.
 
     Attributes:
         layers: The model's ``BayesLinear`` layers.
