@@ -266,20 +266,33 @@ void bnn_sigma_kl_backward(int k, const float **grad_var, const float **mu, cons
                 dr[i] = (2.0f * s[i] * gi + bp * s[i] - b / s[i]) * sg[i];
             }
         } else {
+            /* one vectorised pass per draw (a loop over the draws inside the loop over the
+             * weights does not vectorise), Σ_p h_p in dm and Σ_p h_p·ε_p in dr, then dr's rest */
             const mixture_t c = mixture_of(mixture);
+            for (int64_t p = 0; p < samples; ++p) {
+                const float *restrict e = eps + p * total + at;
+                const float *restrict nr = narrow + p * total + at;
+                const float b = beta[p];
+                if (p == 0) {
+                    PARALLEL_FOR
+                    for (int64_t i = 0; i < n; ++i) {
+                        const float h = mixture_h(c, b, nr[i], m[i] + s[i] * e[i]);
+                        dm[i] = h;
+                        dr[i] = h * e[i];
+                    }
+                } else {
+                    PARALLEL_FOR
+                    for (int64_t i = 0; i < n; ++i) {
+                        const float h = mixture_h(c, b, nr[i], m[i] + s[i] * e[i]);
+                        dm[i] += h;
+                        dr[i] += h * e[i];
+                    }
+                }
+            }
             PARALLEL_FOR
             for (int64_t i = 0; i < n; ++i) {
-                float hm = 0.0f, he = 0.0f;
-                for (int64_t p = 0; p < samples; ++p) {
-                    const float e = eps[p * total + at + i];
-                    const float h = mixture_h(c, beta[p], narrow[p * total + at + i],
-                                              m[i] + s[i] * e);
-                    hm += h;
-                    he += h * e;
-                }
                 const float gi = g ? g[i] : 0.0f;
-                dm[i] = hm;
-                dr[i] = (2.0f * s[i] * gi + he - beta_sum / s[i]) * sg[i];
+                dr[i] = (2.0f * s[i] * gi + dr[i] - beta_sum / s[i]) * sg[i];
             }
         }
         at += n;
