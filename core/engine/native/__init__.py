@@ -86,8 +86,11 @@ def standard_normal(shape: int | tuple[int, ...], like: torch.Tensor) -> torch.T
         The draws, shaped ``shape``.
     """
     out = like.new_empty(shape)
-    if not applies_to(like):
-        return out.normal_()
+    return _normal_(out) if applies_to(like) else out.normal_()
+
+
+def _normal_(out: torch.Tensor) -> torch.Tensor:
+    """Fill a contiguous float32 CPU tensor with the kernel's draw under a fresh seed."""
     seed = int(torch.randint(2**SEED_BITS, (), dtype=torch.int64))
     kernels().bnn_normal(out.data_ptr(), out.numel(), seed, torch.get_num_threads())
     return out
@@ -158,9 +161,7 @@ class NativeSampleKL(torch.autograd.Function):
         sigma, sig = buffers[:2]
         narrow = None if gaussian else buffers[2]
         if eps is None:
-            eps = buffers[-1]
-            seed = int(torch.randint(2**SEED_BITS, (), dtype=torch.int64))
-            lib.bnn_normal(eps.data_ptr(), eps.numel(), seed, threads)
+            eps = _normal_(buffers[-1])
         ws = [torch.empty_like(mu) for mu in mus]
         sums = (ctypes.c_double * 3)()
         lib.bnn_sample_kl_forward(
