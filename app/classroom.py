@@ -16,7 +16,7 @@ import numpy as np
 import streamlit as st
 import torch
 
-from core.classroom.store import ClassStore, ClassStoreError, check_class_code
+from core.classroom.store import ClassFullError, ClassStore, ClassStoreError, check_class_code
 
 TITLE = "Send my drawing to the class"
 LABEL_KEY = "class_label"
@@ -72,6 +72,10 @@ def _send(image: torch.Tensor | np.ndarray, label: int, code: str, state: dict) 
         store = ClassStore()
         row = store.submit(image, label, code, state["id"])
         total = store.count(code)
+    except ClassFullError as exc:
+        st.error("This class is full, so the drawing was not sent. Ask your teacher.")
+        st.text(str(exc))
+        return
     except ValueError as exc:
         st.error("The drawing was not sent.")
         st.text(str(exc))

@@ -226,6 +226,17 @@ def test_without_a_class_in_the_link_the_default_class_is_used(class_db):
     assert ClassStore().classes() == {"default": 1}
 
 
+def test_a_full_class_says_so_and_keeps_what_it_has(class_db, monkeypatch):
+    monkeypatch.setenv("BNN_CLASS_LIMIT", "1")
+    at = send(panel(), 7)
+    assert "now has 1 drawing(s)" in at.success[0].value
+    at.session_state["seed"] = 1  # another drawing
+    at.run()
+    send(at, 1)
+    assert "This class is full" in at.error[0].value and "1 drawings" in at.text[0].value
+    assert ClassStore().drawings("lab").labels.tolist() == [7]
+
+
 def test_panel_errors_are_clear(class_db):
     at = send(panel("empty"), 3)
     assert "The drawing was not sent." in [e.value for e in at.error]

@@ -1,4 +1,4 @@
-"""The class's drawings (issue 20, item 4): students' submitted digits, stored and evaluated.
+"""The class's drawings: students' submitted digits, stored and evaluated.
 
 * :mod:`core.classroom.store`: the one storage module: SQLite by default (WAL mode), a
   configurable database URL (``BNN_CLASS_DB``; PostgreSQL for several app replicas), each
@@ -14,6 +14,7 @@ from core.classroom.store import (
     DB_ENV,
     DEFAULT_CLASS,
     ClassDrawings,
+    ClassFullError,
     ClassStore,
     ClassStoreError,
     Drawing,
@@ -25,6 +26,7 @@ __all__ = [
     "DB_ENV",
     "DEFAULT_CLASS",
     "ClassDrawings",
+    "ClassFullError",
     "ClassStore",
     "ClassStoreError",
     "Drawing",

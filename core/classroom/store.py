@@ -13,10 +13,18 @@ is the SQLite file ``class_drawings.sqlite`` in the writable data folder
 (:func:`core.storage.paths.data_dir`).
 
 SQLite runs in WAL mode (readers never wait for a writer; one writer at a time), with a busy
-timeout, and every submission is one short ``BEGIN IMMEDIATE … COMMIT`` transaction. A locked
-database (busy beyond the timeout) or a file that is not a SQLite database raises
-:class:`ClassStoreError` with one clear line; such a file is never replaced, and reading a
-database that does not exist yet creates nothing (only a submission creates the file).
+timeout, and every submission is one short ``BEGIN IMMEDIATE … COMMIT`` transaction, so any
+number of threads and processes on one host may write the file at once. The store reaches the
+file only through SQLite: opening and closing it with anything else would drop the process's
+POSIX locks on it and let two writers corrupt it. A locked database (busy beyond the timeout), a
+file that is not a SQLite database or a folder SQLite cannot write in raises
+:class:`ClassStoreError` with one clear line, chosen by SQLite's own error name; such a file is
+never replaced, and reading a database that does not exist yet creates nothing (only a
+submission creates the file).
+
+A class holds at most ``BNN_CLASS_LIMIT`` drawings (default :data:`DEFAULT_LIMIT`); past it a
+new drawing is refused with :class:`ClassFullError` (counted inside the write transaction, so
+concurrent writers cannot overshoot it).
 
 The SQL is plain ``INSERT``/``SELECT``/``DELETE`` with ``?`` placeholders, rewritten per
 dialect, and ``INSERT … ON CONFLICT (submission_id) DO NOTHING`` (SQLite ≥ 3.24, PostgreSQL ≥
@@ -53,7 +61,9 @@ EMPTY_INK = 0.05
 """A drawing whose brightest pixel is below this (in [0, 1]) is empty (as
 :data:`core.data.preprocess.BLANK`)."""
 BUSY_TIMEOUT_S = 5.0
-SQLITE_HEADER = b"SQLite format 3\x00"
+LIMIT_ENV = "BNN_CLASS_LIMIT"
+DEFAULT_LIMIT = 2000
+"""Most drawings one class holds unless ``BNN_CLASS_LIMIT`` says otherwise."""
 
 _SQLITE_SCHEMA = (
     """CREATE TABLE IF NOT EXISTS drawings (
@@ -78,6 +88,10 @@ _POSTGRES_SCHEMA = (
     "CREATE INDEX IF NOT EXISTS drawings_by_class ON drawings (class_code, id)",
 )
 _COLUMNS = "id, class_code, label, pixels, created"
+
+
+class ClassFullError(ValueError):
+    """The class already holds as many drawings as a class may; nothing was stored."""
 
 
 class ClassStoreError(RuntimeError):
@@ -205,6 +219,23 @@ def database_url() -> str:
     return os.environ.get(DB_ENV, "").strip() or f"sqlite:///{data_dir() / DEFAULT_FILE}"
 
 
+def class_limit() -> int:
+    """Give the most drawings one class may hold.
+
+    Returns:
+        ``BNN_CLASS_LIMIT``, or :data:`DEFAULT_LIMIT`.
+
+    Raises:
+        ClassStoreError: If ``BNN_CLASS_LIMIT`` is not a whole number ≥ 1.
+    """
+    text = os.environ.get(LIMIT_ENV, "").strip()
+    if not text:
+        return DEFAULT_LIMIT
+    if not text.isdigit() or int(text) < 1:
+        raise ClassStoreError(f"{LIMIT_ENV} must be a whole number ≥ 1, got {text[:20]!r}")
+    return int(text)
+
+
 def sqlite_path(url: str) -> Path | None:
     """Give the SQLite file a database URL names.
 
@@ -261,45 +292,42 @@ _initialised: set[str] = set()  # PostgreSQL URLs whose schema this process has 
 _init_lock = threading.Lock()
 
 
-def _check_sqlite_file(path: Path) -> None:
-    """Raise when ``path`` exists but is not a SQLite database (it is never touched)."""
-    try:
-        with open(path, "rb") as f:
-            header = f.read(len(SQLITE_HEADER))
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        raise ClassStoreError(f"{path}: cannot read the class database ({exc.strerror})") from exc
-    if header and header != SQLITE_HEADER:
-        raise ClassStoreError(
-            f"{path}: file is not a SQLite database; it was left untouched (move it away or "
-            f"point {DB_ENV} elsewhere)"
-        )
-
-
 def _has_table(conn: sqlite3.Connection) -> bool:
     query = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'drawings'"
     return conn.execute(query).fetchone() is not None
 
 
 def _translate(exc: Exception, where: str, timeout: float) -> ClassStoreError:
-    """One clear line for a database exception."""
-    text = str(exc)
-    if isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
+    """One clear line for a database exception (SQLite's own error name decides which)."""
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    keep = f"it was left untouched (move it away or point {DB_ENV} elsewhere)"
+    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
         return ClassStoreError(
             f"{where}: the class database is busy (locked by another writer for more than "
             f"{timeout:g} s); nothing was changed, try again"
         )
-    if isinstance(exc, sqlite3.OperationalError) and "unable to open" in text:
-        return ClassStoreError(f"{where}: cannot open the class database ({text})")
-    if isinstance(exc, sqlite3.DatabaseError):
+    if name == "SQLITE_READONLY_DIRECTORY":
         return ClassStoreError(
-            f"{where}: not a usable SQLite database ({text}); it was left untouched (move it "
-            f"away or point {DB_ENV} elsewhere)"
+            f"{where}: the folder is not writable, and SQLite must create its -wal and -shm "
+            f"files beside the database; nothing was changed (let the server's user write "
+            f"in {Path(where).parent} or point {DB_ENV} elsewhere)"
         )
-    return ClassStoreError(
-        f"{where}: class database error ({text.splitlines()[0] if text else exc})"
-    )
+    if name.startswith("SQLITE_READONLY"):
+        return ClassStoreError(
+            f"{where}: the class database is read-only for this server; nothing was changed "
+            f"(let the server's user write it or point {DB_ENV} elsewhere)"
+        )
+    if name.startswith("SQLITE_CANTOPEN"):
+        return ClassStoreError(
+            f"{where}: cannot open or create the class database (is the folder missing or "
+            f"not writable?); point {DB_ENV} elsewhere"
+        )
+    if name == "SQLITE_NOTADB":
+        return ClassStoreError(f"{where}: file is not a SQLite database; {keep}")
+    if isinstance(exc, sqlite3.DatabaseError):
+        return ClassStoreError(f"{where}: not a usable SQLite database ({text}); {keep}")
+    return ClassStoreError(f"{where}: class database error ({text})")
 
 
 class ClassStore:
@@ -312,11 +340,15 @@ class ClassStore:
     Args:
         url: A database URL; None for :func:`database_url`.
         timeout: Seconds a write waits for another writer before :class:`ClassStoreError`.
+        limit: Most drawings one class may hold; None for :func:`class_limit`.
     """
 
-    def __init__(self, url: str | None = None, timeout: float = BUSY_TIMEOUT_S):
+    def __init__(
+        self, url: str | None = None, timeout: float = BUSY_TIMEOUT_S, limit: int | None = None
+    ):
         self.url = url or database_url()
         self.timeout = float(timeout)
+        self.limit = class_limit() if limit is None else int(limit)
         self.path = sqlite_path(self.url)
         self._param = "?" if self.path is not None else "%s"
 
@@ -358,9 +390,14 @@ class ClassStore:
 
     def _sqlite(self, create: bool) -> sqlite3.Connection:
         path = self.path
-        _check_sqlite_file(path)
         if create:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise ClassStoreError(
+                    f"{path}: cannot create the folder {path.parent} ({exc.strerror}); point "
+                    f"{DB_ENV} elsewhere"
+                ) from exc
         mode = "rwc" if create else "rw"
         conn = sqlite3.connect(
             f"{path.as_uri()}?mode={mode}",
@@ -418,9 +455,12 @@ class ClassStore:
             submission_id: The client's UUID for this drawing; a repeat of it stores nothing.
 
         Returns:
-            The row's id (the existing row's for a repeated submission id).
+            The row's id (the existing row's for a repeated submission id, even when the class
+            is full).
 
         Raises:
+            ClassFullError: If the class already holds :attr:`limit` drawings (a
+                :class:`ValueError`).
             ValueError: On an empty drawing, a wrong shape, a label out of range, a bad class
                 code or submission id.
             ClassStoreError: If the database is busy, corrupt or cannot be opened.
@@ -430,27 +470,51 @@ class ClassStore:
         code = check_class_code(class_code)
         key = _submission_id(submission_id)
         created = datetime.now(UTC).isoformat(timespec="milliseconds")
+        find = self._sql("SELECT id FROM drawings WHERE submission_id = ?")
         with self._connection(create=True) as conn:
-            self._begin(conn)
+            self._begin(conn, code)
             try:
-                conn.execute(
-                    self._sql(
-                        "INSERT INTO drawings (class_code, label, pixels, created, submission_id)"
-                        " VALUES (?, ?, ?, ?, ?) ON CONFLICT (submission_id) DO NOTHING"
-                    ),
-                    (code, label, pixels, created, key),
-                )
-                row = conn.execute(
-                    self._sql("SELECT id FROM drawings WHERE submission_id = ?"), (key,)
-                ).fetchone()
+                row = conn.execute(find, (key,)).fetchone()
+                if row is None:
+                    self._check_room(conn, code)
+                    conn.execute(
+                        self._sql(
+                            "INSERT INTO drawings (class_code, label, pixels, created, "
+                            "submission_id) VALUES (?, ?, ?, ?, ?) "
+                            "ON CONFLICT (submission_id) DO NOTHING"
+                        ),
+                        (code, label, pixels, created, key),
+                    )
+                    row = conn.execute(find, (key,)).fetchone()
                 conn.execute("COMMIT")
             except BaseException:
                 self._rollback(conn)
                 raise
         return int(row[0])
 
-    def _begin(self, conn: Any) -> None:
-        conn.execute("BEGIN IMMEDIATE" if self.path is not None else "BEGIN")
+    def _begin(self, conn: Any, class_code: str) -> None:
+        """Start a write transaction that no other writer of the class runs beside.
+
+        SQLite's ``BEGIN IMMEDIATE`` takes the database's one write lock; on PostgreSQL a
+        transaction-scoped advisory lock on the class code serialises its writers, so the
+        count that :meth:`_check_room` reads stays true until the commit.
+        """
+        if self.path is not None:
+            conn.execute("BEGIN IMMEDIATE")
+            return
+        conn.execute("BEGIN")
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (class_code,))
+
+    def _check_room(self, conn: Any, class_code: str) -> None:
+        """Raise :class:`ClassFullError` when the class already holds :attr:`limit` drawings."""
+        query = self._sql("SELECT COUNT(*) FROM drawings WHERE class_code = ?")
+        (held,) = conn.execute(query, (class_code,)).fetchone()
+        if int(held) >= self.limit:
+            raise ClassFullError(
+                f"class {class_code!r} is full: it holds {int(held)} drawings, the most one "
+                "class may hold; nothing was stored (the teacher can export and clear it, or "
+                "use a new class code)"
+            )
 
     @staticmethod
     def _rollback(conn: Any) -> None:
@@ -557,7 +621,7 @@ class ClassStore:
         if not self.exists():
             return 0
         with self._connection(create=False) as conn:
-            self._begin(conn)
+            self._begin(conn, code)
             try:
                 deleted = conn.execute(
                     self._sql("DELETE FROM drawings WHERE class_code = ?"), (code,)

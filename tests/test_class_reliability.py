@@ -1,0 +1,255 @@
+"""The class database under a hostile class: several writer processes (one killed mid-burst),
+a class limit that concurrent writers cannot overshoot, and a folder SQLite cannot write in."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import torch
+
+from core.classroom.store import (
+    DEFAULT_LIMIT,
+    LIMIT_ENV,
+    ClassFullError,
+    ClassStore,
+    ClassStoreError,
+    class_limit,
+    to_pixels,
+)
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from class_writer import drawing_of, own_id, shared_ids  # noqa: E402
+
+WRITER = Path(__file__).resolve().parent / "class_writer.py"
+DEADLINE_S = 600  # generous: start-up of five interpreters on a loaded two-core machine
+
+
+def digit(seed: int) -> torch.Tensor:
+    """A (28, 28) drawing in [0, 1] with ink."""
+    g = torch.Generator().manual_seed(seed)
+    image = torch.zeros(28, 28)
+    image[4:24, 10:18] = torch.rand(20, 8, generator=g)
+    image[10, 12] = 1.0
+    return image
+
+
+def read_log(path: Path) -> list[list[str]]:
+    """A writer's log as split lines (missing file: empty)."""
+    return [line.split(" ", 2) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def wait_for(condition, what: str) -> None:
+    """Poll ``condition`` until it holds; fail after :data:`DEADLINE_S`."""
+    deadline = time.monotonic() + DEADLINE_S
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def test_writer_processes_one_killed_mid_burst_lose_no_confirmed_drawing(tmp_path):
+    """4 writer processes × 4 threads (plus one killed by SIGKILL while it writes), each drawing
+    also sent under ids every process shares: every confirmed drawing is stored exactly once,
+    under the row id it was confirmed with and with the pixels and digit sent; no submission
+    fails; the file passes SQLite's integrity check."""
+    db = tmp_path / "class.sqlite"
+    url = f"sqlite:///{db}"
+    threads, each, n_shared = 4, 12, 7
+    survivors, victim = range(4), 4
+    logs = {w: tmp_path / f"writer-{w}.log" for w in (*survivors, victim)}
+    procs = {
+        w: subprocess.Popen(
+            [sys.executable, str(WRITER), url, str(log), str(w), str(threads), str(each)]
+            + [str(n_shared)]
+        )
+        for w, log in logs.items()
+    }
+    try:
+        # Kill the victim mid-burst: once it has some confirmed drawings, while it still sends.
+        wait_for(
+            lambda: (
+                sum(r[0] == "ok" for r in read_log(logs[victim])) >= 5
+                or procs[victim].poll() is not None
+            ),
+            "the victim's first confirmed drawings",
+        )
+        procs[victim].send_signal(signal.SIGKILL)
+        for w in survivors:
+            procs[w].wait(timeout=DEADLINE_S)
+    finally:
+        for p in procs.values():
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+    assert procs[victim].returncode == -signal.SIGKILL
+
+    confirmed: dict[str, set[int]] = {}
+    for w, log in logs.items():
+        lines = read_log(log)
+        assert [r for r in lines if r[0] == "error"] == [], f"writer {w} had failed submissions"
+        if w != victim:
+            assert procs[w].returncode == 0 and lines[-1] == ["done"]
+            assert sum(r[0] == "ok" for r in lines) == threads * each * 2
+        for r in lines:
+            if r[0] == "ok":
+                confirmed.setdefault(r[1], set()).add(int(r[2]))
+
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        rows = conn.execute("SELECT id, label, pixels, submission_id FROM drawings").fetchall()
+    by_key: dict[str, list[tuple[int, int, bytes]]] = {}
+    for row_id, label, pixels, key in rows:
+        by_key.setdefault(key, []).append((row_id, label, pixels))
+    assert all(len(stored) == 1 for stored in by_key.values())  # UNIQUE held
+    for key, row_ids in confirmed.items():
+        assert len(row_ids) == 1, f"{key} was confirmed under several rows {row_ids}"
+        assert key in by_key, f"confirmed drawing {key} is missing"
+        (row_id, label, pixels) = by_key[key][0]
+        image, meant = drawing_of(key)
+        assert (row_id, label, pixels) == (next(iter(row_ids)), meant, to_pixels(image))
+    expected = {own_id(w, t, i) for w in survivors for t in range(threads) for i in range(each)}
+    assert expected | set(shared_ids(n_shared)) <= set(by_key)
+
+
+# --- the class limit ---------------------------------------------------------------------
+
+
+def test_a_full_class_refuses_new_drawings_with_one_line_and_keeps_the_rest(tmp_path):
+    store = ClassStore(f"sqlite:///{tmp_path / 'c.sqlite'}", limit=3)
+    keys = [str(uuid.uuid4()) for _ in range(4)]
+    rows = [store.submit(digit(i), i, "small", keys[i]) for i in range(3)]
+    with pytest.raises(ClassFullError, match="full") as info:
+        store.submit(digit(3), 3, "small", keys[3])
+    assert "\n" not in str(info.value) and "3 drawings" in str(info.value)
+    assert isinstance(info.value, ValueError)
+    assert store.submit(digit(0), 0, "small", keys[0]) == rows[0]  # a repeat is still answered
+    assert store.records("small")[-1].id == rows[-1] and store.count("small") == 3
+    store.submit(digit(3), 3, "other", keys[3])  # the limit is per class
+    assert store.classes() == {"other": 1, "small": 3}
+    store.clear("small")
+    store.submit(digit(4), 4, "small", str(uuid.uuid4()))  # room again after a clear
+
+
+def test_concurrent_writers_cannot_overshoot_the_limit(tmp_path):
+    limit, threads, each = 10, 6, 5
+    url = f"sqlite:///{tmp_path / 'c.sqlite'}"
+    stored, full, errors = [], [], []
+    barrier = threading.Barrier(threads)
+    lock = threading.Lock()
+
+    def student(t: int) -> None:
+        store = ClassStore(url, limit=limit)
+        barrier.wait()
+        for i in range(each):
+            try:
+                row = store.submit(digit(t * 10 + i), i, "race", str(uuid.uuid4()))
+                with lock:
+                    stored.append(row)
+            except ClassFullError:
+                with lock:
+                    full.append(t)
+            except Exception as exc:  # collected: a failure in a thread must fail the test
+                errors.append(repr(exc))
+
+    workers = [threading.Thread(target=student, args=(t,)) for t in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert errors == []
+    assert len(stored) == limit and len(full) == threads * each - limit
+    assert ClassStore(url).count("race") == limit
+
+
+def test_the_limit_is_configurable(monkeypatch):
+    monkeypatch.delenv(LIMIT_ENV, raising=False)
+    assert class_limit() == DEFAULT_LIMIT == ClassStore().limit
+    monkeypatch.setenv(LIMIT_ENV, " 250 ")
+    assert class_limit() == 250 == ClassStore().limit
+    for bad in ("0", "-3", "many", "2.5"):
+        monkeypatch.setenv(LIMIT_ENV, bad)
+        with pytest.raises(ClassStoreError, match=LIMIT_ENV) as info:
+            ClassStore()
+        assert "\n" not in str(info.value)
+
+
+# --- a folder SQLite cannot write in ----------------------------------------------------------
+
+
+def outcome_as_another_user(action) -> str:
+    """Run ``action()`` in a forked child that cannot write the test's folders (as root, the
+    child drops to the ``nobody`` user; root ignores file modes), and give what it raised or
+    "ok"."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report one line through the pipe, never return into pytest
+        try:
+            os.close(read)
+            if os.geteuid() == 0:
+                os.setgid(65534)
+                os.setuid(65534)
+            try:
+                action()
+                result = "ok"
+            except Exception as exc:
+                result = f"{type(exc).__name__}: {exc}"
+            os.write(write, result.encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        text = pipe.read().decode()
+    os.waitpid(pid, 0)
+    return text
+
+
+@pytest.fixture
+def read_only_folder():
+    """A folder the test's child cannot write in, holding a class database it may write."""
+    base = Path(tempfile.mkdtemp(prefix="class-ro-"))
+    folder = base / "data"
+    folder.mkdir()
+    db = folder / "class.sqlite"
+    ClassStore(f"sqlite:///{db}").submit(digit(0), 1, "a", str(uuid.uuid4()))
+    for extra in folder.glob("class.sqlite-*"):  # as a teacher copies one file in
+        extra.unlink()
+    db.chmod(0o666)
+    for path in (base, folder):
+        path.chmod(0o555)
+    yield db
+    for path in (base, folder):
+        path.chmod(0o755)
+    for path in sorted(base.rglob("*"), reverse=True):
+        path.unlink() if path.is_file() else path.rmdir()
+    base.rmdir()
+
+
+def test_a_folder_sqlite_cannot_write_in_gets_its_own_message(read_only_folder):
+    db = read_only_folder
+    before = db.read_bytes()
+    store = ClassStore(f"sqlite:///{db}")
+    for action in (
+        lambda: store.submit(digit(1), 2, "a", str(uuid.uuid4())),
+        lambda: store.records("a"),
+    ):
+        text = outcome_as_another_user(action)
+        assert text.startswith("ClassStoreError: ") and "\n" not in text, text
+        assert "folder is not writable" in text and "-wal" in text, text
+        assert "not a usable" not in text
+    assert db.read_bytes() == before
+    new = read_only_folder.parent / "new.sqlite"
+    text = outcome_as_another_user(
+        lambda: ClassStore(f"sqlite:///{new}").submit(digit(1), 2, "a", str(uuid.uuid4()))
+    )
+    assert text.startswith("ClassStoreError: ") and "cannot open or create" in text, text
+    assert not new.exists()
