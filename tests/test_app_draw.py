@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import io
+import struct
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -153,6 +155,85 @@ def test_bad_uploads_show_errors_and_the_session_recovers(untrained):
     at.file_uploader[0].set_value(("zero.jpg", photo, "image/jpeg")).run()
     assert not at.exception and not at.error
     assert len(verdicts(at)) == len(MODELS)
+
+
+def png_chunk(kind: bytes, data: bytes) -> bytes:
+    """One PNG chunk: length, type, data, CRC."""
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
+def crafted_png(width: int, height: int, extra: bytes = b"") -> bytes:
+    """A tiny PNG whose header claims ``width × height`` grey pixels (a decompression bomb for
+    big sizes: a few hundred bytes that would decode to gigabytes)."""
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    idat = zlib.compress(b"\0" * 1024)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + png_chunk(b"IHDR", header)
+        + extra
+        + png_chunk(b"IDAT", idat)
+        + png_chunk(b"IEND", b"")
+    )
+
+
+def jpeg_claiming(width: int, height: int) -> bytes:
+    """A small real JPEG whose frame header is rewritten to claim ``width × height``."""
+    data = bytearray(png_bytes(digit_image("1", 64, mode="L"), "JPEG"))
+    frame = data.index(b"\xff\xc0")
+    data[frame + 5 : frame + 9] = struct.pack(">HH", height, width)
+    return bytes(data)
+
+
+def corrupt_idat() -> bytes:
+    """A real PNG whose compressed pixel data is scrambled (the CRC made to match)."""
+    data = png_bytes(digit_image("0", 200, mode="L"))
+    start = data.index(b"IDAT") + 4
+    length = struct.unpack(">I", data[start - 8 : start - 4])[0]
+    body = bytes(b ^ 0x5A for b in data[start : start + length])
+    return data[: start - 8] + png_chunk(b"IDAT", body) + data[start + length + 4 :]
+
+
+BAD_UPLOADS = {
+    "empty file": (lambda: b"", "not a readable"),
+    "text": (lambda: b"this is not an image", "not a readable"),
+    "PNG bomb 20000x20000": (lambda: crafted_png(20_000, 20_000), "megapixels"),
+    "PNG bomb 65535x65535": (lambda: crafted_png(65_535, 65_535), "megapixels"),
+    "PNG over the limit": (lambda: crafted_png(3000, 3000), "3000×3000"),
+    "JPEG bomb 60000x60000": (lambda: jpeg_claiming(60_000, 60_000), "megapixels"),
+    "PNG header only": (lambda: crafted_png(100, 100)[:40], "not a readable"),
+    "PNG with zero size": (lambda: crafted_png(0, 0), "not a readable"),
+    "PNG truncated": (lambda: png_bytes(digit_image("0", 200))[:300], "not a readable"),
+    "PNG scrambled pixels": (corrupt_idat, "not a readable"),
+    "PNG text-chunk bomb": (
+        lambda: crafted_png(
+            10, 10, png_chunk(b"zTXt", b"note\0\0" + zlib.compress(b"a" * (64 << 20)))
+        ),
+        "not a readable",
+    ),
+    "JPEG truncated": (
+        lambda: png_bytes(digit_image("1", 200, mode="L"), "JPEG")[:200],
+        "not a readable",
+    ),
+    "GIF": (lambda: png_bytes(Image.new("RGB", (10, 10)), "GIF"), "Expected a PNG or JPEG"),
+}
+
+
+@pytest.mark.parametrize("kind", list(BAD_UPLOADS))
+def test_every_decoder_error_is_one_clear_line(kind):
+    make, message = BAD_UPLOADS[kind]
+    with pytest.raises(ImageError, match=message) as info:
+        read_image(make())
+    assert "\n" not in str(info.value) and "/" not in str(info.value)  # no server paths
+
+
+def test_a_decompression_bomb_upload_gets_the_clean_message(untrained):
+    at = draw_page()
+    at.radio(key="draw_source").set_value("Upload an image").run()
+    bomb = crafted_png(20_000, 20_000)
+    assert len(bomb) < 2000
+    at.file_uploader[0].set_value(("bomb.png", bomb, "image/png")).run()
+    assert not at.exception, at.exception
+    assert "megapixels" in upload_problem(at) and not verdicts(at)
 
 
 def test_read_image_inverts_dark_ink_and_reads_transparency():

@@ -5,6 +5,10 @@ count is checked from the header before anything is decoded, JPEGs are reduced w
 (``draft``), and every image is reduced to at most :data:`DECODED_SIDE` pixels per side with
 one or two 8-bit channels (grey, opacity) before any float conversion. Accepted uploads cost a
 few tens of MB at most: the largest accepted RGBA image decodes to 4 bytes × :data:`MAX_PIXELS`.
+
+Every failure of the decoder (Pillow's plug-ins raise a zoo of exception types for truncated,
+corrupt or hostile files: ``OSError``, ``SyntaxError``, ``struct.error``, ``EOFError``,
+``DecompressionBombError`` ...) becomes one :class:`ImageError` line for the user.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import io
 import math
 
 import numpy as np
-from PIL import Image, UnidentifiedImageError
+from PIL import Image
 
 MAX_UPLOAD_MB = 5
 MAX_PIXELS = 4_000_000  # e.g. 2000 × 2000
@@ -35,20 +39,30 @@ class ImageError(ValueError):
     """An upload that is not a usable image; the message is meant for the user."""
 
 
+UNREADABLE = "This file is not a readable PNG or JPEG image."
+
+
+def _too_many_pixels(description: str) -> ImageError:
+    return ImageError(
+        f"The image is {description}; at most {MAX_PIXELS / 1e6:.0f} megapixels are accepted. "
+        "Scale it down first."
+    )
+
+
 def _open(data: bytes) -> Image.Image:
     """The image with its header read and checked (format, pixel count); nothing decoded."""
     try:
         img = Image.open(io.BytesIO(data))
-    except (UnidentifiedImageError, OSError) as exc:
-        raise ImageError("This file is not a readable PNG or JPEG image.") from exc
+    except Image.DecompressionBombError as exc:  # Pillow's own limit, far above ours
+        limit = 2 * Image.MAX_IMAGE_PIXELS / 1e6
+        raise _too_many_pixels(f"over {limit:.0f} megapixels") from exc
+    except Exception as exc:  # not an image, or a plug-in's parser failed on a damaged header
+        raise ImageError(UNREADABLE) from exc
     if img.format not in FORMATS:
         raise ImageError(f"Expected a PNG or JPEG image, got {img.format}.")
     width, height = img.size
     if width * height > MAX_PIXELS:
-        raise ImageError(
-            f"The image is {width}×{height} pixels ({width * height / 1e6:.1f} megapixels); "
-            f"at most {MAX_PIXELS / 1e6:.0f} megapixels are accepted. Scale it down first."
-        )
+        raise _too_many_pixels(f"{width}×{height} pixels ({width * height / 1e6:.1f} megapixels)")
     return img
 
 
@@ -93,8 +107,8 @@ def read_image(data: bytes) -> np.ndarray:
     img = _open(data)
     try:
         grey, alpha = _small_channels(img)
-    except (OSError, ValueError, Image.DecompressionBombError) as exc:  # truncated or corrupt
-        raise ImageError("This file is not a readable PNG or JPEG image.") from exc
+    except Exception as exc:  # truncated, corrupt or hostile data: any decoder error
+        raise ImageError(UNREADABLE) from exc
     if alpha is not None and alpha.min() < 1.0:
         return alpha
     border = np.concatenate([grey[0], grey[-1], grey[:, 0], grey[:, -1]])
