@@ -27,6 +27,9 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = Path("/usr/bin/chromium")
+WAIT_MS = 180_000
+"""Longest wait for one element or page state: each wait ends as soon as the page is ready, so
+the limit only matters on a machine so loaded that the app's runs take minutes."""
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -128,6 +131,7 @@ def chromium_page(width: int = 1600, height: int = 1200) -> Iterator:
         )
         try:
             page = browser.new_page(viewport={"width": width, "height": height})
+            page.set_default_timeout(WAIT_MS)
             yield page
         finally:
             browser.close()
@@ -176,12 +180,34 @@ def rerun_latency_ms(page, message: int) -> float:
     )
 
 
-def wait_for_script(page, timeout_ms: float = 30_000) -> None:
+def wait_for_script(page, timeout_ms: float = WAIT_MS) -> None:
     """Wait until the app's script is not running. Call it once the page shows something that
     only the awaited run produces: right after an interaction the run may not have started."""
     page.wait_for_selector(
         "[data-testid='stApp'][data-test-script-state='notRunning']", timeout=timeout_ms
     )
+
+
+def wait_for_text(page, text: str, deadline_s: float = 600, idle_s: float = 15) -> None:
+    """Wait until the page shows ``text``, for as long as the app is still working on it.
+
+    A loaded machine only makes the app's script run longer, so the wait follows the page's
+    state rather than a fixed time: it fails once the script has been idle for ``idle_s``
+    seconds without showing the text (the run that should have shown it is over), or after
+    ``deadline_s`` in all.
+    """
+    shown = page.get_by_text(text)
+    running = page.locator("[data-testid='stApp'][data-test-script-state='running']")
+    start = idle_since = time.monotonic()
+    while not (shown.count() and shown.first.is_visible()):
+        now = time.monotonic()
+        if running.count():
+            idle_since = now
+        elif now - idle_since > idle_s:
+            pytest.fail(f"the page stopped working without showing {text!r}")
+        if now - start > deadline_s:
+            pytest.fail(f"waited {deadline_s:g} s for {text!r}")
+        page.wait_for_timeout(100)
 
 
 def draw(page, strokes: list[list[tuple[float, float]]]) -> None:

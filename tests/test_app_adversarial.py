@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -140,4 +141,10 @@ def test_each_task_is_attacked_on_its_own_test_set(checkpoint_dir):
     settings = CurveSettings(n_inputs=200, n_eval_samples=20)
     model = load_checkpoint("fashion_bbb_mixture", default_device())[0]
     expected = robustness_curve(model, images, labels, settings)
-    assert cached_curve("fashion_bbb_mixture", settings) == expected
+    got = cached_curve("fashion_bbb_mixture", settings)
+    # The page's run and this one may sum in another order (threads, earlier tests' buffers):
+    # equal to float32 rounding, while another test set would differ by far more.
+    for field in dataclasses.fields(expected):
+        assert getattr(got, field.name) == pytest.approx(
+            getattr(expected, field.name), rel=1e-4, abs=1e-6
+        ), field.name

@@ -53,7 +53,7 @@ def test_draw_one_and_zero(scored_models):
     with serve_app() as url, chromium_page() as page:
         record_timings(page)
         page.goto(f"{url}/draw")
-        page.wait_for_selector("canvas.upper-canvas", timeout=30_000)
+        page.wait_for_selector("canvas.upper-canvas")
         wait_for_script(page)
         page.get_by_text("Draw a digit on the black square").wait_for()
         for digit, strokes in STROKES.items():

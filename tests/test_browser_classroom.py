@@ -16,6 +16,7 @@ from tests.browser_util import (
     scored_default_models,
     serve_app,
     wait_for_script,
+    wait_for_text,
 )
 
 pytestmark = [pytest.mark.browser, require_chromium()]
@@ -36,37 +37,34 @@ def test_draw_submit_and_see_it_in_the_class_gallery(scored_models, tmp_path, mo
     monkeypatch.setenv(DB_ENV, f"sqlite:///{database}")
     with serve_app(env={DB_ENV: f"sqlite:///{database}"}) as url, chromium_page() as page:
         page.goto(f"{url}/draw?class={CLASS}")
-        page.wait_for_selector("canvas.upper-canvas", timeout=60_000)
+        page.wait_for_selector("canvas.upper-canvas")
         wait_for_script(page)
         draw(page, ONE)
         page.wait_for_selector(
-            "[class*='st-key-prediction_'], [data-testid='stAlertContentWarning']", timeout=60_000
+            "[class*='st-key-prediction_'], [data-testid='stAlertContentWarning']"
         )
         wait_for_script(page)
         page.get_by_text(PANEL).click()
-        page.get_by_text(f"Class code in use: {CLASS}").wait_for(timeout=30_000)
+        wait_for_text(page, f"Class code in use: {CLASS}")
         page.locator("[class*='st-key-class_label']").get_by_text("1", exact=True).click()
         submit = page.get_by_role("button", name="Submit")
         submit.wait_for()
         page.wait_for_function(
             "() => ![...document.querySelectorAll('button')].find("
             "b => b.innerText.trim() === 'Submit').disabled",
-            timeout=30_000,
         )
         submit.click()
-        page.get_by_text(f"Sent as a 1. Class {CLASS} now has 1 drawing(s).").wait_for(
-            timeout=30_000
-        )
+        wait_for_text(page, f"Sent as a 1. Class {CLASS} now has 1 drawing(s).")
         submit.click()  # a second click stores nothing more
-        page.get_by_text("Already sent as a 1").wait_for(timeout=30_000)
+        wait_for_text(page, "Already sent as a 1")
         assert ClassStore().count(CLASS) == 1
 
         page.goto(f"{url}/classroom?class={CLASS}")
-        page.get_by_text(f"1 drawing(s) in class {CLASS}").wait_for(timeout=60_000)
+        wait_for_text(page, f"1 drawing(s) in class {CLASS}")
         gallery = page.locator("[class*='st-key-class_gallery'] img")
-        gallery.first.wait_for(timeout=30_000)
+        gallery.first.wait_for()
         assert gallery.count() == 1
         row = ClassStore().drawings(CLASS)
         assert row.labels.tolist() == [1]
-        page.get_by_text(f"1 · #{row.ids[0]}").wait_for(timeout=30_000)
-        page.get_by_text("How the models do on the class's drawings").wait_for(timeout=60_000)
+        wait_for_text(page, f"1 · #{row.ids[0]}")
+        wait_for_text(page, "How the models do on the class's drawings")

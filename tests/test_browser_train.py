@@ -7,7 +7,13 @@ import time
 
 import pytest
 
-from tests.browser_util import chromium_page, require_chromium, serve_app, wait_for_script
+from tests.browser_util import (
+    chromium_page,
+    require_chromium,
+    serve_app,
+    wait_for_script,
+    wait_for_text,
+)
 
 pytestmark = [pytest.mark.browser, require_chromium()]
 
@@ -17,7 +23,7 @@ def test_a_job_survives_a_reload_and_finishes(tmp_path, mnist_small):
     env = {"BNN_MODELS_DIR": str(models), "BNN_CACHE_DIR": str(tmp_path / "cache")}
     with serve_app(env=env) as url, chromium_page() as page:
         page.goto(f"{url}/train")
-        wait_for_script(page, 60_000)
+        wait_for_script(page)
         epochs = page.get_by_label("Epochs")
         epochs.fill("4")
         epochs.press("Enter")
@@ -34,19 +40,19 @@ def test_a_job_survives_a_reload_and_finishes(tmp_path, mnist_small):
         wait_for_script(page)
         page.get_by_role("textbox", name="Name of the new model").fill("browser_run")
         page.get_by_role("button", name="Start training").click()
-        page.get_by_text("Job #1").wait_for(timeout=60_000)
-        page.get_by_text("running").first.wait_for(timeout=60_000)
+        wait_for_text(page, "Job #1")
+        page.get_by_text("running").first.wait_for()
         page.reload()
-        wait_for_script(page, 60_000)
-        page.get_by_text("Job #1").wait_for(timeout=60_000)  # re-attached after the reload
+        wait_for_script(page)
+        wait_for_text(page, "Job #1")  # re-attached after the reload
         deadline = time.monotonic() + 400
         while time.monotonic() < deadline and not (models / "browser_run.pt").is_file():
             time.sleep(1)
         assert (models / "browser_run.pt").is_file()
-        page.get_by_text("Saved: test error").wait_for(timeout=60_000)
+        wait_for_text(page, "Saved: test error")
         # The job's end triggers one full rerun of the page, during which the charts re-mount:
         # wait for that run to finish and for the curves to be drawn, instead of counting at
         # an arbitrary instant.
-        wait_for_script(page, 60_000)
-        page.locator(".js-plotly-plot").first.wait_for(timeout=60_000)  # the curves
-        page.get_by_text("Saved: test error").wait_for(timeout=60_000)
+        wait_for_script(page)
+        page.locator(".js-plotly-plot").first.wait_for()  # the curves
+        wait_for_text(page, "Saved: test error")
