@@ -26,12 +26,13 @@ from PIL import Image
 from streamlit.testing.v1 import AppTest
 
 import core.storage.checkpoints
+from app import ui
 from core.data import DatasetUnavailable, load_dataset
 from core.engine.models import build_model
 from core.engine.sampler import predictive_samples
 from core.evaluation.uncertainty import summarize
 from core.storage.atomic import atomic_write_text
-from core.storage.checkpoints import REGISTRY, save_checkpoint
+from core.storage.checkpoints import REGISTRY, CheckpointError, save_checkpoint
 from core.storage.paths import REPO_ROOT, data_search_path
 from tests.test_app_draw import MAIN
 
@@ -268,6 +269,31 @@ def test_promote_replaces_a_shipped_file_only_with_a_loadable_model(tmp_path, mo
     assert core.storage.checkpoints.promote("mlp", user) == old
     assert old.read_bytes() == new.read_bytes() and before != new.read_bytes()
     assert core.storage.checkpoints.read_metadata(old)["v"] == 2
+
+
+def test_promote_refuses_a_partial_model_new_or_old(tmp_path, monkeypatch):
+    shipped, user = tmp_path / "shipped", tmp_path / "user"
+    monkeypatch.setattr(core.storage.checkpoints, "CHECKPOINT_DIR", shipped)
+    monkeypatch.setenv("BNN_MODELS_DIR", str(user))
+    save_checkpoint("mlp", build_model(REGISTRY["mlp"].model), {"v": 1}, shipped)
+    before = {p.name: p.read_bytes() for p in shipped.iterdir()}
+    model = build_model(REGISTRY["mlp"].model)
+    meta = {"epochs": 1, "epochs_planned": 15}
+    path = save_checkpoint("mlp", model, meta, user, complete=False)
+    refused = r"mlp.pt: not promoted, its training did not finish \(partial: 1 of 15 epochs\)"
+    with pytest.raises(CheckpointError, match=refused) as error:
+        core.storage.checkpoints.promote("mlp")
+    assert "\n" not in str(error.value)
+    assert ui.model_title("user:mlp") == "mlp (user-trained, partial: 1 of 15 epochs)"
+    # the file: saved after epoch 1 of 15 before completeness was recorded
+    old = {"name": "mlp", "epochs": 1, "training": {"epochs": 15}, "test_error": 0.0362}
+    atomic_write_text(path.with_suffix(".json"), json.dumps(old))
+    with pytest.raises(CheckpointError, match=refused):
+        core.storage.checkpoints.promote("mlp")
+    assert {p.name: p.read_bytes() for p in shipped.iterdir()} == before
+    atomic_write_text(path.with_suffix(".json"), json.dumps(old | {"epochs": 15}))
+    core.storage.checkpoints.promote("mlp")  # an old finished model is still promoted
+    assert (shipped / "mlp.pt").read_bytes() == path.read_bytes()
 
 
 # --- 5. damaged files give one clear line --------------------------------------------------
