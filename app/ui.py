@@ -35,6 +35,7 @@ from core.storage.checkpoints import (
     load_checkpoint,
     resolve_checkpoint,
     task_title,
+    user_title,
 )
 from core.studies import evaluations
 
@@ -55,14 +56,13 @@ def model_title(name: str) -> str:
         name: The checkpoint's registry name, or ``user:NAME`` for a user-trained model.
 
     Returns:
-        Its registered title; ``NAME (user-trained)`` (plus its task when not MNIST) for a
-        user-trained model (names are letters, digits, ``_`` and ``-``, safe in Markdown);
-        ``name`` itself otherwise.
+        Its registered title; ``NAME (user-trained)`` (plus its task when not MNIST, and
+        ``partial: D of N epochs`` when its training did not finish) for a user-trained model
+        (:func:`core.storage.checkpoints.user_title`; names are letters, digits, ``_`` and
+        ``-``, safe in Markdown); ``name`` itself otherwise.
     """
     if is_user_key(name):
-        stem = name.removeprefix("user:")
-        dataset = model_dataset(name)
-        return f"{stem} (user-trained{'' if dataset == 'mnist' else ', ' + task_title(dataset)})"
+        return user_title(name)
     spec = REGISTRY.get(name)
     return spec.title if spec else name
 

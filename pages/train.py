@@ -31,6 +31,7 @@ from core.storage.checkpoints import (
     CheckpointError,
     delete_user_checkpoint,
     list_user_checkpoints,
+    partial_note,
     rename_user_checkpoint,
     task_title,
 )
@@ -362,7 +363,7 @@ def models_panel() -> None:
                 "test error": f"{meta['test_error']:.2%}" if "test_error" in meta else "–",
                 "trained": meta.get("date", ""),
                 "device": meta.get("device", ""),
-                "status": "ok" if info.available else info.reason,
+                "status": (partial_note(meta) or "ok") if info.available else info.reason,
             }
         )
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")

@@ -57,6 +57,49 @@ def test_interrupted_save_leaves_old_file_intact(tmp_path, monkeypatch):
     load_checkpoint(path)
 
 
+@pytest.mark.parametrize(
+    ("metadata", "note"),
+    [
+        ({"complete": True, "epochs": 3, "epochs_planned": 3}, ""),
+        ({"complete": False, "epochs": 1, "epochs_planned": 15}, "partial: 1 of 15 epochs"),
+        ({"complete": False}, "partial: training did not finish"),
+        ({"epochs": 1, "training": {"epochs": 15}}, "partial: 1 of 15 epochs"),  # old, killed
+        ({"epochs": 15, "training": {"epochs": 15}}, ""),  # old, finished
+        ({"name": "old", "model_config": {}}, ""),  # old, nothing recorded
+        ({}, "partial: no metadata"),  # weights saved, metadata not
+    ],
+)
+def test_partial_note_reads_new_and_old_metadata(metadata, note):
+    assert checkpoints.partial_note(metadata) == note
+
+
+def test_a_save_cut_between_its_two_files_never_looks_finished(tmp_path, monkeypatch):
+    model = build_model(TINY)
+    finished = {"epochs": 3, "epochs_planned": 3}
+    path = save_checkpoint("tiny", model, finished, directory=tmp_path)
+    real_write = checkpoints.atomic_write
+
+    def killed_before(suffix):
+        def write(target, content):
+            if target.suffix == suffix:
+                raise KeyboardInterrupt("killed")
+            real_write(target, content)
+
+        return write
+
+    def note():
+        return checkpoints.partial_note(checkpoints.read_metadata(path))
+
+    monkeypatch.setattr(checkpoints, "atomic_write", killed_before(".pt"))
+    with pytest.raises(KeyboardInterrupt):  # a new run's first save, over a finished model
+        save_checkpoint("tiny", model, {"epochs": 1, "epochs_planned": 3}, tmp_path, complete=False)
+    assert note() == "partial: 1 of 3 epochs"
+    monkeypatch.setattr(checkpoints, "atomic_write", killed_before(".json"))
+    with pytest.raises(KeyboardInterrupt):  # its final save
+        save_checkpoint("tiny", model, finished, directory=tmp_path)
+    assert note() == "partial: 1 of 3 epochs"
+
+
 @pytest.mark.parametrize("damage", ["truncate", "garbage"])
 def test_corrupt_file_gives_clear_error_naming_it(tmp_path, damage):
     _, path = _saved(tmp_path)

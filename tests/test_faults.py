@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import os
 import shutil
 import signal
@@ -25,12 +26,13 @@ from PIL import Image
 from streamlit.testing.v1 import AppTest
 
 import core.storage.checkpoints
+from app import ui
 from core.data import DatasetUnavailable, load_dataset
 from core.engine.models import build_model
 from core.engine.sampler import predictive_samples
 from core.evaluation.uncertainty import summarize
 from core.storage.atomic import atomic_write_text
-from core.storage.checkpoints import REGISTRY, save_checkpoint
+from core.storage.checkpoints import REGISTRY, CheckpointError, save_checkpoint
 from core.storage.paths import REPO_ROOT, data_search_path
 from tests.test_app_draw import MAIN
 
@@ -269,6 +271,31 @@ def test_promote_replaces_a_shipped_file_only_with_a_loadable_model(tmp_path, mo
     assert core.storage.checkpoints.read_metadata(old)["v"] == 2
 
 
+def test_promote_refuses_a_partial_model_new_or_old(tmp_path, monkeypatch):
+    shipped, user = tmp_path / "shipped", tmp_path / "user"
+    monkeypatch.setattr(core.storage.checkpoints, "CHECKPOINT_DIR", shipped)
+    monkeypatch.setenv("BNN_MODELS_DIR", str(user))
+    save_checkpoint("mlp", build_model(REGISTRY["mlp"].model), {"v": 1}, shipped)
+    before = {p.name: p.read_bytes() for p in shipped.iterdir()}
+    model = build_model(REGISTRY["mlp"].model)
+    meta = {"epochs": 1, "epochs_planned": 15}
+    path = save_checkpoint("mlp", model, meta, user, complete=False)
+    refused = r"mlp.pt: not promoted, its training did not finish \(partial: 1 of 15 epochs\)"
+    with pytest.raises(CheckpointError, match=refused) as error:
+        core.storage.checkpoints.promote("mlp")
+    assert "\n" not in str(error.value)
+    assert ui.model_title("user:mlp") == "mlp (user-trained, partial: 1 of 15 epochs)"
+    # the issue's file: saved after epoch 1 of 15 before completeness was recorded
+    old = {"name": "mlp", "epochs": 1, "training": {"epochs": 15}, "test_error": 0.0362}
+    atomic_write_text(path.with_suffix(".json"), json.dumps(old))
+    with pytest.raises(CheckpointError, match=refused):
+        core.storage.checkpoints.promote("mlp")
+    assert {p.name: p.read_bytes() for p in shipped.iterdir()} == before
+    atomic_write_text(path.with_suffix(".json"), json.dumps(old | {"epochs": 15}))
+    core.storage.checkpoints.promote("mlp")  # an old finished model is still promoted
+    assert (shipped / "mlp.pt").read_bytes() == path.read_bytes()
+
+
 # --- 5. damaged files give one clear line --------------------------------------------------
 
 
@@ -335,3 +362,97 @@ def test_a_markdown_file_name_is_shown_literally(untrained_models):
 def test_server_binds_to_loopback_by_default():
     config = tomllib.loads((REPO_ROOT / ".streamlit" / "config.toml").read_text())
     assert config["server"]["address"] == "127.0.0.1"
+
+
+# --- 8. an interrupted training run is partial and never promoted ----------------------------
+
+
+@pytest.fixture
+def train_env(tmp_path) -> dict:
+    """Environment for ``core train``/``promote`` in ``tmp_path``: an empty user-model folder
+    and a copy of the shipped MLP as the shipped folder (what ``promote`` replaces)."""
+    shipped = tmp_path / "checkpoints"
+    shipped.mkdir()
+    for suffix in (".pt", ".json"):
+        shutil.copy(SHIPPED / f"mlp{suffix}", shipped)
+    return {
+        "BNN_DATA_DIR": str(tmp_path / "data"),
+        "BNN_DATA_PATH": os.pathsep.join(str(p) for p in data_search_path()),
+        "BNN_MODELS_DIR": str(tmp_path / "models"),
+        "BNN_CHECKPOINT_DIR": str(shipped),
+        "OMP_NUM_THREADS": "1",
+        "PYTHONUNBUFFERED": "1",
+    }
+
+
+def train_mlp(*args: str) -> list[str]:
+    return ["train", "mlp", "--train-subset", "1000", "--eval-samples", "1", *args]
+
+
+def user_row(env: dict) -> str:
+    listing = run_cli("list", env=env)
+    assert listing.returncode == 0, listing.stderr
+    (row,) = [line for line in listing.stdout.splitlines() if line.startswith("user:mlp ")]
+    return row
+
+
+def shipped_files(env: dict) -> dict[str, str]:
+    return {p.name: sha256(p) for p in Path(env["BNN_CHECKPOINT_DIR"]).iterdir()}
+
+
+@pytest.mark.skipif(not mnist_available(), reason="MNIST unavailable")
+def test_killed_training_is_listed_partial_and_promote_refuses_it(train_env):
+    shipped = shipped_files(train_env)
+    weights = Path(train_env["BNN_MODELS_DIR"]) / "mlp.pt"
+    meta_file = weights.with_suffix(".json")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "core", *train_mlp("--epochs", "5")],
+        cwd=REPO_ROOT,
+        env={**os.environ, **train_env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while not weights.is_file():  # a partial save writes its weights after its metadata
+            assert process.poll() is None, "training ended before its first save"
+            assert time.monotonic() < deadline, "no epoch finished in time"
+            time.sleep(0.05)
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    meta = json.loads(meta_file.read_text())
+    assert meta["complete"] is False and meta["epochs_planned"] == 5
+    done = meta["epochs"]
+    assert 1 <= done < 5
+    assert f"partial: {done} of 5 epochs" in user_row(train_env)
+
+    refused = run_cli("promote", "mlp", env=train_env)
+    lines = [line for line in refused.stderr.splitlines() if line.strip()]
+    assert refused.returncode == 1 and len(lines) == 1, refused.stderr
+    assert "not promoted" in lines[0] and f"{done} of 5 epochs" in lines[0]
+    assert "python -m core train mlp --resume" in lines[0]
+    assert shipped_files(train_env) == shipped
+
+    resumed = run_cli(*train_mlp("--resume"), env=train_env)  # on to the 5 epochs it asked for
+    assert resumed.returncode == 0, resumed.stderr
+    meta = json.loads(meta_file.read_text())
+    assert meta["complete"] is True and meta["epochs"] == 5
+    assert [h["epoch"] for h in meta["history"]] == [1, 2, 3, 4, 5]
+    assert "partial" not in user_row(train_env)
+
+
+@pytest.mark.skipif(not mnist_available(), reason="MNIST unavailable")
+def test_finished_training_is_complete_and_promoted(train_env):
+    trained = run_cli(*train_mlp("--epochs", "2"), env=train_env)
+    assert trained.returncode == 0, trained.stderr
+    user = Path(train_env["BNN_MODELS_DIR"]) / "mlp.pt"
+    meta = json.loads(user.with_suffix(".json").read_text())
+    assert meta["complete"] is True and meta["epochs"] == meta["epochs_planned"] == 2
+    row = user_row(train_env)
+    assert "partial" not in row and "test error" in row
+    promoted = run_cli("promote", "mlp", env=train_env)
+    assert promoted.returncode == 0, promoted.stderr
+    shipped = Path(train_env["BNN_CHECKPOINT_DIR"])
+    assert sha256(shipped / "mlp.pt") == sha256(user)
+    assert sha256(shipped / "mlp.json") == sha256(user.with_suffix(".json"))

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
+import core.jobs.training
 from core.data import DatasetUnavailable, load_dataset
 from core.engine.interface import ModelConfig
 from core.engine.models import build_model
@@ -36,11 +37,13 @@ from core.storage.checkpoints import (
     delete_user_checkpoint,
     list_user_checkpoints,
     load_checkpoint,
+    partial_note,
     read_metadata,
     rename_user_checkpoint,
     resolve_checkpoint,
     save_checkpoint,
     user_key,
+    user_title,
 )
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -148,6 +151,7 @@ def test_finished_run_is_a_user_checkpoint_with_the_shipped_metadata(user_dir, m
     assert outcome.path == user_dir / "tiny.pt" and not outcome.cancelled
     meta = read_metadata(outcome.path)
     assert meta["dataset"] == "mnist" and meta["epochs"] == 2 and meta["user_trained"]
+    assert meta["complete"] is True and partial_note(meta) == ""
     assert meta["test_error"] == outcome.metrics["test_error"]
     assert outcome.metrics["num_examples"] == 10_000  # the saved error: the whole test set
     assert {"nll", "train_seconds", "device", "versions", "date", "training"} <= set(meta)
@@ -168,6 +172,29 @@ def test_cancelled_run_saves_nothing(user_dir, mnist_available):
     outcome = run_training(request, cancel=cancel, on_epoch=lambda stats: cancel.set())
     assert outcome.cancelled and outcome.path is None and len(outcome.history) == 1
     assert not (user_dir / "stopped.pt").exists() and no_temporaries(user_dir)
+
+
+def test_queued_jobs_failed_or_cancelled_after_an_epoch_leave_no_model(
+    user_dir, mnist_available, monkeypatch
+):
+    """The queue with the real runner: a job cancelled after its first epoch and one failing in
+    its final evaluation (after every epoch) save nothing, not even a partial model."""
+
+    def out_of_memory(*args, **kwargs):
+        raise RuntimeError("out of memory")
+
+    queue = JobQueue(workers=1, threads=1, directory=user_dir)
+    try:
+        stopped = queue.submit(make_request("stopped", "mlp", epochs=50, **SMALL))
+        wait_for(lambda: queue.get(stopped).history, timeout=300)
+        assert queue.cancel(stopped)
+        assert queue.wait(stopped, 300).status is JobStatus.CANCELLED
+        monkeypatch.setattr(core.jobs.training, "evaluate_model", out_of_memory)
+        failed = queue.wait(queue.submit(make_request("failed", "mlp", epochs=2, **SMALL)), 300)
+        assert failed.status is JobStatus.FAILED and len(failed.history) == 2
+    finally:
+        queue.shutdown()
+    assert not user_dir.exists() or list(user_dir.iterdir()) == []
 
 
 def test_post_hoc_kind_trains_its_network_then_fits(user_dir, mnist_available):
@@ -341,6 +368,18 @@ def test_worker_sets_its_own_thread_count_once(tmp_path):
 def small_user_model(folder: Path, name: str, **meta) -> Path:
     model = build_model(ModelConfig(kind="mlp", hidden=(8,)))
     return save_checkpoint(name, model, {"dataset": "mnist", **meta}, folder)
+
+
+def test_a_partial_user_model_is_listed_and_titled_as_partial(user_dir):
+    model = build_model(ModelConfig(kind="mlp", hidden=(8,)))
+    meta = {"dataset": "fashion_mnist", "epochs": 1, "epochs_planned": 15}
+    save_checkpoint("half", model, meta, user_dir, complete=False)
+    small_user_model(user_dir, "whole")
+    half, whole = list_user_checkpoints()
+    assert half.available and whole.available
+    assert half.spec.title == "half (user-trained, Fashion-MNIST, partial: 1 of 15 epochs)"
+    assert user_title("user:half") == half.spec.title
+    assert whole.spec.title == user_title("user:whole") == "whole (user-trained)"
 
 
 def test_rename_and_delete_user_models(user_dir):

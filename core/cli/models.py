@@ -1,8 +1,10 @@
 """``python -m core list | train | promote | evaluate``: registered and user-trained models.
 
 Training writes to the user-model folder (:func:`core.storage.paths.user_model_dir`), never to
-the shipped ``checkpoints/``: an interrupted run cannot destroy a documented model. ``promote``
-replaces a shipped checkpoint with the user-trained one, after it finished and loads.
+the shipped ``checkpoints/``: an interrupted run cannot destroy a documented model. A registered
+model is saved after every epoch marked partial, and complete only after its last epoch;
+``list`` shows a partial model as such. ``promote`` replaces a shipped checkpoint with the
+user-trained one, only after it finished and loads.
 
 ``train`` takes a registered name (``python -m core train fashion_mlp``) or an ad-hoc
 configuration, the same choices as the app's Train page::
@@ -47,6 +49,7 @@ from core.storage.checkpoints import (
     list_checkpoints,
     list_user_checkpoints,
     load_checkpoint,
+    partial_note,
     promote,
     save_checkpoint,
     task_title,
@@ -59,7 +62,8 @@ def cmd_list(args) -> int:
     """Run ``python -m core list``: print each registered checkpoint and whether it loads.
 
     User-trained models found in the user-model folder are listed after them, by the name
-    pages and commands know them by (``user:NAME``), with their task and test error.
+    pages and commands know them by (``user:NAME``), with their task and test error. A model
+    whose training did not finish is marked ``partial: D of N epochs``.
 
     Args:
         args: The parsed command line (none are used).
@@ -79,19 +83,23 @@ def cmd_list(args) -> int:
 
 
 def _status(info) -> str:
-    """Test error of an available checkpoint, or why it is not available."""
+    """Test error of an available checkpoint, marked when partial, or why it is unavailable."""
     if not info.available:
         return f"BROKEN: {info.reason}" if info.path.is_file() else info.reason
     meta = info.metadata
-    return f"test error {meta['test_error']:.2%}" if "test_error" in meta else "ok"
+    notes = [partial_note(meta)]
+    notes.append(f"test error {meta['test_error']:.2%}" if "test_error" in meta else "ok")
+    return ", ".join(note for note in notes if note)
 
 
-def _resume_point(name: str) -> tuple[torch.nn.Module, list[EpochStats], float]:
-    """The user-trained model ``name``, its epoch history and training seconds so far."""
+def _resume_point(name: str) -> tuple[torch.nn.Module, list[EpochStats], float, int | None]:
+    """The user-trained model ``name``, its history, seconds so far and epochs asked (or None)."""
     model, meta = load_checkpoint(checkpoint_path(name, user_model_dir()))
     model.requires_grad_(True)
     history = [EpochStats(**d) for d in meta.get("history", [])]
-    return model.train(), history, float(meta.get("train_seconds", 0.0))
+    planned = meta.get("epochs_planned")
+    seconds = float(meta.get("train_seconds", 0.0))
+    return model.train(), history, seconds, planned if isinstance(planned, int) else None
 
 
 def _fresh_model(spec: CheckpointSpec) -> torch.nn.Module:
@@ -233,8 +241,11 @@ def cmd_train(args) -> int:
     """Run ``python -m core train``: train a model into the user-model folder.
 
     A registered name alone trains that spec, saving atomically after every epoch, so an
-    interrupted run keeps its last finished epoch; ``--resume`` continues from it (the
-    learning-rate schedule picks up where it stopped; Adam's moments restart). With ``--kind``
+    interrupted run keeps its last finished epoch. Those saves are marked partial (``promote``
+    refuses them); the save after the last epoch and the final evaluation marks the model
+    complete. ``--resume`` continues a model up to the epochs its run asked for (the registered
+    number when not recorded; the learning-rate schedule picks up where it stopped; Adam's
+    moments restart). With ``--kind``
     (an ad-hoc configuration) or ``--name`` the run goes through :func:`cmd_train_request`.
 
     Args:
@@ -261,12 +272,13 @@ def cmd_train(args) -> int:
         torch.set_num_threads(args.threads)
     device = default_device()
     folder = user_model_dir()
+    planned = None
     if args.resume:
-        model, history, seconds_before = _resume_point(spec.name)
+        model, history, seconds_before, planned = _resume_point(spec.name)
     else:
         model, history, seconds_before = _fresh_model(spec), [], 0.0
     done = len(history)
-    epochs = max(args.epochs or registered.epochs - done, 0)
+    epochs = max(args.epochs or (planned or registered.epochs) - done, 0)
     post_hoc = POST_HOC_FITS.get(ModelKind(spec.model.kind))
     if epochs < 1 and post_hoc is None:
         print(f"{spec.name}: already trained for {done} epochs; pass --epochs to train more")
@@ -295,7 +307,8 @@ def cmd_train(args) -> int:
             metrics=metrics,
             n_eval_samples=n_eval_samples,
         )
-        return meta | ({"base": spec.base} if spec.base else {}) | fitted
+        base = {"base": spec.base} if spec.base else {}
+        return meta | {"epochs_planned": done + epochs} | base | fitted
 
     def on_epoch(s: EpochStats) -> None:
         s.epoch += done
@@ -305,7 +318,8 @@ def cmd_train(args) -> int:
             f"test err {s.test_error:.2%} ({s.seconds:.1f}s)"
         )
         metrics = {"test_error": s.test_error, "nll": s.test_nll}
-        save_checkpoint(spec.name, model, metadata(metrics, training.n_eval_samples), folder)
+        meta = metadata(metrics, training.n_eval_samples)
+        save_checkpoint(spec.name, model, meta, folder, complete=False)
 
     test = load_dataset(spec.dataset, "test")
     train_data = load_dataset(spec.dataset, "train", n_inputs=n_train)
@@ -328,6 +342,9 @@ def cmd_train(args) -> int:
 
 def cmd_promote(args) -> int:
     """Run ``python -m core promote``: replace a shipped checkpoint with the user-trained one.
+
+    A user-trained model that does not load or did not finish training is refused
+    (:func:`core.storage.checkpoints.promote` raises; the shipped files stay as they were).
 
     Args:
         args: The parsed command line (``name``).

@@ -20,6 +20,11 @@ Each checkpoint ``NAME`` is two files written atomically (temp file in the same 
   ``torch.load(weights_only=True)``;
 * ``NAME.json``: metadata (model and training config, epochs, test error, NLL, training time,
   device, library versions, date) for humans and for listings without loading weights.
+
+A model saved while it trains (``python -m core train NAME`` saves after every epoch, so it can
+resume) is marked ``"complete": false`` with ``"epochs_planned"``; only the save after the last
+epoch marks it ``"complete": true``. :func:`partial_note` tells a partial model, listings and
+titles show it, and :func:`promote` refuses it.
 """
 
 from __future__ import annotations
@@ -300,8 +305,19 @@ def _copy(source: Path, target: Path) -> None:
         atomic_write(target, lambda f: shutil.copyfileobj(src, f))
 
 
-def save_checkpoint(name: str, model: Model, metadata: dict, directory: Path | None = None) -> Path:
+def save_checkpoint(
+    name: str,
+    model: Model,
+    metadata: dict,
+    directory: Path | None = None,
+    *,
+    complete: bool = True,
+) -> Path:
     """Atomically write ``NAME.pt`` and ``NAME.json`` in ``directory``.
+
+    The metadata records ``"complete"``. A partial model's metadata is written before its
+    weights and a finished model's after them, so a save interrupted between the two files
+    never makes a partial model look finished.
 
     Args:
         name: The checkpoint name (file stem).
@@ -309,6 +325,8 @@ def save_checkpoint(name: str, model: Model, metadata: dict, directory: Path | N
         metadata: Extra JSON fields for ``NAME.json`` (besides the name and model config).
         directory: The folder; None for the shipped folder (training passes
             :func:`~core.storage.paths.user_model_dir`).
+        complete: Whether training finished; False for a save in the middle of training
+            (the caller adds ``"epochs_planned"`` to ``metadata``).
 
     Returns:
         The ``.pt`` path.
@@ -317,11 +335,46 @@ def save_checkpoint(name: str, model: Model, metadata: dict, directory: Path | N
     config = model.config.to_dict()
     state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     payload = {"format": FORMAT_VERSION, "model_config": config, "state_dict": state}
-    atomic_write(path, lambda f: torch.save(payload, f))
-    meta = {"name": name, "model_config": config, **metadata}
+    meta = {"name": name, "model_config": config, **metadata, "complete": complete}
     text = json.dumps(meta, indent=2, sort_keys=True).encode()
-    atomic_write(path.with_suffix(".json"), lambda f: f.write(text))
+    writes = [
+        lambda: atomic_write(path, lambda f: torch.save(payload, f)),
+        lambda: atomic_write(path.with_suffix(".json"), lambda f: f.write(text)),
+    ]
+    for write in writes if complete else reversed(writes):
+        write()
     return path
+
+
+def partial_note(metadata: dict) -> str:
+    """Tell whether a model's training finished, from its metadata.
+
+    A model saved before completeness was recorded counts as finished unless it has fewer
+    epochs than its training settings asked for (what a run killed between per-epoch saves
+    left behind). Weights without metadata (``{}``: a save interrupted before its metadata was
+    written) count as partial.
+
+    Args:
+        metadata: The model's metadata (:func:`read_metadata`).
+
+    Returns:
+        "" for a finished model; otherwise e.g. ``"partial: 1 of 15 epochs"``.
+    """
+    if not metadata:
+        return "partial: no metadata"
+    done = metadata.get("epochs")
+    if "complete" in metadata:
+        if metadata["complete"]:
+            return ""
+        planned = metadata.get("epochs_planned")
+    else:
+        training = metadata.get("training")
+        planned = training.get("epochs") if isinstance(training, dict) else None
+        if not (isinstance(done, int) and isinstance(planned, int) and done < planned):
+            return ""
+    if isinstance(done, int) and isinstance(planned, int):
+        return f"partial: {done} of {planned} epochs"
+    return "partial: training did not finish"
 
 
 def read_metadata(path: Path) -> dict:
@@ -459,8 +512,9 @@ def list_checkpoints(
 def promote(name: str, source_dir: Path | None = None) -> Path:
     """Replace the shipped ``checkpoints/NAME.pt`` (and ``.json``) with the user-trained one.
 
-    The user-trained checkpoint is loaded first to check it. Each file is copied atomically, so
-    the previous shipped file stays in place until the new one is complete.
+    The user-trained checkpoint is loaded first to check it, and a partial one
+    (:func:`partial_note`) is refused. Each file is copied atomically, so the previous shipped
+    file stays in place until the new one is complete.
 
     Args:
         name: A registered checkpoint name.
@@ -471,13 +525,19 @@ def promote(name: str, source_dir: Path | None = None) -> Path:
         The shipped ``.pt`` path.
 
     Raises:
-        CheckpointError: If ``name`` is not registered or the user-trained checkpoint does not
-            load.
+        CheckpointError: If ``name`` is not registered, or the user-trained checkpoint does
+            not load or did not finish training.
     """
     if name not in REGISTRY:
         raise CheckpointError(f"{name}: not a registered checkpoint ({', '.join(REGISTRY)})")
     source = checkpoint_path(name, source_dir or user_model_dir())
-    load_checkpoint(source)  # raises a one-line CheckpointError if it does not load
+    _, meta = load_checkpoint(source)  # raises a one-line CheckpointError if it does not load
+    partial = partial_note(meta)
+    if partial:
+        raise CheckpointError(
+            f"{source}: not promoted, its training did not finish ({partial}); "
+            f"finish it with `python -m core train {name} --resume`"
+        )
     target = checkpoint_path(name)
     _copy(source, target)
     if source.with_suffix(".json").is_file():
@@ -501,12 +561,21 @@ def task_title(dataset: str) -> str:
 
 
 @lru_cache(maxsize=512)
-def _stored_dataset(path: str, json_mtime_ns: int) -> str | None:
+def _stored_metadata(path: str, json_mtime_ns: int) -> dict:
+    """The metadata of ``path`` ({} when it does not read), memoised per version; read only."""
     try:
-        value = read_metadata(Path(path)).get("dataset")
+        return read_metadata(Path(path))
     except CheckpointError:
-        return None
-    return value if isinstance(value, str) and value else None
+        return {}
+
+
+def _metadata_of(path: Path) -> dict:
+    """The metadata beside ``path``, read once per version ({} when absent or malformed)."""
+    try:
+        json_mtime = path.with_suffix(".json").stat().st_mtime_ns
+    except OSError:
+        return {}
+    return _stored_metadata(str(path), json_mtime)
 
 
 def checkpoint_dataset(checkpoint: str | Path) -> str:
@@ -522,17 +591,36 @@ def checkpoint_dataset(checkpoint: str | Path) -> str:
         The dataset's name, e.g. ``"mnist"`` or ``"fashion_mnist"``.
     """
     path = resolve_checkpoint(checkpoint)
-    json_file = path.with_suffix(".json")
-    try:
-        stored = _stored_dataset(str(path), json_file.stat().st_mtime_ns)
-    except OSError:
-        stored = None
-    if stored:
+    stored = _metadata_of(path).get("dataset")
+    if isinstance(stored, str) and stored:
         return stored
     stem = path.stem
     if not is_user_key(checkpoint) and stem in REGISTRY:
         return REGISTRY[stem].dataset
     return "mnist"
+
+
+def _user_title(stem: str, dataset: str, partial: str) -> str:
+    """``NAME (user-trained)``, plus the task when it is not MNIST and the partial note."""
+    notes = ["user-trained"]
+    notes += [task_title(dataset)] if dataset != "mnist" else []
+    notes += [partial] if partial else []
+    return f"{stem} ({', '.join(notes)})"
+
+
+def user_title(checkpoint: str | Path) -> str:
+    """The title of a user-trained model, as listings and pickers show it.
+
+    Args:
+        checkpoint: ``user:NAME`` or a ``.pt`` path in the user-model folder.
+
+    Returns:
+        ``NAME (user-trained)``, plus its task when it is not MNIST and
+        ``partial: D of N epochs`` when its training did not finish (:func:`partial_note`).
+    """
+    path = resolve_checkpoint(checkpoint)
+    partial = partial_note(_metadata_of(path))
+    return _user_title(path.stem, checkpoint_dataset(checkpoint), partial)
 
 
 def validate_model_name(name: str) -> str:
@@ -568,11 +656,10 @@ def _user_spec(stem: str, meta: dict) -> CheckpointSpec:
     except (KeyError, TypeError, ValueError):
         training = TrainConfig()
     dataset = meta.get("dataset") or (REGISTRY[stem].dataset if stem in REGISTRY else "mnist")
-    task = "" if dataset == "mnist" else f", {task_title(dataset)}"
     description = meta.get("description") or meta.get("title") or ""
     return CheckpointSpec(
         user_key(stem),
-        f"{stem} (user-trained{task})",
+        _user_title(stem, str(dataset), partial_note(meta)),
         str(description),
         model,
         training,
@@ -584,8 +671,9 @@ def list_user_checkpoints(directory: Path | None = None) -> list[CheckpointInfo]
     """Every model in the user-model folder, with whether it loads.
 
     Their specs are read from the metadata: the name is ``user:NAME``, the title
-    ``NAME (user-trained)`` (plus the task when it is not MNIST). Stale temporary files are
-    removed first, so a run killed mid-save leaves nothing listed.
+    ``NAME (user-trained)`` (plus the task when it is not MNIST, and ``partial: D of N epochs``
+    when its training did not finish). Stale temporary files are removed first, so a run
+    killed mid-save leaves nothing listed.
 
     Args:
         directory: The folder; None for :func:`~core.storage.paths.user_model_dir`.
