@@ -32,8 +32,10 @@ from core.classroom.store import Drawing, as_tensors
 from core.engine.interface import LabModel
 from core.evaluation.uncertainty import DEFAULT_SCORE, Thresholds
 
-BATCH = 64
-"""Drawings per model evaluation (one sampler chunk at 100 passes on the CPU)."""
+BATCH = 16
+"""Drawings per model evaluation: as fast per drawing as larger batches on the CPU, with a
+smaller memory peak (on 2,000 drawings, 100 passes, a BBB network: +44 MB against +137 MB with
+64)."""
 MAX_ENTRIES = 32
 """(class, model, passes) combinations a cache keeps, the least recently used dropped first."""
 BUDGET_S = 1.0
