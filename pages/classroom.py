@@ -2,10 +2,14 @@
 
 The gallery (newest first), each digit model's accuracy on the class's drawings, its confusion
 matrix, reliability diagram and the drawings it said "I don't know" to; for the teacher, the set
-as CSV + PNG files or an MNIST-format IDX pair, and a Clear button. The class code comes from the
-link (``?class=...``) or the input; the live part refreshes every few seconds, and the model
-evaluation is cached by the set of drawings, so a refresh without new drawings costs a database
-read."""
+as CSV + PNG files or an MNIST-format IDX pair (built only when downloaded), and a Clear button.
+The class code comes from the link (``?class=...``) or the input; the live part refreshes every
+few seconds. Each model's predictions are kept per drawing for the whole server
+(:mod:`core.classroom.live`), so a refresh runs the models only on drawings they have not seen,
+within a time budget, and a refresh without new drawings costs a database read."""
+
+from collections.abc import Callable, Sequence
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -17,13 +21,13 @@ from app.figures import show_figure
 from app.figures.calibration import reliability_figure
 from app.figures.classroom import confusion_figure, thumbnails
 from core.classroom import export
-from core.classroom.report import ModelReport, model_report
+from core.classroom.live import LiveReport, PredictionCache, live_reports
+from core.classroom.report import ModelReport
 from core.classroom.store import (
     DEFAULT_CLASS,
     ClassStore,
     ClassStoreError,
     Drawing,
-    as_tensors,
     check_class_code,
     database_url,
     describe,
@@ -77,35 +81,23 @@ def digit_models() -> list:
     return [(name, model) for name, model in ui.selected_models() if name not in other]
 
 
-@st.cache_data(show_spinner="Evaluating the class's drawings…", max_entries=64)
-def cached_report(
-    database: str,
-    code: str,
-    ids: tuple[int, ...],
-    name: str,
-    file_version: int,
-    n_samples: int,
-    _records: list[Drawing],
-    _limits: dict | None,
-) -> ModelReport:
-    """:func:`model_report` of ``name`` on the drawings ``ids`` (rows are never changed and ids
-    never reused, so the ids key the content; the thresholds follow from the file version)."""
-    images, labels, _, _ = as_tensors(_records)
-    return model_report(name, ui.load_model(name), images, labels, n_samples, _limits)
+@st.cache_resource
+def prediction_cache() -> PredictionCache:
+    """The models' predictions on every class's drawings, one cache for all sessions."""
+    return PredictionCache()
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
-def cached_exports(
-    database: str, code: str, ids: tuple[int, ...], _records: list[Drawing]
-) -> tuple[bytes, bytes]:
-    """The CSV + PNG zip and the IDX-pair zip of the drawings ``ids``."""
-    return export.csv_png_zip(_records), export.idx_zip(_records)
+def packed(database: str, code: str, pack: Callable[[Sequence[Drawing]], bytes]) -> bytes:
+    """A download's contents, built when the teacher clicks: the class's drawings packed."""
+    return pack(ClassStore(database).records(code))
 
 
-def clear_class(code: str) -> None:
-    """Button callback: delete the class's drawings and leave a message for the next run."""
+def clear_class(code: str, database: str) -> None:
+    """Button callback: delete the class's drawings, forget the models' predictions on them and
+    leave a message for the next run."""
     try:
-        deleted = ClassStore().clear(code)
+        deleted = ClassStore(database).clear(code)
+        prediction_cache().forget(database, code)
         st.session_state[MESSAGE_KEY] = ("success", f"Deleted {deleted} drawing(s) of `{code}`.")
     except ClassStoreError as exc:
         st.session_state[MESSAGE_KEY] = ("error", str(exc))
@@ -128,7 +120,7 @@ def show_message() -> None:
 def gallery(records: list[Drawing], code: str) -> None:
     """Newest drawings first, each with the digit meant and its number."""
     newest = records[::-1][:GALLERY_MAX]
-    per_digit = [sum(d.label == k for d in records) for k in range(10)]
+    per_digit = np.bincount([d.label for d in records], minlength=10).tolist()
     note = f" (the newest {GALLERY_MAX} shown)" if len(records) > GALLERY_MAX else ""
     st.caption(
         f"{len(records)} drawing(s) in class `{code}`{note}. Per digit: "
@@ -156,8 +148,9 @@ def accuracy_table(reports: list[ModelReport]) -> None:
     st.table(pd.DataFrame.from_dict(rows, orient="index"))
 
 
-def model_details(report: ModelReport, records: list[Drawing]) -> None:
+def model_details(result: LiveReport) -> None:
     """Confusion matrix, reliability diagram and the "I don't know" drawings of one model."""
+    report, records = result.report, result.records
     title = ui.model_title(report.name)
     left, right = st.columns(2)
     with left:
@@ -203,12 +196,10 @@ def model_details(report: ModelReport, records: list[Drawing]) -> None:
 def teacher(records: list[Drawing], code: str, database: str) -> None:
     """Downloads and the guarded Clear button."""
     with st.expander("Teacher: export or clear", icon=":material/school:"):
-        ids = tuple(d.id for d in records)
-        zipped, idx = cached_exports(database, code, ids, records)
         left, right = st.columns(2)
         left.download_button(
             "Download CSV + PNG (zip)",
-            zipped,
+            partial(packed, database, code, export.csv_png_zip),
             file_name=f"class-{code}-drawings.zip",
             mime="application/zip",
             on_click="ignore",
@@ -216,7 +207,7 @@ def teacher(records: list[Drawing], code: str, database: str) -> None:
         )
         right.download_button(
             "Download MNIST IDX pair (zip)",
-            idx,
+            partial(packed, database, code, export.idx_zip),
             file_name=f"class-{code}-idx.zip",
             mime="application/zip",
             on_click="ignore",
@@ -234,12 +225,23 @@ def teacher(records: list[Drawing], code: str, database: str) -> None:
             key="class_clear",
             disabled=not confirm,
             on_click=clear_class,
-            args=(code,),
+            args=(code, database),
         )
         st.caption(f"Database: {describe(database)}")
 
 
-def live_view(code: str, models: list, n_samples: int, limits: dict) -> None:
+def evaluation_note(reports: list[LiveReport], live: bool) -> None:
+    """Say how many drawings some model has not looked at yet, if any."""
+    pending = max(r.pending for r in reports)
+    if pending:
+        then = "at the next refreshes" if live else "when Live is switched on"
+        st.info(
+            f"The models are still looking at the class's drawings: {pending} to go. The "
+            f"results below cover the drawings done so far and fill in {then}."
+        )
+
+
+def live_view(code: str, models: list, n_samples: int, limits: dict, live: bool) -> None:
     """Everything that follows the class's drawings (a fragment: reruns on its own)."""
     show_message()
     database = database_url()
@@ -258,25 +260,24 @@ def live_view(code: str, models: list, n_samples: int, limits: dict) -> None:
         return
     st.subheader("Gallery")
     gallery(records, code)
-    ids = tuple(d.id for d in records)
-    reports = [
-        cached_report(
-            database, code, ids, name, ui.version(name), n_samples, records, limits.get(name)
+    versions = [(name, ui.version(name), model) for name, model in models]
+    with st.spinner("The models look at the new drawings…"):
+        reports = live_reports(
+            prediction_cache(), database, code, versions, records, n_samples, limits
         )
-        for name, _ in models
-    ]
     if reports:
         st.subheader("How the models do on the class's drawings")
         st.caption(
             f"Predictive mean of {n_samples} passes; accuracy against the digit each student "
             "meant; \"I don't know\" by the Draw page's rule."
         )
-        accuracy_table(reports)
-        for tab, report in zip(
-            st.tabs([ui.model_title(r.name) for r in reports]), reports, strict=True
+        evaluation_note(reports, live)
+        accuracy_table([r.report for r in reports])
+        for tab, result in zip(
+            st.tabs([ui.model_title(r.report.name) for r in reports]), reports, strict=True
         ):
             with tab:
-                model_details(report, records)
+                model_details(result)
     teacher(records, code, database)
 
 
@@ -294,4 +295,6 @@ if code is not None:
         limits = {}
         st.warning(f'No "I don\'t know" verdicts: the thresholds need the MNIST test set. {exc}')
     live = st.toggle(f"Live: refresh every {REFRESH_S} s", value=True, key=LIVE_KEY)
-    st.fragment(run_every=REFRESH_S if live else None)(live_view)(code, models, n_samples, limits)
+    st.fragment(run_every=REFRESH_S if live else None)(live_view)(
+        code, models, n_samples, limits, live
+    )

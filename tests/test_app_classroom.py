@@ -3,10 +3,14 @@ with small untrained checkpoints and a database file in a temporary folder."""
 
 from __future__ import annotations
 
+import io
 import uuid
+import zipfile
+from functools import partial
 
 import pytest
 import torch
+from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.testing.v1 import AppTest
 
 import core.storage.checkpoints
@@ -99,11 +103,11 @@ def test_the_page_shows_gallery_accuracy_figures_and_exports(small_models):
     for name, title in zip(MODELS, TITLES, strict=True):
         model = load_checkpoint(name, "cpu")[0]
         with torch.random.fork_rng():
-            torch.manual_seed(0)
+            torch.manual_seed(ids[0])  # one batch, seeded by its first drawing's id
             mean = predictive_samples(model, images, N_SAMPLES).mean(0).cpu()
         accuracy = (mean.argmax(-1) == truth).double().mean().item()
         assert table.loc[title, "accuracy"] == f"{accuracy:.1%}"
-        report = model_report(name, model, images, truth, N_SAMPLES, LIMITS)
+        report = model_report(name, model, images, truth, N_SAMPLES, LIMITS, seed=ids[0])
         assert table.loc[title, '"I don\'t know"'] == str(len(report.dont_know))
     assert len(at.get("plotly_chart")) == 2 * len(MODELS)  # confusion + reliability per model
     assert [t.label for t in at.tabs] == TITLES
@@ -128,6 +132,53 @@ def test_a_refresh_without_new_drawings_reuses_the_evaluation(small_models, monk
     at.run()
     assert "3 drawing(s)" in captions(at)
     assert len(calls) == len(MODELS)  # a new drawing: each model evaluated once
+    calls.clear()
+    other = class_page()  # another session: the server already holds the predictions
+    assert "3 drawing(s)" in captions(other) and calls == []
+
+
+def test_exports_are_built_only_when_the_teacher_downloads(small_models, monkeypatch):
+    import core.classroom.export as export_module
+
+    built = []
+    for name in ("csv_png_zip", "idx_zip"):
+        real = getattr(export_module, name)
+        monkeypatch.setattr(
+            export_module, name, lambda d, real=real, name=name: (built.append(name), real(d))[1]
+        )
+    deferred = {}  # file id → the callable Streamlit runs when the button is clicked
+    add_deferred = MediaFileManager.add_deferred
+
+    def recording(manager, data, *args, **kwargs):
+        deferred[file_id := add_deferred(manager, data, *args, **kwargs)] = data
+        return file_id
+
+    monkeypatch.setattr(MediaFileManager, "add_deferred", recording)
+    submit_some("physics1", [3, 1, 4])
+    at = class_page()
+    at.run()
+    assert built == []  # opening and refreshing the page packs nothing
+    clicks = {d.proto.label: deferred[d.proto.deferred_file_id] for d in at.get("download_button")}
+    submit_some("physics1", [5])  # packed when clicked: what is stored then
+    with zipfile.ZipFile(io.BytesIO(clicks["Download CSV + PNG (zip)"]())) as archive:
+        assert len([n for n in archive.namelist() if n.endswith(".png")]) == 4
+    assert built == ["csv_png_zip"]
+    with zipfile.ZipFile(io.BytesIO(clicks["Download MNIST IDX pair (zip)"]())) as archive:
+        assert sorted(archive.namelist()) == sorted(export_module.IDX_NAMES)
+    assert built == ["csv_png_zip", "idx_zip"]
+
+
+def test_a_large_class_is_evaluated_over_several_refreshes(small_models, monkeypatch):
+    import core.classroom.live as live_module
+
+    monkeypatch.setattr(live_module, "live_reports", partial(live_module.live_reports, budget_s=0))
+    submit_some("physics1", [i % 10 for i in range(live_module.BATCH + 6)])
+    at = class_page()
+    assert "6 to go" in at.info[0].value
+    assert at.table[0].value["drawings"].tolist() == [live_module.BATCH] * len(MODELS)
+    at.run()
+    assert not at.info
+    assert at.table[0].value["drawings"].tolist() == [live_module.BATCH + 6] * len(MODELS)
 
 
 def test_clear_needs_the_confirmation_and_keeps_other_classes(small_models):

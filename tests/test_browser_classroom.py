@@ -1,10 +1,13 @@
 """Real-browser test of the class's drawings: draw a "1" on the Draw page opened with
-``?class=...``, send it to the class, and see it in the Class page's gallery.
+``?class=...``, send it to the class, see it in the Class page's gallery and download it (the
+zip is built when the button is clicked).
 
 Needs the panel wired into the Draw page (``submission_panel(x[0])`` under the predictions) and
 the Class page in ``app.main.PAGES`` (``classroom.py``)."""
 
 from __future__ import annotations
+
+import zipfile
 
 import pytest
 
@@ -68,3 +71,10 @@ def test_draw_submit_and_see_it_in_the_class_gallery(scored_models, tmp_path, mo
         assert row.labels.tolist() == [1]
         wait_for_text(page, f"1 · #{row.ids[0]}")
         wait_for_text(page, "How the models do on the class's drawings")
+
+        page.get_by_text("Teacher: export or clear").click()  # the zip is built on the click
+        with page.expect_download() as download:
+            page.get_by_role("button", name="Download CSV + PNG (zip)").click()
+        assert download.value.suggested_filename == f"class-{CLASS}-drawings.zip"
+        with zipfile.ZipFile(download.value.path()) as archive:
+            assert archive.namelist() == ["drawings.csv", f"png/{CLASS}-{row.ids[0]:06d}-1.png"]

@@ -4,12 +4,15 @@
   configurable database URL (``BNN_CLASS_DB``; PostgreSQL for several app replicas), each
   submission stored exactly once by its client-side UUID;
 * :mod:`core.classroom.report`: each model's accuracy, confusion matrix, reliability bins and
-  "I don't know" drawings on a class's drawings;
+  "I don't know" drawings on a class's drawings, assembled from per-drawing predictions;
+* :mod:`core.classroom.live`: the Class page's evaluation, drawing by drawing: each model's
+  predictions kept per drawing for a server, so a refresh runs the models on new drawings only;
 * :mod:`core.classroom.export`: the set as CSV + PNG files in a zip, or an MNIST-format IDX pair.
 """
 
 from core.classroom.export import csv_png_zip, idx_pair, idx_zip
-from core.classroom.report import ModelReport, class_report, model_report
+from core.classroom.live import LiveReport, PredictionCache, live_reports
+from core.classroom.report import ModelReport, Predictions, class_report, model_report
 from core.classroom.store import (
     DB_ENV,
     DEFAULT_CLASS,
@@ -30,12 +33,16 @@ __all__ = [
     "ClassStore",
     "ClassStoreError",
     "Drawing",
+    "LiveReport",
     "ModelReport",
+    "PredictionCache",
+    "Predictions",
     "check_class_code",
     "class_report",
     "csv_png_zip",
     "database_url",
     "idx_pair",
     "idx_zip",
+    "live_reports",
     "model_report",
 ]

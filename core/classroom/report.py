@@ -8,6 +8,12 @@ meant, the 10×10 confusion matrix, the reliability bins with ECE, MCE, NLL and 
 page's rule (:func:`core.evaluation.uncertainty.judge` with the model's 90th/99th percentile
 thresholds on its test set, :func:`core.studies.evaluations.rejection_thresholds`).
 
+Evaluation is split in two: :func:`predict` runs the model (the mean probabilities and the
+uncertainty scores of each drawing, :class:`Predictions`: the costly part, done once per drawing),
+and :func:`assemble_report` builds the report from those (cheap), so a live page can keep the
+predictions of the drawings it has seen (:mod:`core.classroom.live`) and run the model only on
+new ones. :func:`model_report` does both at once.
+
 The Monte-Carlo noise is seeded (and the global generator left as it was), so the same drawings
 give the same report.
 """
@@ -23,7 +29,7 @@ from core.engine.interface import LabModel
 from core.engine.sampler import predictive_samples
 from core.evaluation.calibration import calibration_metrics, reliability_of
 from core.evaluation.metrics import Reliability
-from core.evaluation.uncertainty import DEFAULT_SCORE, REJECT, SCORES, Thresholds, judge, summarize
+from core.evaluation.uncertainty import DEFAULT_SCORE, REJECT, Thresholds, judge, summarize
 
 NUM_CLASSES = 10
 
@@ -90,7 +96,120 @@ def confusion_matrix(labels: torch.Tensor, predicted: torch.Tensor) -> torch.Ten
     return counts.reshape(NUM_CLASSES, NUM_CLASSES)
 
 
+@dataclass(frozen=True)
+class Predictions:
+    """One model's per-drawing results on ``N`` drawings: what a report is assembled from.
+
+    Attributes:
+        mean: float32 ``(N, 10)`` mean predictive probabilities.
+        scores: Every uncertainty score of :data:`core.evaluation.uncertainty.SCORES`, name →
+            float32 ``(N,)``.
+    """
+
+    mean: torch.Tensor
+    scores: dict[str, torch.Tensor]
+
+    def __len__(self) -> int:
+        """Number of drawings ``N``."""
+        return len(self.mean)
+
+    def take(self, index: torch.Tensor) -> Predictions:
+        """Select drawings.
+
+        Args:
+            index: int64 ``(M,)`` positions in ``0..N-1``.
+
+        Returns:
+            The ``M`` drawings' predictions, in the order of ``index``.
+        """
+        return Predictions(self.mean[index], {k: v[index] for k, v in self.scores.items()})
+
+    @staticmethod
+    def cat(parts: Sequence[Predictions]) -> Predictions:
+        """Join predictions of consecutive sets of drawings.
+
+        Args:
+            parts: At least one :class:`Predictions`.
+
+        Returns:
+            Their drawings one after the other.
+        """
+        scores = {k: torch.cat([p.scores[k] for p in parts]) for k in parts[0].scores}
+        return Predictions(torch.cat([p.mean for p in parts]), scores)
+
+
 @torch.no_grad()
+def predict(model: LabModel, images: torch.Tensor, n_samples: int, seed: int) -> Predictions:
+    """Evaluate one model on drawings: the per-drawing part of a report.
+
+    Args:
+        model: The network (not modified).
+        images: float ``(N, 1, 28, 28)`` in [0, 1], N ≥ 1.
+        n_samples: Monte-Carlo passes per drawing.
+        seed: Seed of the Monte-Carlo noise (the global generator is left as it was).
+
+    Returns:
+        The mean probabilities and every uncertainty score, on the CPU.
+
+    Raises:
+        ValueError: When ``images`` is not ``(N, 1, 28, 28)`` with N ≥ 1.
+    """
+    if images.dim() != 4 or images.shape[1:] != (1, 28, 28) or len(images) == 0:
+        raise ValueError(f"images must be (N, 1, 28, 28), N ≥ 1, got {tuple(images.shape)}")
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        summary = summarize(predictive_samples(model, images, n_samples))
+    return Predictions(summary.mean, summary.scores())
+
+
+def assemble_report(
+    name: str,
+    predictions: Predictions,
+    labels: torch.Tensor,
+    n_samples: int,
+    thresholds: Thresholds | None = None,
+    score: str = DEFAULT_SCORE,
+) -> ModelReport:
+    """Build a report from per-drawing predictions (no model pass: cheap).
+
+    Args:
+        name: The model's name, kept in the report.
+        predictions: The model's predictions on ``N`` drawings (:func:`predict`).
+        labels: int ``(N,)``, the digits meant.
+        n_samples: Monte-Carlo passes the predictions were averaged over.
+        thresholds: The model's "I don't know" limits (score → ``{"p90", "p99"}``), or None.
+        score: The score the rule uses.
+
+    Returns:
+        The report.
+
+    Raises:
+        ValueError: Without drawings, or when ``labels`` does not hold one per drawing.
+    """
+    labels = labels.long().reshape(-1).cpu()
+    if len(predictions) == 0 or len(labels) != len(predictions):
+        raise ValueError(
+            f"need N ≥ 1 drawings and N labels, got {len(predictions)} and {len(labels)}"
+        )
+    mean = predictions.mean
+    predicted = mean.argmax(-1)
+    verdicts = None
+    if thresholds is not None and score in thresholds:
+        verdicts = judge(predictions.scores[score], thresholds[score])
+    return ModelReport(
+        name=name,
+        n_samples=n_samples,
+        mean=mean,
+        predicted=predicted,
+        labels=labels,
+        confusion=confusion_matrix(labels, predicted),
+        reliability=reliability_of(mean, labels),
+        metrics=calibration_metrics(mean, labels),
+        score=score,
+        verdicts=verdicts,
+    )
+
+
 def model_report(
     name: str,
     model: LabModel,
@@ -101,7 +220,7 @@ def model_report(
     score: str = DEFAULT_SCORE,
     seed: int = 0,
 ) -> ModelReport:
-    """Evaluate one model on the class's drawings.
+    """Evaluate one model on the class's drawings: :func:`predict`, then :func:`assemble_report`.
 
     Args:
         name: The model's name, kept in the report.
@@ -119,29 +238,8 @@ def model_report(
     Raises:
         ValueError: Without drawings, or when the shapes disagree.
     """
-    if images.dim() != 4 or images.shape[1:] != (1, 28, 28):
-        raise ValueError(f"images must be (N, 1, 28, 28), got {tuple(images.shape)}")
-    labels = labels.long().reshape(-1).cpu()
-    if len(images) == 0 or len(labels) != len(images):
-        raise ValueError(f"need N ≥ 1 drawings and N labels, got {len(images)} and {len(labels)}")
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
-        summary = summarize(predictive_samples(model, images, n_samples))
-    verdicts = None
-    if thresholds is not None and score in thresholds:
-        verdicts = judge(SCORES[score](summary), thresholds[score])
-    return ModelReport(
-        name=name,
-        n_samples=n_samples,
-        mean=summary.mean,
-        predicted=summary.predicted,
-        labels=labels,
-        confusion=confusion_matrix(labels, summary.predicted),
-        reliability=reliability_of(summary.mean, labels),
-        metrics=calibration_metrics(summary.mean, labels),
-        score=score,
-        verdicts=verdicts,
-    )
+    predictions = predict(model, images, n_samples, seed)
+    return assemble_report(name, predictions, labels, n_samples, thresholds, score)
 
 
 def class_report(
