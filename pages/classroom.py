@@ -246,7 +246,8 @@ def live_view(code: str, models: list, n_samples: int, limits: dict, live: bool)
     show_message()
     database = database_url()
     try:
-        records = ClassStore(database).records(code)
+        store = ClassStore(database)
+        records = store.records(code)
     except ClassStoreError as exc:
         st.error("The class's drawings cannot be read.")
         st.text(str(exc))
@@ -260,6 +261,12 @@ def live_view(code: str, models: list, n_samples: int, limits: dict, live: bool)
         return
     st.subheader("Gallery")
     gallery(records, code)
+    if len(records) >= store.limit:
+        st.warning(
+            f"The class is full: it holds {len(records)} drawings, the most one class may hold. "
+            "New drawings are refused until you export and clear it, or students use a new "
+            "class code."
+        )
     versions = [(name, ui.version(name), model) for name, model in models]
     with st.spinner("The models look at the new drawings…"):
         reports = live_reports(

@@ -181,6 +181,14 @@ def test_a_large_class_is_evaluated_over_several_refreshes(small_models, monkeyp
     assert at.table[0].value["drawings"].tolist() == [live_module.BATCH + 6] * len(MODELS)
 
 
+def test_a_full_class_tells_the_teacher(small_models, monkeypatch):
+    monkeypatch.setenv("BNN_CLASS_LIMIT", "3")
+    submit_some("physics1", [1, 2])
+    assert not class_page().warning
+    submit_some("physics1", [3])
+    assert "The class is full: it holds 3 drawings" in class_page().warning[0].value
+
+
 def test_clear_needs_the_confirmation_and_keeps_other_classes(small_models):
     submit_some("physics1", [1, 2, 3])
     submit_some("other", [4])
