@@ -18,6 +18,7 @@ from __future__ import annotations
 import sys
 import threading
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -51,6 +52,15 @@ def drawing_of(key: str) -> tuple[torch.Tensor, int]:
     return image, seed % 10
 
 
+def run_threads(target: Callable[[int], None], n: int) -> None:
+    """Run ``target(0)`` … ``target(n - 1)`` in ``n`` threads at once and wait for all."""
+    workers = [threading.Thread(target=target, args=(t,)) for t in range(n)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+
+
 def main(url: str, out: str, writer: int, threads: int, each: int, n_shared: int) -> None:
     shared = shared_ids(n_shared)
     lock = threading.Lock()
@@ -75,13 +85,14 @@ def main(url: str, out: str, writer: int, threads: int, each: int, n_shared: int
                         continue
                     record(f"ok {key} {row}")
 
-        workers = [threading.Thread(target=student, args=(t,)) for t in range(threads)]
-        for w in workers:
-            w.start()
-        record("ready")
-        barrier.wait()
-        for w in workers:
-            w.join()
+        def start(t: int) -> None:
+            if t < threads:
+                student(t)
+            else:  # the extra thread says when every student is about to start
+                record("ready")
+                barrier.wait()
+
+        run_threads(start, threads + 1)
         record("done")
 
 

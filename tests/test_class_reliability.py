@@ -26,9 +26,7 @@ from core.classroom.store import (
     class_limit,
     to_pixels,
 )
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from class_writer import drawing_of, own_id, shared_ids  # noqa: E402
+from tests.class_writer import drawing_of, own_id, run_threads, shared_ids
 
 WRITER = Path(__file__).resolve().parent / "class_writer.py"
 DEADLINE_S = 600  # generous: start-up of five interpreters on a loaded two-core machine
@@ -36,11 +34,7 @@ DEADLINE_S = 600  # generous: start-up of five interpreters on a loaded two-core
 
 def digit(seed: int) -> torch.Tensor:
     """A (28, 28) drawing in [0, 1] with ink."""
-    g = torch.Generator().manual_seed(seed)
-    image = torch.zeros(28, 28)
-    image[4:24, 10:18] = torch.rand(20, 8, generator=g)
-    image[10, 12] = 1.0
-    return image
+    return drawing_of(str(uuid.UUID(int=seed)))[0]
 
 
 def read_log(path: Path) -> list[list[str]]:
@@ -161,11 +155,7 @@ def test_concurrent_writers_cannot_overshoot_the_limit(tmp_path):
             except Exception as exc:  # collected: a failure in a thread must fail the test
                 errors.append(repr(exc))
 
-    workers = [threading.Thread(target=student, args=(t,)) for t in range(threads)]
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join()
+    run_threads(student, threads)
     assert errors == []
     assert len(stored) == limit and len(full) == threads * each - limit
     assert ClassStore(url).count("race") == limit

@@ -40,6 +40,7 @@ from core.engine.models import build_model
 from core.engine.sampler import predictive_samples
 from core.evaluation.metrics import calibration
 from core.evaluation.uncertainty import SCORES, rejection_limits, summarize
+from tests.class_writer import run_threads
 
 
 @pytest.fixture(autouse=True)
@@ -132,11 +133,7 @@ def test_concurrent_submissions_are_all_stored_exactly_once(class_db):
         except Exception as exc:  # collected: a failure in a thread must fail the test
             errors.append(repr(exc))
 
-    workers = [threading.Thread(target=student, args=(t,)) for t in range(threads)]
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join()
+    run_threads(student, threads)
     assert errors == []
     assert all(len(rows) == 1 for rows in results.values())  # one row per submission id
     assert len({next(iter(rows)) for rows in results.values()}) == threads * each + len(shared)
