@@ -188,6 +188,16 @@ def wait_for_script(page, timeout_ms: float = WAIT_MS) -> None:
     )
 
 
+def wait_for_setting(page, key: str, value: str) -> None:
+    """Wait until the rerun that a widget's change starts has applied it: the page writes each
+    setting into its link (``?key=value``) during that run; then wait for the run to end."""
+    page.wait_for_function(
+        "([key, value]) => new URLSearchParams(location.search).get(key) === value",
+        arg=[key, value],
+    )
+    wait_for_script(page)
+
+
 def wait_for_text(page, text: str, deadline_s: float = 600, idle_s: float = 15) -> None:
     """Wait until the page shows ``text``, for as long as the app is still working on it.
 

@@ -223,5 +223,5 @@ def test_page_in_a_real_browser(tmp_path):
         slider = page.get_by_role("slider")
         slider.focus()
         slider.press("ArrowRight")
-        page.get_by_text("At 75", exact=True).wait_for(timeout=60_000)
+        page.get_by_text("At 75", exact=True).wait_for()
         wait_for_script(page)

@@ -18,6 +18,8 @@ from tests.browser_util import (
     require_chromium,
     serve_app,
     wait_for_script,
+    wait_for_setting,
+    wait_for_text,
 )
 
 PAGE = "../pages/regression.py"
@@ -190,13 +192,14 @@ def test_a_curve_drawn_in_a_real_browser_gets_a_fitted_band(tmp_path):
     with serve_app("pages/regression.py", env=env) as url, chromium_page() as page:
         page.goto(url)
         page.wait_for_selector("text=Regression playground")
-        wait_for_script(page, 400_000)  # the first visit trains the default methods
+        wait_for_script(page, 600_000)  # the first visit trains the default methods
         page.locator("[data-testid='stSelectbox']").first.click()
         page.get_by_role("option", name="Draw your own points").click()
         page.wait_for_selector("canvas.upper-canvas")
         wait_for_script(page)
         page.get_by_text("a freehand curve").click()
-        wait_for_script(page)
+        # Drawing before the click's rerun gave the canvas its freehand mode would draw points.
+        wait_for_setting(page, "reg_draw_mode", "freedraw")
         box = page.locator("canvas.upper-canvas").bounding_box()
         page.mouse.move(box["x"] + 0.1 * box["width"], box["y"] + 0.7 * box["height"])
         page.mouse.down()
@@ -205,8 +208,8 @@ def test_a_curve_drawn_in_a_real_browser_gets_a_fitted_band(tmp_path):
             fy = 0.7 - 0.4 * k / 40 + 0.1 * math.sin(12 * fx)
             page.mouse.move(box["x"] + fx * box["width"], box["y"] + fy * box["height"], steps=3)
         page.mouse.up()
-        page.wait_for_selector("text=Numbers", timeout=400_000)
-        wait_for_script(page, 400_000)
+        wait_for_text(page, "Numbers")
+        wait_for_script(page)
         text = page.inner_text("[data-testid='stMain']")
         assert "points so far" in text
         for method in DEFAULT_SHOWN:

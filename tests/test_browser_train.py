@@ -12,6 +12,7 @@ from tests.browser_util import (
     require_chromium,
     serve_app,
     wait_for_script,
+    wait_for_setting,
     wait_for_text,
 )
 
@@ -27,7 +28,7 @@ def test_a_job_survives_a_reload_and_finishes(tmp_path, mnist_small):
         epochs = page.get_by_label("Epochs")
         epochs.fill("4")
         epochs.press("Enter")
-        wait_for_script(page)
+        wait_for_setting(page, "train_epochs", "4")
         page.get_by_text("Training images").wait_for()
         sliders = [
             handle
@@ -37,7 +38,7 @@ def test_a_job_survives_a_reload_and_finishes(tmp_path, mnist_small):
         slider = sliders[0] if sliders else page.get_by_role("slider").first
         slider.focus()
         slider.press("Home")  # the smallest subset: 1,000 images
-        wait_for_script(page)
+        wait_for_setting(page, "train_subset", "1000")
         page.get_by_role("textbox", name="Name of the new model").fill("browser_run")
         page.get_by_role("button", name="Start training").click()
         wait_for_text(page, "Job #1")
