@@ -6,10 +6,11 @@ pages in :data:`PAGES`. Importing this module (e.g. ``from app.main import PAGES
 
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from core import settings
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:  # `streamlit run` puts only app/ on the path
@@ -152,7 +153,7 @@ def thread_policy() -> int:
     def chosen(requested: str) -> int:
         return int(requested) if requested.isdigit() and int(requested) > 0 else DEFAULT_THREADS
 
-    threads = chosen(os.environ.get(THREADS_ENV, "").strip())
+    threads = chosen(settings.text(THREADS_ENV))
     torch.set_num_threads(threads)
     return threads
 

@@ -4,6 +4,7 @@ form no import cycle, every model kind follows the one interface, the examples r
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -57,6 +58,52 @@ def test_only_the_cli_imports_the_cli():
         and any(i == "core.cli" or i.startswith("core.cli.") for i in imports_of(p))
     ]
     assert offenders == []
+
+
+def environment_reads(path: Path) -> list[str]:
+    """The ``BNN_*`` variables a file reads from the environment itself (``os.environ.get``,
+    ``os.getenv``, ``os.environ[...]``), by literal or by a module-level constant; a read of a
+    name computed at run time counts as ``"<computed>"`` (it could be any setting)."""
+    tree = ast.parse(path.read_text())
+    constants = {
+        target.id: node.value.value
+        for node in tree.body
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+        for target in node.targets
+        if isinstance(target, ast.Name) and isinstance(node.value.value, str)
+    }
+
+    def named(node: ast.AST) -> str:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return node.value
+        return constants.get(node.id, "") if isinstance(node, ast.Name) else ""
+
+    def is_environ(node: ast.AST) -> bool:
+        return isinstance(node, ast.Attribute) and node.attr == "environ"
+
+    read = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
+            func = node.func
+            if (func.attr == "get" and is_environ(func.value)) or func.attr == "getenv":
+                read.append(named(node.args[0]) or "<computed>")
+        elif isinstance(node, ast.Subscript) and is_environ(node.value):
+            read.append(named(node.slice) or "<computed>")
+    return [name for name in read if name.startswith(("BNN_", "<computed>"))]
+
+
+def test_settings_are_read_in_one_module_and_all_declared():
+    from core.settings import SETTINGS
+
+    sources = [*ROOT.glob("app/**/*.py"), *ROOT.glob("pages/*.py"), *CORE.values()]
+    offenders = {
+        str(p.relative_to(ROOT)): environment_reads(p)
+        for p in sources
+        if p != ROOT / "core" / "settings.py" and environment_reads(p)
+    }
+    assert offenders == {}
+    mentioned = {name for p in sources for name in re.findall(r"BNN_[A-Z_]+", p.read_text())}
+    assert mentioned <= set(SETTINGS), mentioned - set(SETTINGS)
 
 
 def test_core_modules_form_no_import_cycle():

@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from core.bandits.agents import ModelSettings
@@ -21,7 +20,7 @@ from core.bandits.runner import DEFAULT_AGENTS, BanditRun, RunConfig
 from core.progress import ProgressFn
 from core.storage.atomic import atomic_write_text
 from core.storage.cache import CacheEntry, cache_entry
-from core.storage.paths import REPO_ROOT
+from core.storage.paths import bench_dir
 
 STUDY = "bandits"
 VERSION = 1
@@ -133,8 +132,7 @@ def reference_dir() -> Path:
     Returns:
         ``<BNN_BENCH_DIR or <repo>/benchmarks>/bandits``.
     """
-    base = os.environ.get("BNN_BENCH_DIR") or REPO_ROOT / "benchmarks"
-    return Path(base).expanduser() / "bandits"
+    return bench_dir() / "bandits"
 
 
 def changed_settings(config: RunConfig) -> dict:

@@ -33,7 +33,6 @@ dialect, and ``INSERT … ON CONFLICT (submission_id) DO NOTHING`` (SQLite ≥ 3
 
 from __future__ import annotations
 
-import os
 import re
 import sqlite3
 import threading
@@ -48,6 +47,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
+from core import settings
 from core.storage.paths import data_dir
 
 DB_ENV = "BNN_CLASS_DB"
@@ -216,7 +216,7 @@ def database_url() -> str:
     Returns:
         ``BNN_CLASS_DB``, or ``sqlite:///<data folder>/class_drawings.sqlite`` (absolute).
     """
-    return os.environ.get(DB_ENV, "").strip() or f"sqlite:///{data_dir() / DEFAULT_FILE}"
+    return settings.text(DB_ENV) or f"sqlite:///{data_dir() / DEFAULT_FILE}"
 
 
 def class_limit() -> int:
@@ -228,7 +228,7 @@ def class_limit() -> int:
     Raises:
         ClassStoreError: If ``BNN_CLASS_LIMIT`` is not a whole number ≥ 1.
     """
-    text = os.environ.get(LIMIT_ENV, "").strip()
+    text = settings.text(LIMIT_ENV)
     if not text:
         return DEFAULT_LIMIT
     if not text.isdigit() or int(text) < 1:

@@ -26,7 +26,6 @@ GPU.
 from __future__ import annotations
 
 import copy
-import os
 import threading
 import time
 import traceback
@@ -36,6 +35,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
+from core import settings
 from core.engine.device import default_device, device_name
 from core.engine.train import EpochStats, StepStats
 from core.jobs.training import TrainOutcome, TrainRequest, run_training
@@ -146,11 +146,6 @@ class TrainJob:
 Runner = Callable[..., TrainOutcome]
 
 
-def _env_int(name: str, default: int) -> int:
-    value = os.environ.get(name, "").strip()
-    return int(value) if value.isdigit() and int(value) > 0 else default
-
-
 class JobQueue:
     """Training jobs run by a fixed number of worker threads, first in, first out.
 
@@ -171,8 +166,8 @@ class JobQueue:
         runner: Runner = run_training,
         directory: Path | None = None,
     ) -> None:
-        self.workers = workers or _env_int(WORKERS_ENV, 1)
-        self.threads = _env_int(THREADS_ENV, 1) if threads is None else threads
+        self.workers = workers or settings.positive_int(WORKERS_ENV, 1)
+        self.threads = settings.positive_int(THREADS_ENV, 1) if threads is None else threads
         self._runner = runner
         self._directory = directory
         self._lock = threading.Condition()

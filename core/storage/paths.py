@@ -6,6 +6,9 @@
 - ``BNN_CACHE_DIR``: on-disk evaluation cache (default ``<repo>/.cache``, git-ignored).
 - ``BNN_MODELS_DIR``: user-trained models (default ``<data folder>/models``,
   :func:`user_model_dir`).
+- ``BNN_BENCH_DIR``: stored benchmark results (default ``<repo>/benchmarks``, :func:`bench_dir`).
+
+All are read through :mod:`core.settings`.
 """
 
 from __future__ import annotations
@@ -13,8 +16,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from core import settings
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
-CHECKPOINT_DIR = Path(os.environ.get("BNN_CHECKPOINT_DIR") or REPO_ROOT / "checkpoints")
+CHECKPOINT_DIR = Path(settings.text("BNN_CHECKPOINT_DIR") or REPO_ROOT / "checkpoints")
 """The shipped checkpoints (``BNN_CHECKPOINT_DIR`` overrides, e.g. for tests)."""
 
 
@@ -24,7 +29,7 @@ def data_dir() -> Path:
     Returns:
         ``BNN_DATA_DIR``, or ``<repo>/data`` by default, as an absolute path.
     """
-    return Path(os.environ.get("BNN_DATA_DIR") or REPO_ROOT / "data").expanduser().resolve()
+    return Path(settings.text("BNN_DATA_DIR") or REPO_ROOT / "data").expanduser().resolve()
 
 
 def data_search_path() -> list[Path]:
@@ -35,7 +40,7 @@ def data_search_path() -> list[Path]:
     """
     extra = [
         Path(p).expanduser().resolve()
-        for p in os.environ.get("BNN_DATA_PATH", "").split(os.pathsep)
+        for p in settings.text("BNN_DATA_PATH").split(os.pathsep)
         if p
     ]
     return [data_dir(), *extra]
@@ -47,7 +52,7 @@ def cache_dir() -> Path:
     Returns:
         ``BNN_CACHE_DIR``, or ``<repo>/.cache`` by default, as an absolute path.
     """
-    return Path(os.environ.get("BNN_CACHE_DIR") or REPO_ROOT / ".cache").expanduser().resolve()
+    return Path(settings.text("BNN_CACHE_DIR") or REPO_ROOT / ".cache").expanduser().resolve()
 
 
 def user_model_dir() -> Path:
@@ -56,5 +61,14 @@ def user_model_dir() -> Path:
     Returns:
         ``BNN_MODELS_DIR``, or ``<data folder>/models`` by default, as an absolute path.
     """
-    folder = os.environ.get("BNN_MODELS_DIR")
+    folder = settings.text("BNN_MODELS_DIR")
     return Path(folder).expanduser().resolve() if folder else data_dir() / "models"
+
+
+def bench_dir() -> Path:
+    """Folder of the stored benchmark and reference results.
+
+    Returns:
+        ``BNN_BENCH_DIR``, or ``<repo>/benchmarks`` by default.
+    """
+    return Path(settings.text("BNN_BENCH_DIR") or REPO_ROOT / "benchmarks").expanduser()

@@ -16,7 +16,6 @@ from __future__ import annotations
 import datetime
 import json
 import math
-import os
 import re
 import time
 from collections.abc import Callable
@@ -34,7 +33,7 @@ from core.evaluation.linfit import fit_line
 from core.progress import ProgressFn, report
 from core.storage.atomic import atomic_write_text
 from core.storage.checkpoints import MIXTURE_PRIOR
-from core.storage.paths import REPO_ROOT
+from core.storage.paths import bench_dir
 
 SCHEMA = 1
 BBB_IMPLEMENTATIONS = (*IMPLEMENTATIONS, "fused")
@@ -412,15 +411,6 @@ def goals(result: dict) -> dict[str, dict]:
         value = epoch[("vmap_lrt", 1)] / result["mlp"]["epoch_seconds"]
         out["lrt_S1_over_mlp"] = {"value": value, "target": 3.0, "met": value <= 3.0}
     return out
-
-
-def bench_dir() -> Path:
-    """Give the folder of saved benchmark results.
-
-    Returns:
-        ``BNN_BENCH_DIR`` if set, else ``<repo>/benchmarks``.
-    """
-    return Path(os.environ.get("BNN_BENCH_DIR") or REPO_ROOT / "benchmarks").expanduser()
 
 
 def result_filename(result: dict) -> str:

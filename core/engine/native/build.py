@@ -24,6 +24,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+from core import settings
 from core.storage.paths import cache_dir
 
 SOURCE = Path(__file__).with_name("sample_kl.c")
@@ -100,7 +101,7 @@ def load() -> ctypes.CDLL | None:
 
 
 def _load() -> ctypes.CDLL:
-    if os.environ.get("BNN_NATIVE", "1") == "0":
+    if not settings.enabled("BNN_NATIVE"):
         raise RuntimeError("disabled by BNN_NATIVE=0")
     cc = os.environ.get("CC", "cc")
     if shutil.which(cc) is None:

@@ -1,0 +1,101 @@
+"""The lab's settings from the environment: every ``BNN_*`` variable is declared and read here.
+
+Each setting is read when it is asked for (never cached), so a test or a script may change the
+environment between calls. The rest of the package asks through :func:`text`,
+:func:`positive_int` or :func:`enabled` with the setting's name; no other module reads
+``os.environ`` for a ``BNN_*`` name (a test checks it).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One environment variable of the lab.
+
+    Attributes:
+        name: The variable, ``BNN_...``.
+        default: What an unset (or blank) variable means, in words.
+        help: One line on what it changes.
+    """
+
+    name: str
+    default: str
+    help: str
+
+
+SETTINGS: dict[str, Setting] = {
+    s.name: s
+    for s in (
+        Setting("BNN_DATA_DIR", "<repo>/data", "the writable data folder (datasets)"),
+        Setting(
+            "BNN_DATA_PATH", "none", "read-only dataset folders searched after it (os.pathsep)"
+        ),
+        Setting("BNN_CACHE_DIR", "<repo>/.cache", "the on-disk evaluation cache"),
+        Setting("BNN_MODELS_DIR", "<data folder>/models", "where user-trained models are saved"),
+        Setting("BNN_CHECKPOINT_DIR", "<repo>/checkpoints", "the shipped checkpoints"),
+        Setting("BNN_BENCH_DIR", "<repo>/benchmarks", "stored benchmark and reference results"),
+        Setting("BNN_CLASS_DB", "SQLite in the data folder", "the class drawings' database URL"),
+        Setting("BNN_CLASS_LIMIT", "2000", "most drawings one class may hold"),
+        Setting("BNN_TORCH_THREADS", "1", "torch threads of the app's server process"),
+        Setting("BNN_TRAIN_WORKERS", "1", "training jobs the Train page runs at once"),
+        Setting("BNN_TRAIN_THREADS", "1", "torch threads of each training job"),
+        Setting("BNN_NATIVE", "1", "0 turns the compiled CPU kernels off"),
+    )
+}
+
+
+def _declared(name: str) -> str:
+    if name not in SETTINGS:
+        raise KeyError(f"{name} is not a declared setting ({', '.join(SETTINGS)})")
+    return name
+
+
+def text(name: str) -> str:
+    """Give a setting's value as written.
+
+    Args:
+        name: A key of :data:`SETTINGS`.
+
+    Returns:
+        The variable's value with surrounding spaces removed; "" when it is unset.
+
+    Raises:
+        KeyError: If ``name`` is not declared.
+    """
+    return os.environ.get(_declared(name), "").strip()
+
+
+def positive_int(name: str, default: int) -> int:
+    """Give a setting that counts something.
+
+    Args:
+        name: A key of :data:`SETTINGS`.
+        default: The value when the variable is unset, blank or not a whole number ≥ 1.
+
+    Returns:
+        The whole number ≥ 1 it holds, or ``default``.
+
+    Raises:
+        KeyError: If ``name`` is not declared.
+    """
+    value = text(name)
+    return int(value) if value.isdigit() and int(value) > 0 else default
+
+
+def enabled(name: str) -> bool:
+    """Give a switch that is on unless set to ``0``.
+
+    Args:
+        name: A key of :data:`SETTINGS`.
+
+    Returns:
+        False when the variable is ``0``; True otherwise (unset included).
+
+    Raises:
+        KeyError: If ``name`` is not declared.
+    """
+    return text(name) != "0"
