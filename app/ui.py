@@ -21,8 +21,8 @@ import torch
 
 from app import share
 from core.engine.device import default_device, device_name
-from core.engine.models import Model
 from core.evaluation.uncertainty import Thresholds
+from core.methods import Model
 from core.progress import Job, run_all
 from core.storage.checkpoints import (
     REGISTRY,

@@ -2,8 +2,10 @@
 
 Packages, from the bottom up:
 
-* :mod:`core.engine`: layers, priors, the model kinds and their registry, the Monte-Carlo
-  sampler, the ELBO estimators and the training loop;
+* :mod:`core.engine`: layers, priors, the model kinds, the Monte-Carlo sampler, the ELBO
+  estimators, the samplers (SGLD, SWAG) and the training loop;
+* :mod:`core.methods`: the inference methods, one module each (model, training procedure,
+  settings), their registry and the one factory;
 * :mod:`core.evaluation`: uncertainty summaries, metrics, attacks, pruning — pure functions of
   models and tensors, no disk;
 * :mod:`core.storage`: paths, atomic writes, checkpoints and the one disk cache;
@@ -17,12 +19,12 @@ The names below are the public API.
 
 from core.data import DatasetUnavailable, list_datasets, load_dataset
 from core.engine.interface import LabModel, ModelConfig, ModelKind
-from core.engine.models import MODEL_CLASSES, build_model
 from core.engine.objective import minibatch_objective
 from core.engine.sampler import predictive_logits, predictive_samples
 from core.engine.train import TrainConfig, train
 from core.evaluation.metrics import evaluate_model
 from core.evaluation.uncertainty import SCORES, PredictiveSummary, summarize
+from core.methods import METHODS, build_model
 from core.progress import Job, ProgressFn, run_all
 from core.storage.checkpoints import (
     REGISTRY,
@@ -36,7 +38,7 @@ from core.studies.evaluations import evaluate_dataset
 __version__ = "0.2.0"
 
 __all__ = [
-    "MODEL_CLASSES",
+    "METHODS",
     "REGISTRY",
     "SCORES",
     "CheckpointError",

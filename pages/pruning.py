@@ -10,9 +10,9 @@ import streamlit as st
 from app import share, ui
 from app.figures import show_figure
 from app.figures.pruning import MODEL_DASHES, curve_figure, snr_figure, weights_figure
-from core.engine.models import model_class
 from core.evaluation import pruning
 from core.evaluation.metrics import seeded_error
+from core.methods import model_class
 from core.storage.checkpoints import CheckpointError, task_title
 from core.studies.pruning_curves import (
     CURVE_SAMPLES,

@@ -14,18 +14,10 @@ from app import share, ui
 from app.figures import show_figure
 from app.figures.train import error_figure, kl_figure, loss_figure
 from core.engine.device import default_device, device_name
-from core.engine.interface import ModelKind
-from core.engine.models import MODEL_CLASSES, POST_HOC_FITS
-from core.engine.objective import KL_SCHEDULES
-from core.jobs import (
-    JobStatus,
-    TrainJob,
-    kind_template,
-    make_request,
-    prior_config,
-    training_queue,
-)
+from core.jobs import JobStatus, TrainJob, kind_template, make_request, training_queue
 from core.jobs.training import free_name
+from core.methods import METHODS, method
+from core.methods.base import Setting
 from core.storage.checkpoints import (
     TASK_DATASETS,
     CheckpointError,
@@ -37,23 +29,7 @@ from core.storage.checkpoints import (
 )
 
 POLL_SECONDS = 1.0
-KIND_TITLES = {
-    ModelKind.BBB.value: "Bayes by Backprop (BBB)",
-    ModelKind.MLP.value: "Plain MLP",
-    ModelKind.DROPOUT.value: "MC dropout",
-    ModelKind.ENSEMBLE.value: "Deep ensemble",
-    ModelKind.LAPLACE.value: "Laplace (last layer, post hoc)",
-}
-IMPL_TITLES = {
-    "sequential": "sequential (loop over S)",
-    "vmap": "vmap",
-    "vmap_lrt": "vmap + local reparameterisation",
-    "fused": "fused (one autograd node per sample: fastest at S = 1)",
-}
-SCHEDULE_TITLES = {"uniform": "uniform (1/M per minibatch)", "blundell": "Blundell (2^(M−i))"}
-BETAS = (0.001, 0.01, 0.03, 0.1, 0.3, 1.0)
-INIT_SIGMAS = (1e-4, 1e-3, 1e-2, 0.05, 0.1, 0.3, 1.0)
-LEARNING_RATES = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2)
+LEARNING_RATES = (1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3, 0.5)
 BATCHES = (32, 64, 128, 256, 512)
 SUBSETS = (1_000, 2_000, 5_000, 10_000, 20_000, 60_000)
 TEST_SUBSETS = (500, 1_000, 2_000, 5_000, 10_000)
@@ -63,8 +39,8 @@ NOTICE_KEY = "train_notice"  # (kind, message) left by a rename/delete callback
 
 
 def kind_title(kind: str) -> str:
-    """The method's title (its kind value for kinds added later)."""
-    return KIND_TITLES.get(kind, kind)
+    """The method's title."""
+    return method(kind).title
 
 
 def option(label: str, options, default, key: str, container=st, **kw):
@@ -75,123 +51,35 @@ def option(label: str, options, default, key: str, container=st, **kw):
     return share.select_slider(label, options, value=default, key=key, **kw, container=container)
 
 
+def setting_widget(setting: Setting, container) -> object:
+    """One setting of a method as a control keyed ``train_NAME`` (also its URL parameter)."""
+    key, kw = f"train_{setting.name}", {"help": setting.help, "container": container}
+    if setting.type is bool:
+        return share.toggle(setting.label, setting.default, key=key, **kw)
+    if setting.type is str:
+        index = setting.options.index(setting.default)
+        return share.radio(setting.label, setting.options, index, setting.title, key=key, **kw)
+    if setting.options:
+        return option(
+            setting.label, setting.options, setting.default, key, format_func=setting.title, **kw
+        )
+    return share.number_input(
+        setting.label, setting.low, setting.high, setting.default, key=key, **kw
+    )
+
+
 def model_settings(kind: str) -> dict:
-    """The method's own settings as widgets; returns make_request keyword arguments."""
-    template = kind_template(kind)
-    model = template.model if template else None
-    training = template.training if template else None
-    settings: dict = {}
-    if kind == ModelKind.BBB.value:
-        left, middle, right = st.columns(3)
-        family = share.radio(
-            "Prior",
-            ("gaussian", "mixture"),
-            format_func={"gaussian": "Gaussian N(0, σ²)", "mixture": "Scale mixture"}.get,
-            key="train_prior",
-            help="The prior over every weight. The scale mixture π·N(0, σ1²) + (1 − π)·N(0, σ2²) "
-            "has a wide and a narrow component (Blundell et al. 2015).",
-            container=left,
-        )
-        if family == "gaussian":
-            sigma = share.number_input(
-                "Prior σ",
-                0.01,
-                10.0,
-                1.0,
-                0.1,
-                key="train_prior_sigma",
-                format="%.2f",
-                container=left,
-            )
-            settings["prior"] = prior_config("gaussian", sigma=sigma)
-        else:
-            pi = share.slider(
-                "π (weight of the wide part)", 0.05, 1.0, 0.5, 0.05, key="train_pi", container=left
-            )
-            log1 = share.slider(
-                "−ln σ1", 0.0, 3.0, 0.0, 0.5, key="train_log_sigma1", container=left
-            )
-            log2 = share.slider(
-                "−ln σ2", 4.0, 9.0, 6.0, 0.5, key="train_log_sigma2", container=left
-            )
-            settings["prior"] = prior_config(
-                "mixture", pi=pi, sigma1=math.exp(-log1), sigma2=math.exp(-log2)
-            )
-        settings["beta"] = option(
-            "KL weight β",
-            BETAS,
-            training.beta if training else 1.0,
-            "train_beta",
-            middle,
-            help="Multiplies the KL term of the ELBO. β = 1 is the full ELBO; the shipped BBB "
-            "models use β = 0.1 (a tempered posterior): with β = 1 on a short budget the "
-            "network under-fits.",
-        )
-        settings["init_sigma"] = option(
-            "Initial posterior σ",
-            INIT_SIGMAS,
-            model.init_sigma if model else 1e-3,
-            "train_init_sigma",
-            middle,
-            help="Standard deviation every weight starts with. Too big and the network has a "
-            "hard time starting: the weight noise drowns the signal.",
-        )
-        settings["n_samples"] = share.number_input(
-            "Samples S per step",
-            1,
-            20,
-            training.n_samples if training else 1,
-            key="train_samples",
-            help="Monte-Carlo samples of the weights per training step; the cost grows "
-            "about linearly with S.",
-            container=middle,
-        )
-        settings["impl"] = share.radio(
-            "Implementation",
-            tuple(IMPL_TITLES),
-            index=tuple(IMPL_TITLES).index(training.impl if training else "fused"),
-            format_func=IMPL_TITLES.get,
-            key="train_impl",
-            help="How the S samples are computed (see the Training speed page). Local "
-            "reparameterisation samples pre-activations instead of weights: less variance, "
-            "faster for S > 1.",
-            container=right,
-        )
-        settings["kl_schedule"] = share.radio(
-            "KL schedule",
-            KL_SCHEDULES,
-            format_func=SCHEDULE_TITLES.get,
-            key="train_kl_schedule",
-            help="How the KL term is spread over an epoch's M minibatches: equally, or "
-            "Blundell's 2^(M−i)/(2^M − 1), heavy on the first minibatches.",
-            container=right,
-        )
-    elif kind == ModelKind.DROPOUT.value:
-        settings["dropout"] = share.slider(
-            "Dropout probability p",
-            0.05,
-            0.9,
-            model.dropout if model else 0.5,
-            0.05,
-            key="train_dropout",
-            help="Each hidden unit is dropped with probability p in training and at prediction.",
-        )
-    elif kind == ModelKind.ENSEMBLE.value:
-        settings["members"] = share.number_input(
-            "Networks in the ensemble",
-            2,
-            10,
-            model.members if model else 5,
-            key="train_members",
-            help="Each network starts from its own random weights; training costs about as "
-            "much as that many MLPs.",
-        )
-    elif ModelKind(kind) in POST_HOC_FITS:
-        st.caption(
-            "The network is trained as a plain MLP, then a Gaussian posterior is fitted to its "
-            "last layer (Laplace approximation, prior precision by marginal likelihood)."
-        )
-    return settings
+    """The method's own settings as controls, in three columns; returns their values by name."""
+    unit = method(kind)
+    st.caption(unit.summary)
+    columns = st.columns(3)
+    values: dict = {}
+    shown = 0
+    for setting in unit.settings:
+        if setting.applies(values):
+            values[setting.name] = setting_widget(setting, columns[shown % 3])
+            shown += 1
+    return values
 
 
 def status_text(job: TrainJob, position: int | None) -> str:
@@ -282,7 +170,7 @@ def show_job(job: TrainJob, position: int | None) -> None:
 
 def model_has_kl(job: TrainJob) -> bool:
     """Whether the job's model has a complexity cost worth plotting (a weight posterior)."""
-    return MODEL_CLASSES[ModelKind(job.request.model.kind)].weight_posterior
+    return method(job.request.model.kind).curve_kl
 
 
 def jobs_panel() -> None:
@@ -407,7 +295,7 @@ dataset = share.radio(
 )
 kind = share.selectbox(
     "Method",
-    [k.value for k in MODEL_CLASSES],
+    list(METHODS),
     format_func=kind_title,
     key="train_kind",
     container=kind_col,

@@ -11,7 +11,7 @@ import torch
 import core.storage.checkpoints
 from core.data import DatasetUnavailable, load_dataset
 from core.engine.interface import ModelConfig
-from core.engine.models import build_model
+from core.methods import build_model
 from core.storage.checkpoints import REGISTRY, save_checkpoint
 
 
@@ -27,7 +27,21 @@ def save_small_checkpoints(names: Iterable[str], hidden: int = 16) -> None:
     for i, name in enumerate(names):
         torch.manual_seed(i)
         config = ModelConfig.from_dict({**REGISTRY[name].model.to_dict(), "hidden": [hidden]})
-        save_checkpoint(name, build_model(config), {"note": "untrained, for tests"})
+        save_checkpoint(name, collect_random(build_model(config)), {"note": "untrained, for tests"})
+
+
+def collect_random(model: torch.nn.Module) -> torch.nn.Module:
+    """A model that predicts from collected weights, given random ones (others unchanged)."""
+    params = list(model.parameters())
+    flat = torch.nn.utils.parameters_to_vector(params).detach()
+    if hasattr(model, "add_sample"):  # stored samples: the weights, jittered
+        for _ in range(model.config.members):
+            torch.nn.utils.vector_to_parameters(flat + 0.05 * torch.randn_like(flat), params)
+            model.add_sample()
+    if hasattr(model, "set_posterior"):  # SWAG: a Gaussian around the weights
+        deviations = 0.05 * torch.randn(len(flat), model.config.rank)
+        model.set_posterior(flat, torch.full_like(flat, 0.05**2), deviations, model.config.rank)
+    return model
 
 
 def small_checkpoint_dirs(tmp_path_factory, names: Iterable[str], label: str) -> tuple[Path, Path]:

@@ -11,8 +11,8 @@ from core.active.acquisition import ACQUISITIONS, acquire
 from core.active.loop import ARCHITECTURES, ActiveConfig, ActiveLearner, curve, run_active
 from core.cli import main as cli_main
 from core.engine.interface import ModelConfig
-from core.engine.models import build_model
 from core.evaluation.uncertainty import summarize
+from core.methods import build_model
 
 TINY = ActiveConfig(
     pool_size=600, candidates=200, acquire=10, budget=50, train_steps=40, test_size=500, n_samples=8

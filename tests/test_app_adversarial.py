@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 import core.storage.checkpoints
 from app import ui
 from core.engine.device import default_device
-from core.engine.models import ModelConfig, build_model
+from core.methods import ModelConfig, build_model
 from core.storage.checkpoints import REGISTRY, checkpoint_path, save_checkpoint
 from core.studies.robustness import CurveSettings, is_cached
 

@@ -19,8 +19,8 @@ import core.studies.evaluations
 from app.ui import load_model
 from core.data import DatasetUnavailable
 from core.data.upload import ImageError, read_image
-from core.engine.models import build_model
 from core.evaluation.uncertainty import SCORES
+from core.methods import build_model
 from core.storage.checkpoints import REGISTRY, list_checkpoints, save_checkpoint
 
 MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")

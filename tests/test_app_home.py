@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 import core.storage.checkpoints
 from app.main import PAGES
-from core.engine.models import build_model
+from core.methods import build_model
 from core.storage.checkpoints import REGISTRY, save_checkpoint
 
 MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")

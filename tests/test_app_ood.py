@@ -12,8 +12,8 @@ import core.storage.checkpoints
 from app.ui import SAMPLES_KEY
 from core.data import DatasetUnavailable, list_datasets, load_dataset
 from core.engine.interface import ModelConfig
-from core.engine.models import build_model
 from core.evaluation.uncertainty import SCORES
+from core.methods import build_model
 from core.storage.checkpoints import REGISTRY, save_checkpoint
 from core.studies.evaluations import IN_DISTRIBUTION, evaluate_dataset
 from core.studies.ood import best_score, compare, digit_labelled, ood_behaviour

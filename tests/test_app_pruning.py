@@ -13,8 +13,8 @@ import core.storage.checkpoints
 import core.studies.pruning_curves
 from app import ui
 from core.engine.device import default_device
-from core.engine.models import ModelConfig, build_model
 from core.evaluation.pruning import METHODS
+from core.methods import ModelConfig, build_model
 from core.storage.checkpoints import REGISTRY, checkpoint_path, save_checkpoint
 from core.studies.pruning_curves import PAPER_ERRORS, PAPER_FRACTIONS, missing_fractions
 

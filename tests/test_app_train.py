@@ -16,6 +16,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core.jobs import JobQueue, JobStatus, run_training, set_training_queue, training_queue
+from core.methods import METHODS
 from core.storage.checkpoints import list_user_checkpoints
 
 PAGE = "../pages/train.py"
@@ -186,12 +187,12 @@ def test_bad_name_is_refused_in_plain_text(paused):
     assert training_queue().jobs() == []
 
 
-@pytest.mark.parametrize("kind", ["bbb", "mlp", "dropout", "ensemble", "laplace"])
+@pytest.mark.parametrize("kind", list(METHODS))
 def test_every_method_offers_its_settings(paused, kind):
     at = page(train_kind=kind, train_dataset="fashion_mnist")
     keys = {w.key for w in at.main if getattr(w, "key", None)}
     own = {
-        "bbb": {"train_prior", "train_beta", "train_init_sigma", "train_samples", "train_impl"},
+        "bbb": {"train_prior", "train_beta", "train_init_sigma", "train_n_samples", "train_impl"},
         "dropout": {"train_dropout"},
         "ensemble": {"train_members"},
     }.get(kind, set())
@@ -199,6 +200,6 @@ def test_every_method_offers_its_settings(paused, kind):
     assert {"train_epochs", "train_lr", "train_batch", "train_subset"} <= keys
     if kind == "bbb":
         at.radio(key="train_prior").set_value("mixture").run()
-        assert {"train_pi", "train_log_sigma1", "train_log_sigma2"} <= {
+        assert {"train_pi", "train_sigma1", "train_sigma2"} <= {
             w.key for w in at.main if getattr(w, "key", None)
         }

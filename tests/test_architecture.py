@@ -13,8 +13,8 @@ import pytest
 import torch
 
 from core.engine.interface import LabModel, ModelConfig, ModelKind
-from core.engine.models import MODEL_CLASSES, build_model
 from core.engine.sampler import predictive_samples
+from core.methods import build_model, model_class
 from core.storage.checkpoints import REGISTRY
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -128,7 +128,7 @@ def test_core_modules_form_no_import_cycle():
 @pytest.mark.parametrize("kind", list(ModelKind))
 def test_every_kind_is_registered_and_follows_the_interface(kind):
     model = build_model(ModelConfig(kind=kind.value, hidden=(8,)))
-    assert isinstance(model, MODEL_CLASSES[kind]) and isinstance(model, LabModel)
+    assert isinstance(model, model_class(kind)) and isinstance(model, LabModel)
     x = torch.rand(3, 1, 28, 28)
     logits, kl = model.forward_with_kl(x)
     assert logits.shape == (3, 10) and kl.dim() == 0 and kl >= 0

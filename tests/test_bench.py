@@ -167,8 +167,8 @@ def test_mnist_batches_come_from_load_dataset(monkeypatch):
 
 def test_regression_task_times_the_three_estimators_on_a_1d_network():
     from core.engine.interface import ModelConfig
-    from core.engine.models import build_model
     from core.engine.objective import LIKELIHOODS, minibatch_objective
+    from core.methods import build_model
     from core.studies.training_speed import regression_config
 
     config = regression_config(n_samples=(1, 2), steps=1, warmup=0, repeats=1, hidden=(8,))

@@ -15,7 +15,6 @@ import core.storage.checkpoints
 from core.cli import calibration as calibration_cli
 from core.data import DatasetUnavailable, load_dataset
 from core.engine.interface import ModelConfig
-from core.engine.models import build_model
 from core.evaluation.calibration import (
     calibration_metrics,
     coverage_curve,
@@ -38,6 +37,7 @@ from core.evaluation.shift import (
     shift_images,
 )
 from core.evaluation.uncertainty import SCORES
+from core.methods import build_model
 from core.storage.checkpoints import REGISTRY, save_checkpoint
 from core.studies import calibration as study
 from core.studies.evaluations import IN_DISTRIBUTION, evaluate_dataset

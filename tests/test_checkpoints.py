@@ -10,7 +10,7 @@ import sys
 import pytest
 import torch
 
-from core.engine.models import ModelConfig, build_model
+from core.methods import ModelConfig, build_model
 from core.storage import checkpoints
 from core.storage.checkpoints import (
     REGISTRY,

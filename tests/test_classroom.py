@@ -36,10 +36,10 @@ from core.classroom.store import submit as submit_drawing
 from core.data.idx import read_idx
 from core.data.real import load_test_idx
 from core.engine.interface import ModelConfig
-from core.engine.models import build_model
 from core.engine.sampler import predictive_samples
 from core.evaluation.metrics import calibration
 from core.evaluation.uncertainty import SCORES, rejection_limits, summarize
+from core.methods import build_model
 from tests.class_writer import run_threads
 
 

@@ -14,9 +14,9 @@ from core.classroom.live import CacheKey, PredictionCache, live_reports
 from core.classroom.report import Predictions, assemble_report, model_report, predict
 from core.classroom.store import Drawing, as_tensors, to_pixels
 from core.engine.interface import ModelConfig
-from core.engine.models import build_model
 from core.evaluation.calibration import calibration_metrics
 from core.evaluation.uncertainty import DEFAULT_SCORE, REJECT, SCORES, UNSURE
+from core.methods import build_model
 
 N_SAMPLES = 5
 DATABASE = "sqlite:///class.sqlite"

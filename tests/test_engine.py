@@ -8,11 +8,12 @@ import threading
 import pytest
 import torch
 
+from core.engine.bbb import BayesMLP
 from core.engine.layers import BayesLinear
-from core.engine.models import BayesMLP, ModelConfig, build_model
 from core.engine.objective import kl_weight, minibatch_objective
 from core.engine.priors import GaussianPrior, ScaleMixturePrior, blundell_mixture_grid
 from core.engine.train import TrainConfig, train
+from core.methods import ModelConfig, build_model
 
 MIXTURE = {"kind": "mixture", "pi": 0.5, "sigma1": 1.0, "sigma2": math.exp(-6)}
 

@@ -10,8 +10,8 @@ import torch
 
 import core.data
 import core.studies.evaluations as evalcache
-from core.engine.models import ModelConfig, build_model
 from core.evaluation.uncertainty import SCORES
+from core.methods import ModelConfig, build_model
 from core.storage.checkpoints import save_checkpoint
 
 TINY = ModelConfig(kind="bbb", hidden=(16,), init_sigma=0.05)

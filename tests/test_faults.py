@@ -28,9 +28,9 @@ from streamlit.testing.v1 import AppTest
 import core.storage.checkpoints
 from app import ui
 from core.data import DatasetUnavailable, load_dataset
-from core.engine.models import build_model
 from core.engine.sampler import predictive_samples
 from core.evaluation.uncertainty import summarize
+from core.methods import build_model
 from core.storage.atomic import atomic_write_text
 from core.storage.checkpoints import REGISTRY, CheckpointError, save_checkpoint
 from core.storage.paths import REPO_ROOT, data_search_path

@@ -20,16 +20,15 @@ import torch
 import core.jobs.training
 from core.data import DatasetUnavailable, load_dataset
 from core.engine.interface import ModelConfig
-from core.engine.models import build_model
 from core.engine.train import TrainConfig, train
 from core.jobs import (
     JobQueue,
     JobStatus,
     TrainOutcome,
     make_request,
-    prior_config,
     run_training,
 )
+from core.methods import build_model
 from core.storage.checkpoints import (
     REGISTRY,
     CheckpointError,
@@ -75,9 +74,7 @@ def no_temporaries(folder: Path) -> bool:
 
 
 def test_make_request_takes_the_kinds_defaults_and_the_given_settings():
-    bbb = make_request(
-        "my_bbb", "bbb", prior=prior_config("mixture"), beta=1.0, impl="vmap_lrt", epochs=2
-    )
+    bbb = make_request("my_bbb", "bbb", prior="mixture", beta=1.0, impl="vmap_lrt", epochs=2)
     template = REGISTRY["bbb_gaussian"].training
     assert bbb.model.kind == "bbb" and bbb.model.prior["kind"] == "mixture" and bbb.model.lrt
     assert (bbb.training.beta, bbb.training.epochs, bbb.training.impl) == (1.0, 2, "vmap_lrt")
@@ -87,7 +84,7 @@ def test_make_request_takes_the_kinds_defaults_and_the_given_settings():
     assert ensemble.training.impl == "members" and ensemble.model.members == 3
     assert ensemble.dataset == "fashion_mnist"
     laplace = make_request("l", "laplace")
-    assert laplace.post_hoc and laplace.training.epochs == REGISTRY["mlp"].training.epochs
+    assert laplace.training.epochs == REGISTRY["mlp"].training.epochs  # trains as the MLP
     assert make_request("m", "mlp").describe() == "mlp on MNIST, 15 epochs × all images"
 
 
@@ -100,7 +97,7 @@ def test_make_request_takes_the_kinds_defaults_and_the_given_settings():
         ({"dataset": "kmnist"}, "dataset must be one of"),
         ({"n_train": 0}, "n_train must be"),
         ({"colour": "red"}, "unknown settings: colour"),
-        ({"impl": "members"}, "for ensembles only"),
+        ({"kind": "sgld", "temperature": -1}, "temperature must be"),
         ({"impl": "fast"}, "impl must be one of"),
     ],
 )
@@ -108,15 +105,6 @@ def test_make_request_rejects_bad_input(arguments, message):
     kwargs = {"name": "ok", "kind": "mlp", **arguments}
     with pytest.raises(ValueError, match=message):
         make_request(kwargs.pop("name"), kwargs.pop("kind"), **kwargs)
-
-
-def test_prior_config_builds_and_checks_both_families():
-    assert prior_config("gaussian", sigma=0.5) == {"kind": "gaussian", "sigma": 0.5}
-    mixture = prior_config("mixture", pi=0.25, sigma1=1.0, sigma2=0.01)
-    assert mixture == {"kind": "mixture", "pi": 0.25, "sigma1": 1.0, "sigma2": 0.01}
-    for family, kw in (("gaussian", {"sigma": 0}), ("mixture", {"pi": 0}), ("cauchy", {})):
-        with pytest.raises(ValueError):
-            prior_config(family, **kw)
 
 
 # --- the training loop's running averages ---------------------------------------------------
@@ -405,7 +393,7 @@ KILLED_WRITER = textwrap.dedent(
     """
     import sys, time, torch
     from core.engine.interface import ModelConfig
-    from core.engine.models import build_model
+    from core.methods import build_model
     from core.storage.checkpoints import save_checkpoint
 
     real_save = torch.save

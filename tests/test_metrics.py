@@ -113,8 +113,8 @@ def test_accuracy_coverage_rejects_uncertain_first():
 
 
 def test_evaluate_model_reports_calibration():
-    from core.engine.models import ModelConfig, build_model
     from core.evaluation.metrics import evaluate_model
+    from core.methods import ModelConfig, build_model
 
     torch.manual_seed(0)
     model = build_model(ModelConfig(kind="dropout", hidden=(16,)))

@@ -18,9 +18,9 @@ import torch.nn.functional as F
 
 from core.engine import native
 from core.engine.fused import FusedSampler, SigmaKL, _Constants, _Layout
-from core.engine.models import ModelConfig, build_model
 from core.engine.native import NativeSampleKL, NativeSigmaKL, build
 from core.engine.priors import GaussianPrior, ScaleMixturePrior
+from core.methods import ModelConfig, build_model
 
 needs_kernels = pytest.mark.skipif(
     native.kernels() is None, reason=build.unavailable_reason() or "no kernels"

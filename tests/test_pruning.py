@@ -8,7 +8,6 @@ import math
 import pytest
 import torch
 
-from core.engine.models import ModelConfig, build_model
 from core.engine.sampler import predictive_samples
 from core.evaluation.pruning import (
     METHODS,
@@ -24,6 +23,7 @@ from core.evaluation.pruning import (
     weight_scores,
     weight_values,
 )
+from core.methods import ModelConfig, build_model
 from core.storage.checkpoints import CheckpointError, load_checkpoint
 
 SMALL = {"hidden": (7, 5), "in_features": 11, "num_classes": 3}  # 77 + 35 + 15 = 127 weights

@@ -15,6 +15,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from core.engine.bbb import BayesMLP
 from core.engine.fused import (
     FusedSampler,
     SampleKL,
@@ -25,10 +26,10 @@ from core.engine.fused import (
     sum_log_bounded,
 )
 from core.engine.interface import flat
-from core.engine.models import BayesMLP, ModelConfig, build_model
 from core.engine.objective import minibatch_objective
 from core.engine.priors import GaussianPrior, ScaleMixturePrior
 from core.engine.train import TrainConfig, train
+from core.methods import ModelConfig, build_model
 from core.storage.checkpoints import load_checkpoint
 from core.storage.paths import REPO_ROOT
 

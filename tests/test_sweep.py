@@ -7,9 +7,9 @@ import torch
 
 from core.data.synthetic import rotate_by
 from core.engine.interface import ModelConfig
-from core.engine.models import build_model
 from core.engine.sampler import predictive_samples
 from core.evaluation.sweep import rotation_angles, rotation_sweep
+from core.methods import build_model
 
 
 def test_right_angle_rotations_are_exact_and_counter_clockwise():

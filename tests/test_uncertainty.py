@@ -7,7 +7,6 @@ import math
 import pytest
 import torch
 
-from core.engine.models import ModelConfig, build_model
 from core.engine.sampler import predictive_samples
 from core.evaluation.uncertainty import (
     CONFIDENT,
@@ -19,6 +18,7 @@ from core.evaluation.uncertainty import (
     summarize,
     verdict,
 )
+from core.methods import ModelConfig, build_model
 
 
 def one_hot_samples(classes: list[int], c: int = 10) -> torch.Tensor:

@@ -16,15 +16,16 @@ import torch
 
 from core.active.acquisition import ACQUISITIONS, acquire
 from core.engine.interface import LabModel, ModelConfig
-from core.engine.models import build_model
 from core.engine.sampler import predictive_samples
 from core.engine.train import TrainConfig, train
 from core.evaluation.uncertainty import summarize
+from core.methods import METHODS, build_model, method, model_class
 from core.progress import Job, ProgressFn, report
 from core.storage.cache import cache_entry
 
 CACHE_VERSION = 1
-MODEL_KINDS = ("dropout", "bbb")
+MODEL_KINDS = tuple(kind for kind in METHODS if model_class(kind).stochastic)
+"""Methods whose passes differ (a point estimate has no epistemic score to acquire by)."""
 
 
 @dataclass(frozen=True)
@@ -33,10 +34,11 @@ class ActiveConfig:
 
     Attributes:
         acquisition: A key of :data:`core.active.acquisition.ACQUISITIONS`.
-        kind: ``"dropout"`` (MC dropout) or ``"bbb"`` (Bayes by Backprop).
+        kind: A method of :data:`MODEL_KINDS` (e.g. ``"dropout"``, ``"bbb"``, ``"sgld"``),
+            trained by its own procedure at its own learning rate.
         hidden: Hidden dense layer widths of the network (…-10).
-        conv: Channels of the strided 5 × 5 convolutions before the dense layers (MC dropout
-            only; see ``ModelConfig.conv``); empty for an MLP 784-…-10.
+        conv: Channels of the strided 5 × 5 convolutions before the dense layers (the kinds
+            ``ModelConfig.conv`` offers them for); empty for an MLP 784-…-10.
         dropout: Dropout probability of the MC-dropout network.
         initial: Labelled images at the start (equal numbers per class).
         pool_size: Unlabelled training images the acquisitions choose from.
@@ -78,8 +80,21 @@ class ActiveConfig:
             raise ValueError("need initial ≤ budget ≤ pool_size and acquire ≥ 1")
         object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))
         object.__setattr__(self, "conv", tuple(int(c) for c in self.conv))
-        if self.conv and self.kind != "dropout":
-            raise ValueError("convolutions are offered for the dropout kind only")
+        self.model_config()  # raises for a network the kind does not offer
+
+    def model_config(self) -> ModelConfig:
+        """The network of every round.
+
+        Raises:
+            ValueError: If the kind does not offer the architecture (e.g. convolutions).
+        """
+        return ModelConfig(
+            kind=self.kind,
+            hidden=self.hidden,
+            conv=self.conv,
+            dropout=self.dropout,
+            init_sigma=0.01,
+        )
 
     def to_dict(self) -> dict:
         """The settings as JSON-serialisable values.
@@ -164,23 +179,21 @@ class ActiveLearner:
         return bool(self.rounds) and self.rounds[-1].labels >= self.config.budget
 
     def _model(self) -> LabModel:
-        c = self.config
-        config = ModelConfig(
-            kind=c.kind, hidden=c.hidden, conv=c.conv, dropout=c.dropout, init_sigma=0.01
-        )
-        return build_model(config)
+        return build_model(self.config.model_config())
 
     def _train(self, x: torch.Tensor, y: torch.Tensor) -> LabModel:
         batch = min(32, len(x))
         epochs = max(1, round(self.config.train_steps * batch / len(x)))
         seed = self.config.seed * 1000 + len(self.rounds)
+        unit = method(self.config.kind)
         settings = TrainConfig(
-            epochs=epochs, batch_size=batch, lr=1e-3, n_eval_samples=1, seed=seed
+            epochs=epochs, batch_size=batch, lr=unit.lr, n_eval_samples=1, seed=seed
         )
         with torch.random.fork_rng():
             torch.manual_seed(seed)  # the initial weights; train() seeds its own noise
             model = self._model()
-        train(model, settings, (x, y), (x[:1], y[:1]), device=torch.device("cpu"))
+        cpu = torch.device("cpu")
+        train(model, settings, (x, y), (x[:1], y[:1]), device=cpu, procedure=unit.procedure)
         return model.eval().requires_grad_(False)
 
     def step(self) -> Round:

@@ -51,8 +51,8 @@ from torch.func import functional_call, vmap
 from core.bandits.environments import Environment
 from core.engine.interface import ModelConfig
 from core.engine.layers import inverse_softplus
-from core.engine.models import build_model
 from core.engine.priors import prior_from_dict
+from core.methods import build_model
 
 FAMILIES = ("bbb", "dropout", "ensemble", "mlp", "random", "linear")
 

@@ -15,7 +15,7 @@ import json
 import sys
 
 from core.active.acquisition import ACQUISITIONS
-from core.active.loop import ARCHITECTURES, RESULT_FILE, ActiveConfig, curves_for
+from core.active.loop import ARCHITECTURES, MODEL_KINDS, RESULT_FILE, ActiveConfig, curves_for
 from core.progress import text_progress
 from core.storage.atomic import atomic_write_text
 from core.storage.paths import REPO_ROOT
@@ -53,10 +53,11 @@ def cmd_active(args: argparse.Namespace) -> int:
         The exit code: 0, or 2 for the CNN with BBB.
     """
     names = [a.strip() for a in args.acquisition.split(",") if a.strip()]
-    if args.arch == "cnn" and args.kind != "dropout":
-        print("error: the CNN is offered for MC dropout only; use --arch mlp", file=sys.stderr)
+    try:
+        base = ActiveConfig(kind=args.kind, budget=args.budget, **ARCHITECTURES[args.arch])
+    except ValueError as exc:
+        print(f"error: {exc}; use --arch mlp", file=sys.stderr)
         return 2
-    base = ActiveConfig(kind=args.kind, budget=args.budget, **ARCHITECTURES[args.arch])
     result = curves_for(names, args.seeds, base, progress=text_progress("active"))
     print(json.dumps(result) if args.json else format_table(result))
     if args.save:
@@ -76,7 +77,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("active", help="active-learning curves per acquisition function")
     p.add_argument("--acquisition", default=",".join(ACQUISITIONS), help="comma-separated")
     p.add_argument("--seeds", type=int, default=3)
-    p.add_argument("--kind", choices=("dropout", "bbb"), default="dropout")
+    p.add_argument("--kind", choices=MODEL_KINDS, default="dropout")
     p.add_argument(
         "--arch", choices=tuple(ARCHITECTURES), default="cnn", help="network (cnn: dropout only)"
     )

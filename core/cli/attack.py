@@ -15,7 +15,7 @@ import json
 import sys
 from dataclasses import asdict
 
-from core.engine.models import model_class
+from core.methods import model_class
 from core.progress import text_progress
 from core.storage.checkpoints import REGISTRY, list_checkpoints
 from core.studies.robustness import (

@@ -12,7 +12,7 @@ import torch
 
 from core.data import DatasetUnavailable, load_dataset
 from core.engine.device import default_device
-from core.engine.models import build_model
+from core.methods import build_model
 from core.progress import text_progress
 from core.storage.checkpoints import REGISTRY, CheckpointError, load_checkpoint
 from core.studies.predictive_speed import bench_predictive

@@ -25,19 +25,11 @@ import torch
 
 from core.data import load_dataset
 from core.engine.device import default_device
-from core.engine.interface import ModelKind
-from core.engine.models import MODEL_CLASSES, POST_HOC_FITS, build_model
-from core.engine.objective import IMPLEMENTATIONS, KL_SCHEDULES
 from core.engine.train import EpochStats, train
 from core.evaluation.metrics import evaluate_model
-from core.jobs.training import (
-    PRIORS,
-    make_request,
-    prior_config,
-    run_training,
-    spec_request,
-    training_metadata,
-)
+from core.jobs.training import make_request, run_training, spec_request, training_metadata
+from core.methods import METHODS, build_model, method
+from core.methods.base import Setting
 from core.progress import text_progress
 from core.storage.checkpoints import (
     REGISTRY,
@@ -124,47 +116,33 @@ def _fresh_model(spec: CheckpointSpec) -> torch.nn.Module:
     return model.requires_grad_(True).train()
 
 
-ADHOC_OPTIONS = (
-    "kind",
-    "prior",
-    "prior_sigma",
-    "pi",
-    "sigma1",
-    "sigma2",
-    "init_sigma",
-    "beta",
-    "lr",
-    "batch_size",
-    "impl",
-    "kl_schedule",
-    "dropout",
-    "members",
-    "dataset",
-)
+def method_settings() -> dict[str, Setting]:
+    """Every method's settings by name (a name shared by methods means the same thing)."""
+    return {s.name: s for m in METHODS.values() for s in m.settings}
+
+
+ADHOC_OPTIONS = ("kind", "dataset", "lr", "batch_size", *method_settings())
+"""Options that describe an ad-hoc model (refused with a registered name)."""
 
 
 def _adhoc_settings(args) -> dict:
-    """The model and training settings given on the command line (the others default)."""
-    settings = {}
-    if args.prior or args.prior_sigma or args.pi or args.sigma1 or args.sigma2:
-        family = args.prior or ("mixture" if args.pi or args.sigma1 or args.sigma2 else "gaussian")
-        given = {
-            "sigma": args.prior_sigma,
-            "pi": args.pi,
-            "sigma1": args.sigma1,
-            "sigma2": args.sigma2,
-        }
-        settings["prior"] = prior_config(family, **{k: v for k, v in given.items() if v})
-    for option in ("init_sigma", "beta", "lr", "batch_size", "impl", "kl_schedule", "dropout"):
-        if getattr(args, option) is not None:
-            settings[option] = getattr(args, option)
-    if args.members:
-        settings["members"] = args.members
-    if args.epochs:
-        settings["epochs"] = args.epochs
-    if args.train_samples:
-        settings["n_samples"] = args.train_samples
-    return settings
+    """The settings given on the command line (the others take their defaults)."""
+    names = ("lr", "batch_size", "epochs", *method_settings())
+    return {n: getattr(args, n) for n in names if getattr(args, n, None) not in (None, 0)}
+
+
+def _add_setting_flags(parser) -> None:
+    """One ``--flag`` per method setting, e.g. ``--prior-sigma``, ``--burn-in``."""
+    for name, setting in method_settings().items():
+        kinds = ", ".join(k for k, m in METHODS.items() if name in {x.name for x in m.settings})
+        flag = "--" + name.replace("_", "-")
+        text = f"ad-hoc {kinds}: {setting.label}"
+        if setting.type is bool:
+            parser.add_argument(flag, action="store_const", const=True, help=text)
+        elif setting.type is str:
+            parser.add_argument(flag, choices=setting.options, help=text)
+        else:
+            parser.add_argument(flag, type=setting.type, help=text)
 
 
 def cmd_train_request(args) -> int:
@@ -206,8 +184,6 @@ def cmd_train_request(args) -> int:
         spec = REGISTRY[args.name]
         training = spec.training
         overrides = {"epochs": args.epochs} if args.epochs else {}
-        if args.train_samples:
-            overrides["n_samples"] = args.train_samples
         request = replace(
             spec_request(
                 spec,
@@ -250,7 +226,7 @@ def cmd_train(args) -> int:
 
     Args:
         args: The parsed command line (``name``, ``epochs``, ``resume``, ``eval_samples``,
-            ``train_samples``, ``train_subset``, ``threads``, the ad-hoc options).
+            ``train_subset``, ``threads``, the ad-hoc options).
 
     Returns:
         The exit code: 0.
@@ -279,8 +255,7 @@ def cmd_train(args) -> int:
         model, history, seconds_before = _fresh_model(spec), [], 0.0
     done = len(history)
     epochs = max(args.epochs or (planned or registered.epochs) - done, 0)
-    post_hoc = POST_HOC_FITS.get(ModelKind(spec.model.kind))
-    if epochs < 1 and post_hoc is None:
+    if epochs < 1 and registered.epochs > 0:
         print(f"{spec.name}: already trained for {done} epochs; pass --epochs to train more")
         return 0
     training = replace(
@@ -288,7 +263,6 @@ def cmd_train(args) -> int:
         epochs=epochs,
         lr=registered.lr * registered.lr_decay**done,
         seed=registered.seed + done,
-        **({"n_samples": args.train_samples} if args.train_samples else {}),
     )
     n_train = args.train_subset or None
     start = time.perf_counter()
@@ -323,16 +297,20 @@ def cmd_train(args) -> int:
 
     test = load_dataset(spec.dataset, "test")
     train_data = load_dataset(spec.dataset, "train", n_inputs=n_train)
-    if epochs > 0:
-        progress = text_progress(f"train {spec.name}")
-        train(
-            model, training, train_data, test, device=device, progress=progress, on_epoch=on_epoch
-        )
-    if post_hoc is not None:
-        model.to(device)
-        fitted["posterior"] = post_hoc(model, *(t.to(device) for t in train_data))
-        print(f"{spec.name}: post-hoc fit {fitted['posterior']}")
-    model.eval()
+    result = train(
+        model,
+        training,
+        train_data,
+        test,
+        device=device,
+        progress=text_progress(f"train {spec.name}"),
+        on_epoch=on_epoch,
+        procedure=method(spec.model.kind).procedure,
+    )
+    fitted.update(result.info)
+    if result.info:
+        print(f"{spec.name}: {result.info}")
+    model.to(device).eval()
     metrics = evaluate_model(model, *test, n_samples=args.eval_samples)
     path = save_checkpoint(spec.name, model, metadata(metrics, args.eval_samples), folder)
     print(f"saved {path}: test error {metrics['test_error']:.2%}, NLL {metrics['nll']:.4f}")
@@ -400,26 +378,14 @@ def register(subparsers) -> None:
     )
     p.add_argument("name", nargs="?", choices=sorted(REGISTRY), help="a registered model")
     p.add_argument("--name", dest="model_name", help="save as this user model (ad-hoc: required)")
-    kinds = sorted(k.value for k in MODEL_CLASSES)
-    p.add_argument("--kind", choices=kinds, help="ad-hoc: the method")
+    p.add_argument("--kind", choices=list(METHODS), help="ad-hoc: the method")
     p.add_argument("--dataset", choices=sorted(TASK_DATASETS), help="ad-hoc: task (mnist)")
-    p.add_argument("--prior", choices=PRIORS, help="ad-hoc BBB: prior family")
-    p.add_argument("--prior-sigma", type=float, help="ad-hoc BBB: σ of the Gaussian prior")
-    p.add_argument("--pi", type=float, help="ad-hoc BBB: mixture weight π of the wide part")
-    p.add_argument("--sigma1", type=float, help="ad-hoc BBB: σ1 of the mixture's wide part")
-    p.add_argument("--sigma2", type=float, help="ad-hoc BBB: σ2 of the mixture's narrow part")
-    p.add_argument("--init-sigma", type=float, help="ad-hoc BBB: initial posterior σ")
-    p.add_argument("--beta", type=float, help="ad-hoc: KL weight β")
-    p.add_argument("--impl", choices=IMPLEMENTATIONS, help="ad-hoc: ELBO estimator")
-    p.add_argument("--kl-schedule", choices=KL_SCHEDULES, help="ad-hoc: KL weighting")
-    p.add_argument("--lr", type=float, help="ad-hoc: Adam's learning rate")
+    p.add_argument("--lr", type=float, help="ad-hoc: learning rate")
     p.add_argument("--batch-size", type=int, help="ad-hoc: images per minibatch")
-    p.add_argument("--dropout", type=float, help="ad-hoc MC dropout: dropout probability")
-    p.add_argument("--members", type=int, default=0, help="ad-hoc ensemble: networks")
+    _add_setting_flags(p)
     p.add_argument("--epochs", type=int, default=0, help="epochs to run (default: registered)")
     p.add_argument("--resume", action="store_true", help="continue the user-trained checkpoint")
     p.add_argument("--eval-samples", type=int, default=100)
-    p.add_argument("--train-samples", type=int, default=0, help="S per step (default: registered)")
     p.add_argument("--train-subset", type=int, default=0, help="training images (0: all 60,000)")
     p.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch default)")
     p.set_defaults(func=cmd_train)

@@ -10,6 +10,7 @@ from itertools import pairwise
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.func import vmap
 
 from core.engine import native
 from core.engine.fused import FusedSampler, LRTActivation
@@ -147,6 +148,22 @@ class BayesMLP(MonteCarloModule):
             else:
                 h = LRTActivation.apply(mean, var, eps, False)
         return h, kl
+
+    def training_passes(
+        self, x: torch.Tensor, n_samples: int, lrt: bool | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``n_samples`` weight (or local-reparameterisation) draws and their KL terms.
+
+        Args:
+            x: Inputs ``(B, ...)``.
+            n_samples: Weight samples S.
+            lrt: Local reparameterisation; None uses ``config.lrt``.
+
+        Returns:
+            ``(outputs, kl)``: ``(S, B, C)`` and ``(S,)`` in nats.
+        """
+        draw = vmap(lambda _: self.forward_with_kl(x, lrt=lrt), randomness="different")
+        return draw(torch.arange(n_samples, device=x.device))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """One stochastic pass without the complexity cost.

@@ -117,6 +117,34 @@ class DeepEnsemble(MonteCarloModule):
         logits = self.member_logits(x)
         return logits[torch.arange(n_samples, device=logits.device) % self.members]
 
+    def training_passes(
+        self, x: torch.Tensor, n_samples: int, lrt: bool | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Every member's outputs (each member trains on its own pass), no complexity cost.
+
+        Args:
+            x: Inputs ``(B, ...)``.
+            n_samples: Ignored: the passes are the M members.
+            lrt: Ignored.
+
+        Returns:
+            ``(outputs, kl)``: ``(M, B, C)`` and zeros ``(M,)``.
+        """
+        out = self.member_logits(x)
+        return out, out.new_zeros(out.shape[0])
+
+    def sample_functions(self, x: torch.Tensor, n_samples: int) -> torch.Tensor:
+        """The M members' functions, each once (``n_samples`` is ignored).
+
+        Args:
+            x: Inputs ``(B, ...)``.
+            n_samples: Ignored.
+
+        Returns:
+            Outputs ``(M, B, C)``.
+        """
+        return self.member_logits(x)
+
     def member(self, index: int) -> MLP:
         """A stand-alone copy of one member as an :class:`~core.engine.mlp.MLP`.
 

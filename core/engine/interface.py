@@ -12,8 +12,8 @@ offers:
 * ``weight_posterior``: whether each weight has a posterior mean and standard deviation
   (signal-to-noise pruning applies).
 
-A new method is one module with a class following :class:`LabModel` plus one entry in
-:data:`core.engine.models.MODEL_CLASSES` (and a :class:`ModelKind` member).
+A new method is one module of :mod:`core.methods` whose model class follows :class:`LabModel`
+(plus a :class:`ModelKind` member).
 """
 
 from __future__ import annotations
@@ -37,6 +37,9 @@ class ModelKind(StrEnum):
         DROPOUT: MC dropout.
         ENSEMBLE: A deep ensemble of independently initialised MLPs.
         LAPLACE: An MLP with a last-layer Laplace posterior (fitted post hoc).
+        SGLD: Weight samples of stochastic-gradient Langevin dynamics.
+        SGMCMC_CYCLIC: Weight samples of cyclical SG-MCMC (warm restarts).
+        SWAG: A Gaussian fitted to SGD iterates (diagonal plus low rank).
     """
 
     BBB = "bbb"  # Bayes by Backprop, mean-field Gaussian posterior over weights
@@ -44,6 +47,9 @@ class ModelKind(StrEnum):
     DROPOUT = "dropout"  # MC dropout
     ENSEMBLE = "ensemble"  # deep ensemble of independently initialised MLPs
     LAPLACE = "laplace"  # MLP with a last-layer Laplace posterior (post hoc)
+    SGLD = "sgld"  # weight samples of SGLD
+    SGMCMC_CYCLIC = "sgmcmc_cyclic"  # weight samples of cyclical SG-MCMC
+    SWAG = "swag"  # Gaussian fitted to SGD iterates
 
 
 @dataclass(frozen=True)
@@ -57,20 +63,22 @@ class ModelConfig:
         hidden: Hidden layer widths.
         in_features: Input width (784 for flattened 28 × 28 images).
         num_classes: Number of classes C (the output width).
-        prior: BBB only: ``{"kind": "gaussian", "sigma": s}`` or
+        prior: BBB and SG-MCMC: ``{"kind": "gaussian", "sigma": s}`` or
             ``{"kind": "mixture", "pi": p, "sigma1": s1, "sigma2": s2}``.
         init_sigma: BBB only: initial posterior standard deviation of every weight.
         lrt: BBB only: use local reparameterisation for stochastic passes by default.
         dropout: Dropout probability of the MC-dropout kind.
-        members: Number of networks of the ensemble kind.
+        members: Number of stored networks: members of the ensemble kind, weight samples
+            kept by the SG-MCMC kinds.
         laplace_structure: ``"kron"`` or ``"full"`` posterior precision of the Laplace kind.
+        rank: SWAG only: deviation columns K kept for the low-rank part (≥ 2).
         conv: MLP and MC-dropout kinds only: output channels of 5 × 5, stride-2 convolutions
             (ReLU, padding 2) applied to the square image before the dense layers, e.g.
             ``(16, 32)`` maps 1 × 28 × 28 to 32 × 7 × 7; empty (the default): no convolution.
 
     Raises:
-        ValueError: If ``kind`` is not a :class:`ModelKind` value, ``members < 1``, or
-            ``conv`` is given for another kind or a non-square input.
+        ValueError: If ``kind`` is not a :class:`ModelKind` value, ``members < 1``,
+            ``rank < 2``, or ``conv`` is given for another kind or a non-square input.
     """
 
     kind: str = ModelKind.BBB.value
@@ -83,6 +91,7 @@ class ModelConfig:
     dropout: float = 0.5
     members: int = 5
     laplace_structure: str = "kron"
+    rank: int = 10
     conv: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
@@ -94,7 +103,9 @@ class ModelConfig:
         object.__setattr__(self, "kind", kind.value)
         object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))
         if self.members < 1:
-            raise ValueError(f"an ensemble needs at least one member, got {self.members}")
+            raise ValueError(f"members must be at least 1, got {self.members}")
+        if self.rank < 2:
+            raise ValueError(f"SWAG's rank must be at least 2, got {self.rank}")
         object.__setattr__(self, "conv", tuple(int(c) for c in self.conv))
         if self.conv:
             if kind not in (ModelKind.MLP, ModelKind.DROPOUT):
@@ -273,6 +284,42 @@ class MonteCarloModule(nn.Module):
             lambda _: self.forward_with_kl(x, lrt=lrt, with_kl=False)[0], randomness="different"
         )
         return draw(torch.arange(n_samples, device=x.device))
+
+    def training_passes(
+        self, x: torch.Tensor, n_samples: int, lrt: bool | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The passes of one training step on ``x`` and their complexity costs.
+
+        By default one pass (``forward_with_kl``: MC dropout draws fresh masks per input);
+        Bayes by Backprop draws ``n_samples`` weight samples, a deep ensemble runs every
+        member. The training objective averages the passes' losses.
+
+        Args:
+            x: Inputs ``(B, ...)``.
+            n_samples: Weight samples S, for kinds that sample in training.
+            lrt: Bayes by Backprop: local reparameterisation (None: the configuration's).
+
+        Returns:
+            ``(outputs, kl)``: ``(P, B, C)`` for P passes and ``(P,)`` in nats.
+        """
+        out, kl = self.forward_with_kl(x, lrt=lrt)
+        return out[None], kl[None]
+
+    def sample_functions(self, x: torch.Tensor, n_samples: int) -> torch.Tensor:
+        """``n_samples`` sampled functions on ``x``: each pass's randomness shared by all inputs.
+
+        Each input's predictive is that of :meth:`sample_logits`; only the joint over inputs
+        differs (smooth curves for the regression playground). By default the passes of
+        :meth:`sample_logits` without local reparameterisation (which samples per input).
+
+        Args:
+            x: Inputs ``(B, ...)``.
+            n_samples: Number of passes.
+
+        Returns:
+            Outputs ``(n_samples, B, C)``.
+        """
+        return self.sample_logits(x, n_samples, lrt=False)
 
 
 def flat(x: torch.Tensor) -> torch.Tensor:

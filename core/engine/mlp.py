@@ -90,3 +90,27 @@ class DropoutMLP(MLP):
         """
         super().__init__(config)
         self.dropout_p = config.dropout
+
+    def sample_functions(self, x: torch.Tensor, n_samples: int) -> torch.Tensor:
+        """Passes with one mask per hidden unit and pass, shared by all inputs.
+
+        Dense layers only: with convolutions the passes of :meth:`sample_logits` (masks per
+        input).
+
+        Args:
+            x: Inputs ``(B, in_features)``.
+            n_samples: Passes P.
+
+        Returns:
+            Outputs ``(P, B, C)``.
+        """
+        if self.convs:
+            return super().sample_functions(x, n_samples)
+        h = flat(x).expand(n_samples, *flat(x).shape)
+        for i, layer in enumerate(self.layers):
+            h = layer(h)
+            if i < len(self.layers) - 1:
+                h = F.relu(h)
+                keep = torch.rand(n_samples, 1, h.shape[-1], device=h.device) >= self.dropout_p
+                h = h * keep / (1 - self.dropout_p)
+        return h

@@ -3,7 +3,7 @@
 :func:`predictive_samples` returns ``(n_samples, B, C)`` softmax probabilities, vectorised over the
 samples with ``torch.func.vmap(randomness="different")`` (no Python loop over samples):
 
-* **BBB** (:class:`~core.engine.models.BayesMLP`): local reparameterisation by default. For a single
+* **BBB** (:class:`~core.methods.BayesMLP`): local reparameterisation by default. For a single
   input the LRT pre-activations have exactly the distribution induced by drawing weights, so
   each input's predictive (and every per-input summary: class histogram, softmax spread,
   entropy, mutual information) is exact; it is much cheaper because the first layer's mean and

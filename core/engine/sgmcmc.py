@@ -38,7 +38,8 @@ class SGLD(torch.optim.Optimizer):
     """Stochastic-gradient Langevin dynamics, optionally RMSprop-preconditioned (pSGLD).
 
     ``p.grad`` must hold the gradient of the minibatch mean negative log-likelihood (see the
-    module docstring); ``step`` adds the prior, scales by N and adds the Langevin noise.
+    module docstring), or of its sum over ``batch_sum`` points; ``step`` adds the prior, scales
+    by N and adds the Langevin noise.
 
     * SGLD: θ ← θ − (ε/2)·∇Ũ + N(0, ε·T).
     * pSGLD (``precondition=True``): V ← a·V + (1 − a)·ḡ⊙ḡ with ḡ = ``p.grad`` (V starts at 0),
@@ -64,6 +65,8 @@ class SGLD(torch.optim.Optimizer):
         alpha: pSGLD only: decay a of the running mean square V, in [0, 1]; 1 freezes V.
         eps: pSGLD only: λ > 0 added to √V (units of ``p.grad``).
         noise: False for a noise-free step θ ← θ − (ε/2)·G⊙∇Ũ (SGD; the exploration stage).
+        batch_sum: B when ``p.grad`` is the gradient of the minibatch's *summed* NLL over B
+            points (it is divided by B); 1 for the mean.
         generator: Source of the noise, on the parameters' device; None for torch's default.
 
     Raises:
@@ -82,11 +85,14 @@ class SGLD(torch.optim.Optimizer):
         alpha: float = 0.99,
         eps: float = 1e-5,
         noise: bool = True,
+        batch_sum: int = 1,
         generator: torch.Generator | None = None,
     ) -> None:
-        if lr <= 0 or num_data < 1 or temperature < 0 or not 0 <= alpha <= 1 or eps <= 0:
+        bad = lr <= 0 or num_data < 1 or temperature < 0 or eps <= 0 or batch_sum < 1
+        if bad or not 0 <= alpha <= 1:
             raise ValueError(
-                "need lr > 0, num_data >= 1, temperature >= 0, 0 <= alpha <= 1 and eps > 0"
+                "need lr > 0, num_data >= 1, temperature >= 0, 0 <= alpha <= 1, eps > 0 and "
+                "batch_sum >= 1"
             )
         defaults = dict(
             lr=lr,
@@ -97,6 +103,7 @@ class SGLD(torch.optim.Optimizer):
             alpha=alpha,
             eps=eps,
             noise=noise,
+            batch_sum=batch_sum,
         )
         super().__init__(params, defaults)
         self.generator = generator
@@ -120,12 +127,11 @@ class SGLD(torch.optim.Optimizer):
             for p in group["params"]:
                 if p.grad is None:
                     continue
-                grad_u = group["num_data"] * p.grad + _neg_log_prior_grad(group["prior"], p)
+                grad = p.grad / group["batch_sum"]
+                grad_u = group["num_data"] * grad + _neg_log_prior_grad(group["prior"], p)
                 if group["precondition"]:
                     square_avg = self.state[p].setdefault("square_avg", torch.zeros_like(p))
-                    square_avg.mul_(group["alpha"]).addcmul_(
-                        p.grad, p.grad, value=1 - group["alpha"]
-                    )
+                    square_avg.mul_(group["alpha"]).addcmul_(grad, grad, value=1 - group["alpha"])
                     precond = (square_avg.sqrt() + group["eps"]).reciprocal()
                     noise_std = (lr * temperature * precond).sqrt()
                     grad_u.mul_(precond)

@@ -127,18 +127,39 @@ class SWAG:
         Raises:
             RuntimeError: If fewer than 2 iterates have been collected.
         """
-        factor = self._low_rank_factor()  # D/√(K − 1)
-        dim, k = factor.shape
-        like = dict(dtype=self._mean.dtype, device=self._mean.device, generator=generator)
-        z1 = torch.randn(n_samples, dim, **like)
-        z2 = torch.randn(n_samples, k, **like)
-        return self._mean + (z1 * self.variance.sqrt() + z2 @ factor.T) / math.sqrt(2)
+        factor = self._low_rank_factor()
+        return swag_draws(self._mean, self.variance.sqrt(), factor, n_samples, generator)
 
     def _low_rank_factor(self) -> torch.Tensor:
         """D/√(K − 1) ``(d, K)``."""
         if len(self._deviations) < 2:
             raise RuntimeError("SWAG needs at least 2 collected iterates")
         return self.deviations / math.sqrt(len(self._deviations) - 1)
+
+
+def swag_draws(
+    mean: torch.Tensor,
+    std: torch.Tensor,
+    factor: torch.Tensor,
+    n_samples: int,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """Draws θ = θ̄ + (σ⊙z₁ + F z₂)/√2 from SWAG's Gaussian, F = D/√(K − 1).
+
+    Args:
+        mean: θ̄ ``(d,)``.
+        std: σ ``(d,)``.
+        factor: F ``(d, K)``.
+        n_samples: Number of draws S.
+        generator: Source of z₁ ~ N(0, I_d) and z₂ ~ N(0, I_K); None for torch's default.
+
+    Returns:
+        Draws ``(S, d)`` in ``mean``'s dtype.
+    """
+    like = dict(dtype=mean.dtype, device=mean.device, generator=generator)
+    z1 = torch.randn(n_samples, mean.shape[0], **like)
+    z2 = torch.randn(n_samples, factor.shape[1], **like)
+    return mean + (z1 * std + z2 @ factor.T) / math.sqrt(2)
 
 
 def load_flat(module: nn.Module, theta: torch.Tensor) -> None:

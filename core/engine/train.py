@@ -1,8 +1,11 @@
-"""Training loop: Adam on tensors held on the device, per-epoch metrics, progress, cancel.
+"""Training loop: minibatch steps on tensors held on the device, per-epoch metrics, cancel.
 
 The whole training set lives on the device as one tensor and is shuffled with a seeded
-permutation each epoch (no DataLoader workers). Works for all model kinds: for MLP and
-dropout MLP the complexity cost is 0 and the objective is the summed NLL.
+permutation each epoch (no DataLoader workers). Every model kind trains through :func:`train`;
+how its steps are taken is its :class:`Procedure`: by default Adam on the objective of
+:mod:`core.engine.objective` with a per-epoch learning-rate decay (for MLP and dropout MLP the
+complexity cost is 0 and the objective is the average NLL). A method with another recipe
+(a sampler that keeps weight samples, SWAG's moments, a post-hoc fit) subclasses it.
 """
 
 from __future__ import annotations
@@ -39,10 +42,17 @@ class TrainConfig:
         alpha: When > 0, the α-divergence energy instead of the average NLL.
         weight_decay: L2 coefficient of Adam (the complexity term of MC dropout).
         adversarial_eps: Ensembles: FGSM step (pixel units) of adversarial training, 0 = off.
+        temperature: SG-MCMC: the temperature T ≥ 0 of the sampled posterior (1: the
+            posterior; below 1: a "cold" one).
+        precondition: SGLD: precondition with a running mean square of the gradients (pSGLD).
+        burn_in: SGLD and SWAG: fraction of the steps, in [0, 1), before weights are collected.
+        cycles: Cyclical SG-MCMC: number of step-size cycles, ≥ 1.
+        exploration: Cyclical SG-MCMC: fraction of each cycle, in [0, 1), spent without noise.
 
     Raises:
-        ValueError: If ``impl`` or ``kl_schedule`` is unknown, ``alpha`` or ``weight_decay``
-            is negative, ``epochs < 0``, or ``batch_size`` or ``n_samples`` is below 1.
+        ValueError: If ``impl`` or ``kl_schedule`` is unknown, ``alpha``, ``weight_decay`` or
+            ``temperature`` is negative, ``epochs < 0``, ``batch_size``, ``n_samples`` or
+            ``cycles`` is below 1, or ``burn_in`` or ``exploration`` is outside [0, 1).
     """
 
     epochs: int = 10
@@ -58,6 +68,11 @@ class TrainConfig:
     alpha: float = 0.0  # α-divergence energy instead of the average NLL when > 0
     weight_decay: float = 0.0  # L2 coefficient of Adam (the complexity term of MC dropout)
     adversarial_eps: float = 0.0  # ensembles: also train on each member's FGSM examples
+    temperature: float = 1.0  # SG-MCMC: T of the sampled p(θ|D)^(1/T)
+    precondition: bool = False  # SGLD: RMSprop preconditioner (pSGLD)
+    burn_in: float = 0.5  # SGLD, SWAG: fraction of the steps before collecting
+    cycles: int = 4  # cyclical SG-MCMC: step-size cycles
+    exploration: float = 0.8  # cyclical SG-MCMC: fraction of each cycle without noise
 
     def __post_init__(self) -> None:
         if self.impl not in ESTIMATORS:
@@ -68,6 +83,10 @@ class TrainConfig:
             raise ValueError(f"kl_schedule must be one of {KL_SCHEDULES}")
         if self.epochs < 0 or self.batch_size < 1 or self.n_samples < 1:
             raise ValueError("epochs must be ≥ 0, batch_size and n_samples ≥ 1")
+        if self.temperature < 0 or self.cycles < 1:
+            raise ValueError("temperature must be ≥ 0 and cycles ≥ 1")
+        if not (0 <= self.burn_in < 1 and 0 <= self.exploration < 1):
+            raise ValueError("burn_in and exploration must be in [0, 1)")
 
     def to_dict(self) -> dict:
         """The settings as a JSON-serialisable dict.
@@ -135,11 +154,14 @@ class TrainResult:
         history: The stats of every finished epoch.
         cancelled: Whether ``cancel`` stopped the run before the last epoch finished.
         seconds: Wall-clock time of the run.
+        info: What the procedure's :meth:`Procedure.finish` reports (e.g. a post-hoc fit's
+            prior precision), stored in the checkpoint metadata.
     """
 
     history: list[EpochStats] = field(default_factory=list)
     cancelled: bool = False
     seconds: float = 0.0
+    info: dict = field(default_factory=dict)
 
 
 def make_optimizer(
@@ -158,6 +180,92 @@ def make_optimizer(
     return torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay, fused=True)
 
 
+class Procedure:
+    """How a method's training steps are taken: by default Adam on the objective.
+
+    :func:`train` calls, in this order: :meth:`network` and :meth:`optimizer` once; for every
+    step k = 1..K :meth:`before_step`, :meth:`zero_grad`, the backward pass of the minibatch
+    objective, :meth:`step` and :meth:`after_step`; :meth:`end_epoch` after each epoch's steps
+    (before its evaluation); :meth:`finish` once after the last epoch (not when cancelled).
+    Methods whose steps differ subclass it (their module in :mod:`core.methods`).
+
+    Args:
+        config: The optimisation settings.
+        num_data: N, the number of training images.
+        total_steps: K, the number of steps of the run.
+    """
+
+    def __init__(self, config: TrainConfig, num_data: int, total_steps: int) -> None:
+        self.config = config
+        self.num_data = num_data
+        self.total_steps = total_steps
+        self.scheduler: torch.optim.lr_scheduler.LRScheduler | None = None
+        self.optimizers: list[torch.optim.Optimizer] = []
+
+    def network(self, model: torch.nn.Module) -> torch.nn.Module:
+        """The network the steps train (the model itself by default).
+
+        Args:
+            model: The model being trained.
+
+        Returns:
+            The network; the per-epoch evaluation also uses it.
+        """
+        return model
+
+    def optimizer(self, network: torch.nn.Module) -> torch.optim.Optimizer:
+        """The optimiser of the run: Adam (:func:`make_optimizer`) decayed every epoch.
+
+        Args:
+            network: What :meth:`network` returned.
+
+        Returns:
+            The optimiser.
+        """
+        optimizer = make_optimizer(network, self.config.lr, self.config.weight_decay)
+        self.scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, self.config.lr_decay)
+        self.optimizers = [optimizer]
+        return optimizer
+
+    def before_step(self, step: int) -> None:
+        """Called before step ``step`` (1..K), e.g. to set its step size."""
+
+    def zero_grad(self) -> None:
+        """Clear the gradients of every optimiser's parameters."""
+        for optimizer in self.optimizers:
+            optimizer.zero_grad(set_to_none=True)
+
+    def step(self) -> None:
+        """Take the step with the gradients of the objective (the optimiser's by default)."""
+        self.optimizers[0].step()
+
+    def after_step(self, network: torch.nn.Module, step: int) -> None:
+        """Called after step ``step`` (1..K), e.g. to collect a weight sample."""
+
+    def end_epoch(self, network: torch.nn.Module, epoch: int) -> None:
+        """Called after the steps of epoch ``epoch`` (1-based): decays the learning rate."""
+        if self.scheduler is not None:
+            self.scheduler.step()
+
+    def finish(
+        self,
+        model: torch.nn.Module,
+        network: torch.nn.Module,
+        train_data: tuple[torch.Tensor, torch.Tensor],
+    ) -> dict:
+        """Called once after the last epoch: turn the trained network into the model.
+
+        Args:
+            model: The model being trained.
+            network: What :meth:`network` returned, trained.
+            train_data: The training images and labels, on the training device.
+
+        Returns:
+            Facts for the checkpoint metadata ({} by default).
+        """
+        return {}
+
+
 def train(
     model: torch.nn.Module,
     config: TrainConfig,
@@ -169,11 +277,12 @@ def train(
     on_epoch: Callable[[EpochStats], None] | None = None,
     cancel: threading.Event | None = None,
     on_step: Callable[[StepStats], None] | None = None,
+    procedure: type[Procedure] = Procedure,
 ) -> TrainResult:
     """Train ``model`` in place.
 
     Args:
-        model: The network; moved to ``device``.
+        model: The model; moved to ``device``.
         config: Optimisation settings.
         train_data: Training images ``(N, 1, 28, 28)`` in [0, 1] and labels ``(N,)``.
         test_data: Test images ``(N, 1, 28, 28)`` in [0, 1] and labels ``(N,)``, evaluated
@@ -185,9 +294,12 @@ def train(
             and ``TrainResult.cancelled`` is True).
         on_step: Gets the epoch's running averages every 20 steps and at its end (for live
             curves; each call waits for the device).
+        procedure: How the steps are taken: the method's :class:`Procedure` class (Adam by
+            default), built with ``(config, N, K)``.
 
     Returns:
-        The per-epoch history, whether the run was cancelled and its duration.
+        The per-epoch history, whether the run was cancelled, its duration and what the
+        procedure reported.
     """
     device = device or default_device()
     torch.manual_seed(config.seed)
@@ -197,10 +309,11 @@ def train(
     x_test, y_test = (t.to(device) for t in test_data)
     n_train = len(x_train)
     num_batches = (n_train + config.batch_size - 1) // config.batch_size
-    optimizer = make_optimizer(model, config.lr, config.weight_decay)
-    scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=config.lr_decay)
     result, start = TrainResult(), time.perf_counter()
     total_steps = config.epochs * num_batches
+    steps = procedure(config, n_train, total_steps)
+    network = steps.network(model).to(device)
+    steps.optimizer(network)
     for epoch in range(1, config.epochs + 1):
         epoch_start = time.perf_counter()
         order = torch.randperm(n_train, generator=generator).to(device)
@@ -213,8 +326,10 @@ def train(
             idx = order[(i - 1) * config.batch_size : i * config.batch_size]
             xb, yb = x_train[idx], y_train[idx]
             weight = config.beta * kl_weight(i, num_batches, config.kl_schedule)
+            step = (epoch - 1) * num_batches + i
+            steps.before_step(step)
             terms = minibatch_objective(
-                model,
+                network,
                 xb,
                 yb,
                 n_samples=config.n_samples,
@@ -223,15 +338,15 @@ def train(
                 alpha=config.alpha,
                 adversarial_eps=config.adversarial_eps,
             )
-            optimizer.zero_grad(set_to_none=True)
+            steps.zero_grad()
             terms.loss.backward()
-            optimizer.step()
+            steps.step()
+            steps.after_step(network, step)
             with torch.no_grad():
                 wrong = (terms.probs.argmax(-1) != yb).sum()
                 sums += torch.stack(
                     [terms.loss.detach(), terms.nll.detach(), terms.kl.detach(), wrong]
                 )
-            step = (epoch - 1) * num_batches + i
             if i % 20 == 0 or i == num_batches:
                 report(progress, step / total_steps, f"epoch {epoch}/{config.epochs}")
                 if on_step is not None:
@@ -242,10 +357,10 @@ def train(
                             epoch, step / total_steps, loss / seen, nll / seen, kl / i, wrong / seen
                         )
                     )
-        scheduler.step()
-        model.eval()
-        test = evaluate_model(model, x_test, y_test, config.n_eval_samples)
-        model.train()
+        steps.end_epoch(network, epoch)
+        network.eval()
+        test = evaluate_model(network, x_test, y_test, config.n_eval_samples)
+        network.train()
         loss, nll, kl, wrong = sums.tolist()
         stats = EpochStats(
             epoch=epoch,
@@ -260,5 +375,6 @@ def train(
         result.history.append(stats)
         if on_epoch is not None:
             on_epoch(stats)
+    result.info = steps.finish(model, network, (x_train, y_train))
     result.seconds = time.perf_counter() - start
     return result

@@ -16,19 +16,16 @@ from core.jobs.queue import (
     training_queue,
 )
 from core.jobs.training import (
-    PRIORS,
     TrainOutcome,
     TrainRequest,
     kind_template,
     make_request,
-    prior_config,
     run_training,
     spec_request,
     training_metadata,
 )
 
 __all__ = [
-    "PRIORS",
     "JobQueue",
     "JobStatus",
     "TrainJob",
@@ -36,7 +33,6 @@ __all__ = [
     "TrainRequest",
     "kind_template",
     "make_request",
-    "prior_config",
     "run_training",
     "set_training_queue",
     "spec_request",

@@ -21,14 +21,12 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from core.engine.device import default_device, device_name, library_versions
-from core.engine.interface import ModelConfig, ModelKind
-from core.engine.models import MODEL_CLASSES, POST_HOC_FITS, build_model
+from core.engine.interface import ModelConfig
 from core.engine.train import EpochStats, StepStats, TrainConfig, train
 from core.evaluation.metrics import evaluate_model
+from core.methods import build_model, method
 from core.progress import ProgressFn, report
 from core.storage.checkpoints import (
-    GAUSSIAN_PRIOR,
-    MIXTURE_PRIOR,
     REGISTRY,
     TASK_DATASETS,
     CheckpointSpec,
@@ -39,8 +37,6 @@ from core.storage.checkpoints import (
 )
 from core.storage.paths import user_model_dir
 
-PRIORS = ("gaussian", "mixture")
-"""Prior families of BBB: ``N(0, σ²)`` and ``π·N(0, σ1²) + (1 − π)·N(0, σ2²)``."""
 MODEL_FIELDS = {f for f in ModelConfig.__dataclass_fields__}
 TRAIN_FIELDS = {f for f in TrainConfig.__dataclass_fields__}
 TRAIN_SHARE = 0.95  # of the progress bar; the final evaluation takes the rest
@@ -87,11 +83,6 @@ class TrainRequest:
         if self.n_eval_samples < 1:
             raise ValueError(f"n_eval_samples must be ≥ 1, got {self.n_eval_samples}")
 
-    @property
-    def post_hoc(self) -> bool:
-        """Whether the kind is fitted after training (Laplace): its network trains as an MLP."""
-        return ModelKind(self.model.kind) in POST_HOC_FITS
-
     def describe(self) -> str:
         """One line on the request: kind, task, epochs and training images.
 
@@ -130,45 +121,6 @@ def kind_template(kind: str) -> CheckpointSpec | None:
     return (plain or specs or [None])[0]
 
 
-def prior_config(
-    family: str,
-    *,
-    sigma: float = 1.0,
-    pi: float = 0.5,
-    sigma1: float = 1.0,
-    sigma2: float = MIXTURE_PRIOR["sigma2"],
-) -> dict:
-    """A BBB prior as :class:`~core.engine.interface.ModelConfig` stores it.
-
-    Args:
-        family: ``"gaussian"`` or ``"mixture"``.
-        sigma: Standard deviation of the Gaussian prior.
-        pi: Weight of the wide component of the mixture.
-        sigma1: Standard deviation of the wide component.
-        sigma2: Standard deviation of the narrow component.
-
-    Returns:
-        ``{"kind": "gaussian", "sigma": σ}`` or ``{"kind": "mixture", "pi", "sigma1", "sigma2"}``.
-
-    Raises:
-        ValueError: For an unknown family, a standard deviation ≤ 0 or π outside (0, 1].
-    """
-    if family == "gaussian":
-        if sigma <= 0:
-            raise ValueError(f"the prior's σ must be > 0, got {sigma}")
-        return {**GAUSSIAN_PRIOR, "sigma": float(sigma)}
-    if family == "mixture":
-        if sigma1 <= 0 or sigma2 <= 0 or not 0 < pi <= 1:
-            raise ValueError("the mixture prior needs σ1 > 0, σ2 > 0 and 0 < π ≤ 1")
-        return {
-            "kind": "mixture",
-            "pi": float(pi),
-            "sigma1": float(sigma1),
-            "sigma2": float(sigma2),
-        }
-    raise ValueError(f"prior must be one of {PRIORS}, got {family!r}")
-
-
 def make_request(
     name: str,
     kind: str,
@@ -181,9 +133,10 @@ def make_request(
 ) -> TrainRequest:
     """An ad-hoc training request: a kind, a task and any settings.
 
-    Settings not given come from :func:`kind_template` (e.g. a BBB gets the shipped BBB's
-    β = 0.1, learning-rate decay and estimator). ``impl="vmap_lrt"`` also makes the model use
-    local reparameterisation at prediction; an ensemble always trains with ``"members"``.
+    The architecture and the common training settings (learning rate, its decay, batch size)
+    come from :func:`kind_template` (for a method that trains like another kind, that kind's);
+    the method's own settings (:attr:`core.methods.base.Method.settings`) take their declared
+    defaults unless given.
 
     Args:
         name: The user model's name.
@@ -192,10 +145,10 @@ def make_request(
         n_train: Training images; None for all.
         n_test: Test images evaluated after each epoch; None for all.
         n_eval_samples: Passes for the saved test error.
-        **settings: Fields of :class:`~core.engine.interface.ModelConfig` (``prior``,
-            ``init_sigma``, ``dropout``, ``members``, ``hidden``, ...) and of
-            :class:`~core.engine.train.TrainConfig` (``epochs``, ``lr``, ``beta``,
-            ``n_samples``, ``impl``, ``kl_schedule``, ``batch_size``, ...).
+        **settings: The method's settings by name (e.g. ``prior="mixture"``, ``sigma2``,
+            ``beta``) and fields of :class:`~core.engine.interface.ModelConfig` and
+            :class:`~core.engine.train.TrainConfig` (``epochs``, ``lr``, ``batch_size``,
+            ``hidden``, ``prior`` as a dict, ...).
 
     Returns:
         The request.
@@ -203,27 +156,23 @@ def make_request(
     Raises:
         ValueError: For an unknown kind or setting, or an invalid value.
     """
-    if kind not in {k.value for k in MODEL_CLASSES}:
-        raise ValueError(f"kind must be one of {[k.value for k in MODEL_CLASSES]}, got {kind!r}")
-    unknown = set(settings) - MODEL_FIELDS - TRAIN_FIELDS - {"kind"}
+    unit = method(kind)
+    own = {s.name for s in unit.settings}
+    unknown = set(settings) - MODEL_FIELDS - TRAIN_FIELDS - own - {"kind"}
     if unknown:
         raise ValueError(f"unknown settings: {', '.join(sorted(unknown))}")
-    template = kind_template(kind)
-    model = template.model if template else ModelConfig(kind=kind)
+    given = {k: v for k, v in settings.items() if k in own and not isinstance(v, dict)}
+    fields = unit.configure(given) | {
+        k: v for k, v in settings.items() if k not in given and k != "kind"
+    }
+    template = kind_template(unit.trains_like.value if unit.trains_like else kind)
+    own_template = kind_template(kind)
+    model = own_template.model if own_template else ModelConfig(kind=kind)
     training = template.training if template else TrainConfig()
-    if ModelKind(kind) in POST_HOC_FITS:  # its network trains like the MLP
-        mlp = kind_template(ModelKind.MLP.value)
-        training = mlp.training if mlp else TrainConfig()
-    model_settings = {k: v for k, v in settings.items() if k in MODEL_FIELDS and k != "kind"}
-    train_settings = {k: v for k, v in settings.items() if k in TRAIN_FIELDS}
-    if kind == ModelKind.ENSEMBLE.value:
-        train_settings["impl"] = "members"
-    elif train_settings.get("impl") == "members":
-        raise ValueError("impl 'members' is for ensembles only")
-    if kind == ModelKind.BBB.value and "impl" in train_settings and "lrt" not in model_settings:
-        model_settings["lrt"] = train_settings["impl"] == "vmap_lrt"
-    model = ModelConfig.from_dict({**model.to_dict(), **model_settings, "kind": kind})
-    training = replace(training, **train_settings)
+    model_fields = {k: v for k, v in fields.items() if k in MODEL_FIELDS}
+    train_fields = {k: v for k, v in fields.items() if k in TRAIN_FIELDS}
+    model = ModelConfig.from_dict({**model.to_dict(), **model_fields, "kind": kind})
+    training = replace(training, **train_fields)
     return TrainRequest(
         name,
         model,
@@ -371,10 +320,6 @@ def run_training(
     folder = directory or user_model_dir()
     start = time.perf_counter()
     model = build_model(request.model)
-    network = model
-    if request.post_hoc:
-        mlp = {**request.model.to_dict(), "kind": ModelKind.MLP.value}
-        network = build_model(ModelConfig.from_dict(mlp))
     train_data = load_dataset(request.dataset, "train", n_inputs=request.n_train)
     curve_test = load_dataset(request.dataset, "test", n_inputs=request.n_test)
     history: list[EpochStats] = []
@@ -387,27 +332,22 @@ def run_training(
     def cancelled() -> TrainOutcome:
         return TrainOutcome(None, True, history, {}, time.perf_counter() - start)
 
-    if request.training.epochs > 0:
-        result = train(
-            network,
-            request.training,
-            train_data,
-            curve_test,
-            device=device,
-            progress=lambda f, m: report(progress, TRAIN_SHARE * f, m),
-            on_epoch=epoch_done,
-            on_step=on_step,
-            cancel=cancel,
-        )
-        if result.cancelled:
-            return cancelled()
-    extra = {}
+    result = train(
+        model,
+        request.training,
+        train_data,
+        curve_test,
+        device=device,
+        progress=lambda f, m: report(progress, TRAIN_SHARE * f, m),
+        on_epoch=epoch_done,
+        on_step=on_step,
+        cancel=cancel,
+        procedure=method(request.model.kind).procedure,
+    )
+    if result.cancelled:
+        return cancelled()
+    extra = result.info
     model.to(device)
-    if request.post_hoc:
-        report(progress, TRAIN_SHARE, "post-hoc fit")
-        model.load_state_dict(network.state_dict(), strict=False)
-        fit = POST_HOC_FITS[ModelKind(request.model.kind)]
-        extra["posterior"] = fit(model, *(t.to(device) for t in train_data))
     if cancel is not None and cancel.is_set():
         return cancelled()
     report(progress, TRAIN_SHARE, f"final test error, {request.n_eval_samples} passes")

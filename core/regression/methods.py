@@ -1,6 +1,6 @@
 """The regression methods: small networks of :mod:`core.engine`, trained full-batch in seconds.
 
-Every method is a network of the lab's model kinds (:func:`core.engine.models.build_model`)
+Every method is a network of the lab's model kinds (:func:`core.methods.build_model`)
 with one input and one output (two for the heteroscedastic likelihood), plus the likelihood's
 noise parameter:
 
@@ -19,9 +19,18 @@ noise parameter:
   diversity (with weight decay 1/σp² the members of a 1-100-1 network collapsed onto nearly
   one function outside the data);
 * ``"mlp"``: one MAP network (weight decay 1/σp²): the aleatoric band only;
+* ``"sgld"``, ``"sgmcmc_cyclic"``: Langevin dynamics on the whole training set with the
+  N(0, σp²) prior (:mod:`core.methods.sgld`, :mod:`core.methods.cyclical`), keeping
+  ``chain_samples`` networks after the burn-in;
+* ``"swag"``: SGD with momentum and weight decay 1/σp², a Gaussian fitted to its iterates in
+  the second half (:mod:`core.methods.swag`);
 * ``"hmc"``: the reference posterior of the same MLP by NUTS (:mod:`core.regression.hmc`).
 
-Training is full-batch Adam: one "epoch" is one gradient step on the whole training set.
+Training is full-batch: one "epoch" is one step on the whole training set, taken by the
+method's own procedure (:class:`~core.engine.train.Procedure`: Adam for the first five, the
+samplers and SGD for the others) with a cosine learning-rate decay to 5 % where the procedure
+decays its rate; a learned noise level is fitted alongside by Adam. No branch on the method
+here: its table entry (:data:`METHODS`) names its kind, its variant and its settings.
 
 Sampled *functions* share their randomness across inputs: BBB draws one weight matrix per
 pass (weight sampling, also for a model trained with LRT, whose per-input noise would give
@@ -37,13 +46,14 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 
 import torch
-import torch.nn.functional as F
 from torch import nn
-from torch.func import vmap
 
 from core.engine.interface import ModelConfig
-from core.engine.models import build_model
 from core.engine.objective import alpha_energy
+from core.engine.train import TrainConfig
+from core.methods import build_model
+from core.methods import method as lab_method
+from core.methods.base import MIXTURE_SIGMA2
 from core.progress import ProgressFn, report
 from core.regression.data import RegressionData
 from core.regression.likelihood import (
@@ -56,17 +66,50 @@ from core.regression.likelihood import (
 
 @dataclass(frozen=True)
 class MethodInfo:
-    """What the page and the CLI say about a method.
+    """One playground method: a method of :mod:`core.methods` with its variant and settings.
 
     Attributes:
         title: Human name.
         kind: The :class:`~core.engine.interface.ModelKind` value of its network.
         notice: What to look for in its picture.
+        keys: The :class:`FitSettings` fields its result depends on (its cache key).
+        model: Variant fields of its :class:`~core.engine.interface.ModelConfig`, from the
+            settings (e.g. the mixture prior, local reparameterisation).
+        training: Fields of its :class:`~core.engine.train.TrainConfig`, from the settings
+            (e.g. a sampler's step size).
     """
 
     title: str
     kind: str
     notice: str
+    keys: tuple[str, ...] = ()
+    model: Callable[[FitSettings], dict] = lambda settings: {}
+    training: Callable[[FitSettings], dict] = lambda settings: {}
+
+
+GRADIENT_KEYS = ("prior_sigma", "epochs", "lr")
+BBB_KEYS = (*GRADIENT_KEYS, "n_samples", "beta", "init_sigma", "n_predict")
+SAMPLER_KEYS = ("prior_sigma", "epochs", "sampler_lr", "temperature", "chain_samples", "n_predict")
+
+
+def _mixture(settings: FitSettings) -> dict:
+    sigma2 = MIXTURE_SIGMA2
+    return {
+        "prior": {"kind": "mixture", "pi": 0.5, "sigma1": settings.prior_sigma, "sigma2": sigma2}
+    }
+
+
+def _chain(settings: FitSettings) -> dict:
+    return {"members": settings.chain_samples}
+
+
+def _langevin(settings: FitSettings) -> dict:
+    return {
+        "lr": settings.sampler_lr,
+        "temperature": settings.temperature,
+        "burn_in": 0.5,
+        "precondition": True,
+    }
 
 
 METHODS: dict[str, MethodInfo] = {
@@ -75,50 +118,86 @@ METHODS: dict[str, MethodInfo] = {
         "bbb",
         "Mean-field VI: the band widens away from the data, but is often too narrow between "
         "clusters and too wide on the data when β = 1 (the KL pulls the weights to the prior).",
+        BBB_KEYS,
     ),
     "bbb_mixture": MethodInfo(
         "BBB, scale-mixture prior",
         "bbb",
         "Blundell's spike-and-slab-like prior lets many weights sit at zero with tiny σ: "
         "compare its band with the Gaussian prior's.",
+        BBB_KEYS,
+        model=_mixture,
     ),
     "bbb_lrt": MethodInfo(
         "BBB + local reparameterisation",
         "bbb",
         "The same posterior as BBB with a Gaussian prior, trained with lower-variance "
         "gradients: the picture should match BBB's, in similar time.",
+        BBB_KEYS,
+        model=lambda settings: {"lrt": True},
     ),
     "dropout": MethodInfo(
         "MC dropout",
         "dropout",
         "Dropout's band grows roughly linearly away from the data but does not widen between "
         "the clusters; its width is set by p, not by the data.",
+        (*GRADIENT_KEYS, "dropout", "n_predict"),
     ),
     "ensemble": MethodInfo(
         "Deep ensemble",
         "ensemble",
         "M independently initialised networks agree on the data and disagree away from it: "
         "often the closest to HMC in shape, with only M distinct curves.",
+        ("epochs", "lr", "members"),
     ),
     "mlp": MethodInfo(
         "Plain MLP",
         "mlp",
         "One network, no epistemic uncertainty: the band is the noise only and does not widen "
         "anywhere, however far from the data.",
+        GRADIENT_KEYS,
+    ),
+    "sgld": MethodInfo(
+        "SGLD (Langevin samples)",
+        "sgld",
+        "Gradient steps plus noise, on the whole data set: with a small enough step the kept "
+        "networks are posterior samples of the same network and prior as HMC's, so its band "
+        "should approach HMC's; with too few steps it stays too narrow.",
+        SAMPLER_KEYS,
+        model=_chain,
+        training=_langevin,
+    ),
+    "sgmcmc_cyclic": MethodInfo(
+        "Cyclical SG-MCMC",
+        "sgmcmc_cyclic",
+        "The step size restarts large in every cycle, so the chain can leave one mode for "
+        "another before sampling at small steps: compare its band with SGLD's and HMC's.",
+        (*SAMPLER_KEYS, "cycles"),
+        model=_chain,
+        training=lambda settings: (
+            _langevin(settings)
+            | {"lr": 4 * settings.sampler_lr, "cycles": settings.cycles, "exploration": 0.5}
+        ),
+    ),
+    "swag": MethodInfo(
+        "SWAG",
+        "swag",
+        "A Gaussian fitted to the weights SGD visits in the second half of training: the band "
+        "reflects how far SGD wanders, not the posterior itself.",
+        (*GRADIENT_KEYS, "swag_lr", "rank", "n_predict"),
+        model=lambda settings: {"rank": settings.rank},
+        training=lambda settings: {"lr": settings.swag_lr, "burn_in": 0.5},
     ),
     "hmc": MethodInfo(
         "HMC (NUTS) reference",
         "mlp",
         "Samples from the exact posterior of the same network and prior (up to Monte-Carlo "
         "error): the picture the approximations try to match.",
+        ("prior_sigma", "hmc_samples", "hmc_warmup", "hmc_tree_depth"),
     ),
 }
 """Method name → its description, in display order."""
 
-GRADIENT_METHODS = tuple(m for m in METHODS if m != "hmc")
-BBB_METHODS = ("bbb", "bbb_mixture", "bbb_lrt")
-MIXTURE_SIGMA2 = math.exp(-6.0)
-"""σ2 of the narrow component of the scale-mixture prior (π = ½, σ1 = the prior σ)."""
 FINAL_LR_FRACTION = 0.05
 """The learning rate decays from ``lr`` to this fraction of it (cosine schedule)."""
 LEARNED_NOISE_INIT = 0.1
@@ -143,6 +222,14 @@ class FitSettings:
         init_sigma: BBB: initial posterior σ of every weight.
         dropout: MC dropout probability p.
         members: Ensemble size M.
+        sampler_lr: SGLD and cyclical SG-MCMC (both preconditioned, pSGLD): the step size,
+            about each weight's step as with Adam (ε = 2·lr/N; cyclical SG-MCMC starts its
+            cycles at 4× this).
+        temperature: SGLD and cyclical SG-MCMC: T of the sampled posterior.
+        chain_samples: SGLD and cyclical SG-MCMC: networks of the chain kept.
+        cycles: Cyclical SG-MCMC: step-size cycles.
+        swag_lr: SWAG: learning rate of SGD (momentum 0.9) on the average NLL.
+        rank: SWAG: deviation columns K of the low-rank covariance.
         n_predict: Monte-Carlo passes per prediction (BBB, MC dropout).
         seed: Seed of the initialisation and of all training and prediction noise.
         hmc_samples: HMC: kept NUTS samples.
@@ -165,6 +252,12 @@ class FitSettings:
     init_sigma: float = 1e-2
     dropout: float = 0.1
     members: int = 5
+    sampler_lr: float = 1e-3
+    temperature: float = 1.0
+    chain_samples: int = 50
+    cycles: int = 4
+    swag_lr: float = 1e-2
+    rank: int = 10
     n_predict: int = 100
     seed: int = 0
     hmc_samples: int = 300
@@ -180,6 +273,8 @@ class FitSettings:
             "lr": self.lr,
             "prior_sigma": self.prior_sigma,
             "init_sigma": self.init_sigma,
+            "sampler_lr": self.sampler_lr,
+            "swag_lr": self.swag_lr,
         }
         if self.fixed_noise is not None:
             positive["fixed_noise"] = self.fixed_noise
@@ -194,6 +289,8 @@ class FitSettings:
             "epochs": self.epochs,
             "n_samples": self.n_samples,
             "members": self.members,
+            "chain_samples": self.chain_samples,
+            "cycles": self.cycles,
             "n_predict": self.n_predict,
             "hmc_samples": self.hmc_samples,
             "hmc_tree_depth": self.hmc_tree_depth,
@@ -201,6 +298,8 @@ class FitSettings:
         for name, value in counts.items():
             if value < 1:
                 raise ValueError(f"{name} must be ≥ 1, got {value}")
+        if self.temperature < 0 or self.rank < 2:
+            raise ValueError("temperature must be ≥ 0 and rank ≥ 2")
         if self.hmc_warmup < 0:
             raise ValueError(f"hmc_warmup must be ≥ 0, got {self.hmc_warmup}")
 
@@ -257,18 +356,7 @@ class FitSettings:
             ValueError: If ``method`` is unknown.
         """
         check_method(method)
-        keys = ["hidden", "noise_model", "seed"]
-        if method != "ensemble":
-            keys.append("prior_sigma")
-        if method in GRADIENT_METHODS:
-            keys += ["epochs", "lr"]
-        if method in BBB_METHODS:
-            keys += ["n_samples", "beta", "init_sigma", "n_predict"]
-        keys += {
-            "dropout": ["dropout", "n_predict"],
-            "ensemble": ["members"],
-            "hmc": ["hmc_samples", "hmc_warmup", "hmc_tree_depth"],
-        }.get(method, [])
+        keys = ["hidden", "noise_model", "seed", *METHODS[method].keys]
         d = self.to_dict()
         out = {k: d[k] for k in keys}
         if self.noise_model == "fixed":
@@ -300,21 +388,18 @@ def model_config(method: str, settings: FitSettings) -> ModelConfig:
         A 1-input network with the likelihood's output width.
     """
     check_method(method)
-    prior = {"kind": "gaussian", "sigma": settings.prior_sigma}
-    if method == "bbb_mixture":
-        prior = {"kind": "mixture", "pi": 0.5, "sigma1": settings.prior_sigma}
-        prior["sigma2"] = MIXTURE_SIGMA2
-    return ModelConfig(
-        kind=METHODS[method].kind,
-        hidden=settings.hidden,
-        in_features=1,
-        num_classes=output_width(settings.noise_model),
-        prior=prior,
-        init_sigma=settings.init_sigma,
-        lrt=method == "bbb_lrt",
-        dropout=settings.dropout,
-        members=settings.members,
-    )
+    info = METHODS[method]
+    fields = {
+        "kind": info.kind,
+        "hidden": settings.hidden,
+        "in_features": 1,
+        "num_classes": output_width(settings.noise_model),
+        "prior": {"kind": "gaussian", "sigma": settings.prior_sigma},
+        "init_sigma": settings.init_sigma,
+        "dropout": settings.dropout,
+        "members": settings.members,
+    }
+    return ModelConfig.from_dict(fields | info.model(settings))
 
 
 class RegressionNet(nn.Module):
@@ -355,44 +440,30 @@ class RegressionNet(nn.Module):
         return self.log_noise[:, None] if self.log_noise.dim() else self.log_noise
 
     def outputs(
-        self, x: torch.Tensor, n_samples: int, *, lrt: bool = False, with_kl: bool = False
+        self, x: torch.Tensor, n_samples: int, *, training: bool = False
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Means and log-variances of ``n_samples`` passes on ``x``.
+        """Means and log-variances of the passes on ``x``.
 
-        Training passes (``with_kl=True``) use the method's usual noise: BBB its weight or
-        LRT draws, MC dropout one mask per input. Prediction passes share one network per pass
-        across the inputs (see the module docstring).
+        Training passes are the network's own (:meth:`~core.engine.interface.MonteCarloModule.
+        training_passes`: BBB's S weight or LRT draws with their KL, MC dropout's masks per
+        input, an ensemble's members); prediction passes are sampled functions, one network
+        per pass shared by all inputs (:meth:`~core.engine.interface.MonteCarloModule.
+        sample_functions`).
 
         Args:
             x: Inputs ``(B,)``.
-            n_samples: Passes (BBB, MC dropout; the ensemble always gives its M members and
-                the MLP its one network).
-            lrt: BBB training: local reparameterisation.
-            with_kl: Whether this is a training pass (with the complexity cost).
+            n_samples: Passes (for the kinds that sample; an ensemble gives its M members).
+            training: Whether this is a training pass (with the complexity cost).
 
         Returns:
             ``(mean, log_var, kl)``: ``(P, B)`` each for P passes, and the complexity cost
             per pass ``(P,)`` in nats (zeros without a weight posterior).
         """
         xs = x[:, None]
-        kind = METHODS[self.method].kind
-        passes = torch.arange(n_samples, device=x.device)
-        if kind == "bbb" and with_kl:
-            out, kl = vmap(
-                lambda _: self.body.forward_with_kl(xs, lrt=lrt), randomness="different"
-            )(passes)
-        elif kind == "bbb":  # prediction: weight sampling, no complexity cost
-            out = vmap(
-                lambda _: self.body.forward_with_kl(xs, lrt=False, with_kl=False)[0],
-                randomness="different",
-            )(passes)
-        elif kind == "ensemble":
-            out = self.body.member_logits(xs)
-        elif kind == "dropout" and not with_kl:
-            out = _shared_mask_passes(self.body, xs, n_samples)
-        else:  # MLP, or a dropout training pass (fresh masks per input)
-            out = self.body(xs)[None]
-        if kind != "bbb" or not with_kl:
+        if training:
+            out, kl = self.body.training_passes(xs, n_samples)
+        else:
+            out = self.body.sample_functions(xs, n_samples)
             kl = torch.zeros(out.shape[0], device=x.device)
         mean, log_var = mean_and_log_var(out, self.noise_model, self._log_noise())
         return mean, log_var, kl
@@ -408,56 +479,16 @@ class RegressionNet(nn.Module):
         return torch.exp(self.log_noise.detach()).flatten().tolist()
 
 
-def _shared_mask_passes(body: nn.Module, xs: torch.Tensor, n_samples: int) -> torch.Tensor:
-    """MC dropout passes with one mask per hidden unit and pass, shared by all inputs.
-
-    Args:
-        body: A :class:`~core.engine.mlp.DropoutMLP`.
-        xs: Inputs ``(B, 1)``.
-        n_samples: Passes P.
-
-    Returns:
-        Outputs ``(P, B, out)``.
-    """
-    p = body.dropout_p
-    h = xs.expand(n_samples, *xs.shape)
-    for i, layer in enumerate(body.layers):
-        h = layer(h)
-        if i < len(body.layers) - 1:
-            h = F.relu(h)
-            if p > 0:
-                keep = torch.rand(n_samples, 1, h.shape[-1], device=h.device) >= p
-                h = h * keep / (1 - p)
-    return h
-
-
-def weight_decay(method: str, settings: FitSettings) -> float:
-    """L2 coefficient of the optimiser (the prior N(0, σp²) of a point estimate).
-
-    Args:
-        method: A key of :data:`METHODS`.
-        settings: The hyperparameters.
-
-    Returns:
-        1/σp² (MLP), (1 − p)/σp² (MC dropout), 0 (BBB: the KL is the prior term; the
-        ensemble: maximum likelihood).
-    """
-    if method == "mlp":
-        return 1.0 / settings.prior_sigma**2
-    if method == "dropout":
-        return (1.0 - settings.dropout) / settings.prior_sigma**2
-    return 0.0
-
-
 def training_loss(
     net: RegressionNet, x: torch.Tensor, y: torch.Tensor, settings: FitSettings
 ) -> torch.Tensor:
     """The method's full-batch objective (nats, summed over the training points).
 
-    BBB: −ELBO = (1/S)·Σₛ Σₙ NLLₙₛ + β·KL (the KL averaged over the S draws; Monte Carlo for
-    the mixture prior). Others: Σₙ NLLₙ (summed over the members of an ensemble, whose
-    parameters are disjoint, so each gets exactly its own gradient); their weight decay is the
-    optimiser's.
+    (1/P)·Σₚ Σₙ NLLₙₚ + β·(1/P)·Σₚ KLₚ over the network's training passes: BBB's −ELBO over S
+    weight draws (Monte Carlo KL for the mixture prior), an ensemble's members (whose
+    parameters are disjoint, so each gets its own gradient, scaled by 1/M, to which Adam is
+    invariant), one pass otherwise. The prior of a point estimate is its weight decay, a
+    sampler's is in its update.
 
     Args:
         net: The network.
@@ -468,12 +499,8 @@ def training_loss(
     Returns:
         The scalar loss.
     """
-    bbb = net.method in BBB_METHODS
-    n_samples = settings.n_samples if bbb else 1
-    mean, log_var, kl = net.outputs(x, n_samples, lrt=net.method == "bbb_lrt", with_kl=bbb)
+    mean, log_var, kl = net.outputs(x, settings.n_samples, training=True)
     nll = gaussian_nll(y, mean, log_var)  # (P, N)
-    if net.method == "ensemble":
-        return nll.sum()
     return alpha_energy(nll, 0.0) + settings.beta * kl.mean()
 
 
@@ -533,36 +560,58 @@ def train_network(
     report_every = report_every or max(1, settings.epochs // 10)
     x, y = data.x_train, data.y_train
     losses: list[float] = []
+    info = METHODS[method]
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(settings.seed)
         net = RegressionNet(method, settings, data)
-        groups = [
-            {"params": list(net.body.parameters()), "weight_decay": weight_decay(method, settings)}
-        ]
+        unit = lab_method(info.kind)
+        common = {
+            "epochs": settings.epochs,
+            "batch_size": len(data),
+            "lr": settings.lr,
+            "weight_decay": unit.prior_weight_decay(net.body.config),
+        }
+        config = TrainConfig(**common | info.training(settings))
+        steps = unit.procedure(config, len(data), settings.epochs)
+        body = steps.network(net.body)
+        first = steps.optimizer(body)
+        decayed = [first] if steps.scheduler is not None else []
+        steps.scheduler = None  # replaced by the cosine schedule below
+        noise = []
         if isinstance(net.log_noise, nn.Parameter):
-            groups.append({"params": [net.log_noise], "weight_decay": 0.0})
-        optimizer = torch.optim.Adam(groups, lr=settings.lr, fused=True)
-        schedule = torch.optim.lr_scheduler.CosineAnnealingLR(
-            optimizer, settings.epochs, eta_min=settings.lr * FINAL_LR_FRACTION
-        )
+            noise = [torch.optim.Adam([net.log_noise], lr=settings.lr)]
+        schedules = [
+            torch.optim.lr_scheduler.CosineAnnealingLR(
+                o, settings.epochs, eta_min=o.param_groups[0]["lr"] * FINAL_LR_FRACTION
+            )
+            for o in decayed + noise
+        ]
         start, cpu_start, display, cpu_display = time.perf_counter(), time.thread_time(), 0.0, 0.0
         history = torch.empty(settings.epochs)
-        per_point = len(data) * (settings.members if method == "ensemble" else 1)
-        for step in range(settings.epochs):
+        for step in range(1, settings.epochs + 1):
+            steps.before_step(step)
             loss = training_loss(net, x, y, settings)
-            optimizer.zero_grad(set_to_none=True)
+            steps.zero_grad()
+            for optimizer in noise:
+                optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            optimizer.step()
-            schedule.step()
-            history[step] = loss.detach()
-            if (step + 1) % report_every == 0 or step + 1 == settings.epochs:
+            steps.step()
+            for optimizer in noise:
+                optimizer.step()
+            for schedule in schedules:
+                schedule.step()
+            steps.after_step(body, step)
+            history[step - 1] = loss.detach()
+            if step % report_every == 0 or step == settings.epochs:
                 shown, cpu_shown = time.perf_counter(), time.thread_time()
-                losses = (history[: step + 1] / per_point).tolist()
-                report(progress, (step + 1) / settings.epochs, f"step {step + 1}/{settings.epochs}")
+                losses = (history[:step] / len(data)).tolist()
+                report(progress, step / settings.epochs, f"step {step}/{settings.epochs}")
                 if on_loss is not None:
                     on_loss(losses)
                 display += time.perf_counter() - shown
                 cpu_display += time.thread_time() - cpu_shown
+        steps.finish(net.body, body, (x[:, None], y))
+        net.eval()
         seconds = time.perf_counter() - start - display
         cpu_seconds = time.thread_time() - cpu_start - cpu_display
     return Training(net, losses, seconds, cpu_seconds)

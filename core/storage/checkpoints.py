@@ -40,8 +40,8 @@ from pathlib import Path
 
 import torch
 
-from core.engine.models import Model, ModelConfig, build_model
 from core.engine.train import TrainConfig
+from core.methods import Model, ModelConfig, build_model
 from core.storage.atomic import atomic_write, remove_stale_temporaries
 from core.storage.paths import CHECKPOINT_DIR, user_model_dir
 
@@ -72,8 +72,8 @@ class CheckpointSpec:
         title: Short human-readable name.
         description: One or two sentences on the method and its settings.
         model: The architecture.
-        training: The optimisation settings; ``training.epochs = 0`` means no gradient
-            training, only the kind's post-hoc fit (:data:`core.engine.models.POST_HOC_FITS`).
+        training: The optimisation settings; ``training.epochs = 0`` means no training
+            steps, only the end of the method's procedure (e.g. Laplace's post-hoc fit).
         base: The registered checkpoint whose weights it starts from (a post-hoc method such
             as Laplace fits on top of a trained network), or None.
         dataset: The task it is trained and evaluated on, a key of
@@ -152,6 +152,33 @@ REGISTRY: dict[str, CheckpointSpec] = {
             ModelConfig(kind="laplace"),
             TrainConfig(epochs=0),
             base="mlp",
+        ),
+        CheckpointSpec(
+            "sgld",
+            "SGLD (8 samples)",
+            "784-400-400-10 ReLU network sampled by stochastic-gradient Langevin dynamics "
+            "(prior N(0, 1), T = 0.1, step as SGD with learning rate 0.1); 8 samples kept after "
+            "the burn-in (Welling & Teh 2011).",
+            ModelConfig(kind="sgld", members=8),
+            TrainConfig(epochs=30, lr=0.1, temperature=0.1, burn_in=0.5),
+        ),
+        CheckpointSpec(
+            "sgmcmc_cyclic",
+            "Cyclical SG-MCMC (4 cycles)",
+            "784-400-400-10 ReLU network sampled by cyclical SGLD: 4 cosine step-size cycles "
+            "(warm restarts), 80 % exploration, 2 samples at the end of each cycle (prior "
+            "N(0, 1), T = 0.1; Zhang et al. 2020).",
+            ModelConfig(kind="sgmcmc_cyclic", members=8),
+            TrainConfig(epochs=40, lr=0.5, temperature=0.1, cycles=4, exploration=0.8),
+        ),
+        CheckpointSpec(
+            "swag",
+            "SWAG (rank 6)",
+            "784-400-400-10 ReLU network trained by SGD with momentum 0.9 (learning rate 0.1); "
+            "a Gaussian (diagonal plus rank 6) fitted to 12 of its iterates in the second half "
+            "of training (Maddox et al. 2019).",
+            ModelConfig(kind="swag", rank=6),
+            TrainConfig(epochs=20, lr=0.1, burn_in=0.5, weight_decay=0.01),
         ),
         CheckpointSpec(
             "fashion_mlp",

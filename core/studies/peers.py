@@ -32,8 +32,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from core.engine.models import ModelConfig, build_model
 from core.engine.objective import minibatch_objective
+from core.methods import ModelConfig, build_model
 
 PEERS = {"bayesian-torch": "bayesian_torch", "blitz": "blitz"}
 """Display name → import name of the peer libraries (pinned in ``requirements-peers.txt``)."""

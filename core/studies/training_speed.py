@@ -1,7 +1,7 @@
 """Training-speed benchmark of the three S-sample ELBO implementations (issue 3 item 9).
 
 For each implementation and sample count S, a fixed number of training steps (objective,
-backward and Adam step on a 784-400-400-10 :class:`~core.engine.models.BayesMLP`) is timed after a
+backward and Adam step on a 784-400-400-10 :class:`~core.methods.BayesMLP`) is timed after a
 few untimed warm-up steps and extrapolated to one epoch (60,000 examples at batch 128 → 469
 steps). A plain MLP trained on the same batches gives the floor. Per implementation the epoch
 times are fitted by ``time = a + b·S`` (:mod:`core.evaluation.linfit`); the slope b is the cost
@@ -26,10 +26,10 @@ import torch
 
 from core.engine import native
 from core.engine.device import default_device, device_name, library_versions, synchronize
-from core.engine.models import ModelConfig, build_model
 from core.engine.objective import IMPLEMENTATIONS, LIKELIHOODS, minibatch_objective
 from core.engine.train import make_optimizer
 from core.evaluation.linfit import fit_line
+from core.methods import ModelConfig, build_model
 from core.progress import ProgressFn, report
 from core.storage.atomic import atomic_write_text
 from core.storage.checkpoints import MIXTURE_PRIOR

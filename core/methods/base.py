@@ -1,0 +1,262 @@
+"""What a method declares: :class:`Setting` (one hyperparameter) and :class:`Method`.
+
+A method is one module of :mod:`core.methods` that builds one :class:`Method`: its model class
+(any layer sizes, inputs and outputs, from a :class:`~core.engine.interface.ModelConfig`), how
+it trains (a :class:`~core.engine.train.Procedure`), and its settings. The Train page's
+controls, the ``python -m core train`` flags and the page's URL parameters are generated from
+the settings; a setting's value lands in the field of
+:class:`~core.engine.interface.ModelConfig` or :class:`~core.engine.train.TrainConfig` of its
+name, unless the method's :attr:`Method.assemble` combines several (a prior from its family and
+scales).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from torch import nn
+
+from core.engine.interface import ModelConfig, ModelKind
+from core.engine.train import Procedure
+
+SettingValue = float | int | str | bool
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One hyperparameter of a method, as a control, a command-line flag and a URL parameter.
+
+    Attributes:
+        name: Its name: the field of the model or training configuration it sets (or a key
+            :attr:`Method.assemble` reads); the flag is ``--name-with-dashes``.
+        label: The control's label, e.g. ``"KL weight β"``.
+        help: One line of help, in a student's words.
+        default: The value of a new model of the method.
+        options: The values offered (a choice, or the stops of a slider for a number); empty
+            for a free number between ``low`` and ``high``.
+        low: Smallest value of a free number.
+        high: Largest value of a free number.
+        titles: Shown names of choices (the value itself when absent).
+        when: ``(other setting, value)``: the setting applies only then (e.g. the mixture's σ2
+            only for the mixture prior).
+
+    Raises:
+        ValueError: If the default is not one of the options or outside [low, high].
+    """
+
+    name: str
+    label: str
+    help: str
+    default: SettingValue
+    options: tuple[SettingValue, ...] = ()
+    low: float | None = None
+    high: float | None = None
+    titles: dict = field(default_factory=dict)
+    when: tuple[str, SettingValue] | None = None
+
+    def __post_init__(self) -> None:
+        if self.options and self.default not in self.options:
+            raise ValueError(f"{self.name}: default {self.default!r} is not an option")
+        if (
+            self.low is not None
+            and self.high is not None
+            and not (self.low <= self.default <= self.high)
+        ):
+            raise ValueError(
+                f"{self.name}: default {self.default!r} not in [{self.low}, {self.high}]"
+            )
+
+    @property
+    def type(self) -> type:
+        """``bool``, ``int``, ``float`` or ``str``: the type of the default."""
+        return type(self.default)
+
+    def title(self, value: SettingValue) -> str:
+        """How a value is shown (its title, or the value)."""
+        return str(self.titles.get(value, value))
+
+    def check(self, value: SettingValue) -> SettingValue:
+        """A given value converted to the setting's type and checked.
+
+        Args:
+            value: The value (e.g. parsed from a command line).
+
+        Returns:
+            The value.
+
+        Raises:
+            ValueError: If it is not an option or outside [low, high], in one line.
+        """
+        try:
+            value = self.type(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"{self.name} must be a {self.type.__name__}, got {value!r}") from None
+        if self.options and self.type is str and value not in self.options:
+            choices = ", ".join(map(str, self.options))
+            raise ValueError(f"{self.name} must be one of {choices}, got {value!r}")
+        if (self.low is not None and value < self.low) or (
+            self.high is not None and value > self.high
+        ):
+            raise ValueError(f"{self.name} must be in [{self.low}, {self.high}], got {value!r}")
+        return value
+
+    def applies(self, values: dict) -> bool:
+        """Whether the setting applies given the others' values (see :attr:`when`)."""
+        return self.when is None or values.get(self.when[0]) == self.when[1]
+
+
+def _identity(values: dict) -> dict:
+    return dict(values)
+
+
+def _no_weight_decay(config: ModelConfig) -> float:
+    return 0.0
+
+
+def prior_precision(config: ModelConfig) -> float:
+    """1/σp² of the configuration's Gaussian prior: the weight decay of a MAP estimate."""
+    return 1.0 / config.prior.get("sigma", 1.0) ** 2
+
+
+@dataclass(frozen=True)
+class Method:
+    """One inference method: model, training procedure and settings.
+
+    Attributes:
+        kind: The kind its checkpoints store.
+        title: Its name on pages, e.g. ``"Bayes by Backprop (BBB)"``.
+        summary: One or two sentences on what it does and how it trains.
+        model_class: The model class built from a configuration of this kind.
+        procedure: How its training steps are taken.
+        settings: Its own hyperparameters (the common ones, epochs, learning rate and batch
+            size, are every method's).
+        assemble: Maps the settings' values (by name) to configuration fields (by name).
+        trains_like: A kind whose shipped model's training settings a new model starts from
+            (a post-hoc method trains its network as that kind), or None for its own.
+        curve_kl: Whether the complexity cost is worth a curve while it trains.
+        lr: The learning rate of a new model where no shipped model says otherwise (Adam's
+            10⁻³; a sampler's SGD-like step).
+        prior_weight_decay: The L2 coefficient that puts the configuration's Gaussian prior
+            into a full-batch training on the summed NLL (1/σp² for a point estimate; 0 when
+            the prior enters otherwise, through the KL or the sampler, or, for an ensemble's
+            maximum-likelihood members, not at all).
+    """
+
+    kind: ModelKind
+    title: str
+    summary: str
+    model_class: type[nn.Module]
+    procedure: type[Procedure] = Procedure
+    settings: tuple[Setting, ...] = ()
+    assemble: Callable[[dict], dict] = _identity
+    trains_like: ModelKind | None = None
+    curve_kl: bool = False
+    lr: float = 1e-3
+    prior_weight_decay: Callable[[ModelConfig], float] = _no_weight_decay
+
+    def setting(self, name: str) -> Setting:
+        """The setting called ``name``.
+
+        Raises:
+            KeyError: If the method has none.
+        """
+        for s in self.settings:
+            if s.name == name:
+                return s
+        raise KeyError(f"{self.kind.value} has no setting {name!r}")
+
+    def defaults(self) -> dict:
+        """Every setting's default, by name."""
+        return {s.name: s.default for s in self.settings}
+
+    def configure(self, given: dict) -> dict:
+        """Configuration fields for given setting values (the others at their defaults).
+
+        Args:
+            given: Values by setting name; settings that do not apply are dropped.
+
+        Returns:
+            Field name → value, for :func:`core.jobs.training.make_request`.
+
+        Raises:
+            ValueError: For an unknown setting or a bad value, in one line.
+        """
+        unknown = set(given) - {s.name for s in self.settings}
+        if unknown:
+            raise ValueError(f"{self.kind.value} has no setting {', '.join(sorted(unknown))}")
+        values = self.defaults() | {k: self.setting(k).check(v) for k, v in given.items()}
+        return self.assemble({s.name: values[s.name] for s in self.settings if s.applies(values)})
+
+
+# --- settings several methods share ---------------------------------------------------------
+
+MIXTURE_SIGMA2 = math.exp(-6)
+"""σ2 of the shipped scale-mixture prior, e^-6."""
+
+PRIOR_SETTINGS = (
+    Setting(
+        "prior",
+        "Prior",
+        "The prior over every weight. The scale mixture π·N(0, σ1²) + (1 − π)·N(0, σ2²) has a "
+        "wide and a narrow component (Blundell et al. 2015).",
+        "gaussian",
+        options=("gaussian", "mixture"),
+        titles={"gaussian": "Gaussian N(0, σ²)", "mixture": "Scale mixture"},
+    ),
+    Setting(
+        "prior_sigma",
+        "Prior σ",
+        "Standard deviation of the Gaussian prior.",
+        1.0,
+        options=(0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0),
+        when=("prior", "gaussian"),
+    ),
+    Setting(
+        "pi",
+        "π (weight of the wide part)",
+        "How much of the mixture is the wide component.",
+        0.5,
+        options=(0.25, 0.5, 0.75),
+        when=("prior", "mixture"),
+    ),
+    Setting(
+        "sigma1",
+        "σ1 (wide part)",
+        "Standard deviation of the wide component.",
+        1.0,
+        options=tuple(round(math.exp(-k / 2), 4) for k in range(7))[::-1],
+        when=("prior", "mixture"),
+    ),
+    Setting(
+        "sigma2",
+        "σ2 (narrow part)",
+        "Standard deviation of the narrow component, e^-4 to e^-9.",
+        MIXTURE_SIGMA2,
+        options=tuple(math.exp(-k / 2) for k in range(18, 7, -1)),
+        titles={math.exp(-k / 2): f"e^-{k / 2:g}" for k in range(18, 7, -1)},
+        when=("prior", "mixture"),
+    ),
+)
+"""The prior family and its scales (BBB and the SG-MCMC samplers)."""
+
+
+def prior_of(values: dict) -> dict:
+    """The settings with ``prior`` and its scales replaced by one prior configuration.
+
+    Args:
+        values: Setting values, among them those of :data:`PRIOR_SETTINGS` that apply.
+
+    Returns:
+        The values, with ``prior`` ``{"kind": "gaussian", "sigma": σ}`` or
+        ``{"kind": "mixture", "pi", "sigma1", "sigma2"}``.
+    """
+    values = dict(values)
+    family = values.pop("prior")
+    scales = {
+        k: float(values.pop(k)) for k in ("prior_sigma", "pi", "sigma1", "sigma2") if k in values
+    }
+    if family == "gaussian":
+        return values | {"prior": {"kind": "gaussian", "sigma": scales["prior_sigma"]}}
+    return values | {"prior": {"kind": "mixture", **scales}}

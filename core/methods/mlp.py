@@ -1,0 +1,15 @@
+"""The plain network: one point estimate of the weights, trained by Adam on the average NLL."""
+
+from __future__ import annotations
+
+from core.engine.interface import ModelKind
+from core.engine.mlp import MLP
+from core.methods.base import Method, prior_precision
+
+METHOD = Method(
+    kind=ModelKind.MLP,
+    title="Plain MLP",
+    summary="One set of weights (a point estimate): the baseline without weight uncertainty.",
+    model_class=MLP,
+    prior_weight_decay=prior_precision,
+)
