@@ -21,7 +21,6 @@ from core.data import DatasetUnavailable, list_datasets, load_dataset
 from core.engine.interface import LabModel, ModelConfig, ModelKind
 from core.engine.objective import minibatch_objective
 from core.engine.sampler import predictive_logits, predictive_samples
-from core.engine.train import TrainConfig, train
 from core.evaluation.metrics import evaluate_model
 from core.evaluation.uncertainty import SCORES, PredictiveSummary, summarize
 from core.methods import METHODS, build_model
@@ -34,6 +33,7 @@ from core.storage.checkpoints import (
     save_checkpoint,
 )
 from core.studies.evaluations import evaluate_dataset
+from core.training import TrainConfig, train
 
 __version__ = "0.2.0"
 

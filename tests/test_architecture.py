@@ -1,5 +1,6 @@
-"""The layout holds: core never imports streamlit, only the CLI imports the CLI, core modules
-form no import cycle, every model kind follows the one interface, the examples run."""
+"""The layout holds: core never imports streamlit, only the CLI imports the CLI, no core module
+imports a layer above it, core modules form no import cycle, every model kind follows the one
+interface, the examples run."""
 
 from __future__ import annotations
 
@@ -104,6 +105,47 @@ def test_settings_are_read_in_one_module_and_all_declared():
     assert offenders == {}
     mentioned = {name for p in sources for name in re.findall(r"BNN_[A-Z_]+", p.read_text())}
     assert mentioned <= set(SETTINGS), mentioned - set(SETTINGS)
+
+
+LAYERS = (
+    ("core.settings", "core.progress", "core.storage.paths", "core.storage.atomic"),
+    ("core.engine",),
+    ("core.data", "core.evaluation"),
+    ("core.training",),
+    ("core.methods",),
+    ("core.storage.checkpoints", "core.storage.cache", "core.storage"),
+    (
+        "core.jobs",
+        "core.studies",
+        "core.regression",
+        "core.active",
+        "core.bandits",
+        "core.classroom",
+    ),
+    ("core.cli", "core.__main__", "core"),
+)
+"""The packages of core from the bottom up: a module may import its own layer and those below."""
+
+
+def layer_of(module: str) -> int:
+    """The layer of a module: that of the longest prefix named in :data:`LAYERS`."""
+    best = max(
+        (prefix for layer in LAYERS for prefix in layer if module.startswith(prefix)),
+        key=lambda prefix: len(prefix) if module == prefix or module[len(prefix)] == "." else -1,
+    )
+    return next(i for i, layer in enumerate(LAYERS) if best in layer)
+
+
+def test_no_core_module_imports_a_layer_above_it():
+    offenders = {
+        module: sorted(
+            f"{imported} (layer {layer_of(imported)})"
+            for imported in imports_of(path)
+            if imported in CORE and layer_of(imported) > layer_of(module)
+        )
+        for module, path in CORE.items()
+    }
+    assert {m: found for m, found in offenders.items() if found} == {}
 
 
 def test_core_modules_form_no_import_cycle():

@@ -15,11 +15,11 @@ import core.storage.checkpoints
 from core.cli import COMMANDS
 from core.cli import attack as attack_command
 from core.cli.attack import register
-from core.engine.train import TrainConfig, train
 from core.evaluation.attacks import fgsm, input_gradient, predictive_log_probs, targeted_fgsm
 from core.methods import ModelConfig, build_model
 from core.storage.checkpoints import REGISTRY, load_checkpoint, save_checkpoint
 from core.studies.robustness import CurveSettings, RobustnessCurve, is_cached, robustness_curve
+from core.training import TrainConfig, train
 
 KINDS = ("mlp", "dropout", "bbb")
 

@@ -57,3 +57,30 @@ def test_a_job_survives_a_reload_and_finishes(tmp_path, mnist_small):
         wait_for_script(page)
         page.locator(".js-plotly-plot").first.wait_for()  # the curves
         wait_for_text(page, "Saved: test error")
+
+
+def test_a_method_from_a_shared_link_trains_with_its_own_controls(tmp_path, mnist_small):
+    """SWAG, opened from a link that sets its generated controls, trains into a model."""
+    models = tmp_path / "models"
+    env = {"BNN_MODELS_DIR": str(models), "BNN_CACHE_DIR": str(tmp_path / "cache")}
+    link = (
+        "train?train_kind=swag&train_rank=3&train_epochs=2&train_subset=1000&train_eval_samples=10"
+    )
+    with serve_app(env=env) as url, chromium_page() as page:
+        page.goto(f"{url}/{link}")
+        wait_for_text(page, "Rank K")  # SWAG's own settings, drawn from its declaration
+        wait_for_text(page, "Weight decay")
+        wait_for_script(page)
+        page.get_by_role("textbox", name="Name of the new model").fill("swag_run")
+        page.get_by_role("button", name="Start training").click()
+        wait_for_text(page, "Job #1")
+        deadline = time.monotonic() + 400
+        while time.monotonic() < deadline and not (models / "swag_run.pt").is_file():
+            time.sleep(1)
+        assert (models / "swag_run.pt").is_file()
+        wait_for_text(page, "Saved: test error")
+    from core.storage.checkpoints import load_checkpoint
+
+    model, meta = load_checkpoint(models / "swag_run.pt")
+    assert meta["model_config"]["kind"] == "swag" and model.config.rank == 3
+    assert int(model.n_collected) == 6  # 2·K iterates in the second half

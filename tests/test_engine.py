@@ -12,8 +12,8 @@ from core.engine.bbb import BayesMLP
 from core.engine.layers import BayesLinear
 from core.engine.objective import kl_weight, minibatch_objective
 from core.engine.priors import GaussianPrior, ScaleMixturePrior, blundell_mixture_grid
-from core.engine.train import TrainConfig, train
 from core.methods import ModelConfig, build_model
+from core.training import TrainConfig, train
 
 MIXTURE = {"kind": "mixture", "pi": 0.5, "sigma1": 1.0, "sigma2": math.exp(-6)}
 

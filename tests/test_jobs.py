@@ -20,7 +20,6 @@ import torch
 import core.jobs.training
 from core.data import DatasetUnavailable, load_dataset
 from core.engine.interface import ModelConfig
-from core.engine.train import TrainConfig, train
 from core.jobs import (
     JobQueue,
     JobStatus,
@@ -44,6 +43,7 @@ from core.storage.checkpoints import (
     user_key,
     user_title,
 )
+from core.training import TrainConfig, train
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FASHION_TARGETS = {"fashion_mlp": 0.110, "fashion_dropout": 0.110, "fashion_bbb_mixture": 0.115}

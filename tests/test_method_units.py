@@ -10,13 +10,13 @@ from torch.func import functional_call
 
 from core.engine.interface import ModelConfig
 from core.engine.swag import SWAG
-from core.engine.train import TrainConfig, train
 from core.jobs.training import make_request
 from core.methods import METHODS, build_model, method
 from core.methods.cyclical import CyclicalProcedure
 from core.methods.sgld import LangevinProcedure
 from core.methods.swag import SWAGProcedure
 from core.storage.checkpoints import load_checkpoint, save_checkpoint
+from core.training import TrainConfig, train
 
 SMALL = {"hidden": (6,), "in_features": 4, "num_classes": 3}
 

@@ -21,10 +21,10 @@ from core.engine.laplace import (
 from core.engine.mlp import MLP
 from core.engine.objective import alpha_energy, minibatch_objective
 from core.engine.sampler import predictive_samples
-from core.engine.train import TrainConfig, train
 from core.evaluation.uncertainty import entropy
 from core.methods import build_model
 from core.storage.checkpoints import load_checkpoint, save_checkpoint
+from core.training import TrainConfig, train
 
 SMALL_ENSEMBLE = ModelConfig(kind="ensemble", hidden=(8,), members=3)
 

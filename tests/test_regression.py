@@ -28,8 +28,17 @@ from core.regression.methods import (
     predict,
     train_network,
 )
-from core.regression.metrics import Z90, mixture_nll, moments, regression_metrics, summarize
+from core.regression.metrics import (
+    Z90,
+    Predictive,
+    band_difference,
+    mixture_nll,
+    moments,
+    regression_metrics,
+    summarize,
+)
 from core.regression.study import compute_fit, fit_entry, fit_method, load_fit, ship_reference
+from core.storage.paths import REPO_ROOT
 
 
 @pytest.fixture(autouse=True)
@@ -219,12 +228,37 @@ def test_hmc_matches_the_conjugate_posterior_of_bayesian_linear_regression():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("method", ["bbb", "dropout", "ensemble"])
+@pytest.mark.parametrize("method", ["bbb", "dropout", "ensemble", "sgld", "sgmcmc_cyclic"])
 def test_bayesian_methods_widen_their_band_away_from_blundells_data(method):
     data = make_data("blundell")
     fit = compute_fit(data, method, FitSettings())
     assert fit.metrics["std_out"] / fit.metrics["std_in"] >= 2, fit.metrics
     assert fit.metrics["rmse_in"] < 0.15  # and it fits the curve
+
+
+def test_band_difference_is_the_mean_gap_between_total_stds():
+    x = torch.linspace(-1, 1, 5)
+    zeros = torch.zeros(5)
+    a = Predictive(x, zeros, torch.full((5,), 0.3), torch.full((5,), 0.4), torch.zeros(2, 5))
+    b = Predictive(x, zeros, zeros, torch.full((5,), 0.2), torch.zeros(2, 5))
+    assert band_difference(a, a) == 0
+    assert band_difference(a, b) == pytest.approx(0.5 - 0.2)
+    with pytest.raises(ValueError, match="different grids"):
+        band_difference(a, Predictive(x + 1, zeros, zeros, zeros, torch.zeros(2, 5)))
+
+
+def test_sgld_band_is_closer_to_hmcs_than_a_point_estimates(capsys, monkeypatch):
+    """The playground's figure of merit: mean |std − HMC's std| over the grid, on Blundell's
+    curve with the shipped HMC reference (same network, prior and likelihood)."""
+    monkeypatch.setattr(study, "REFERENCE_DIR", REPO_ROOT / "checkpoints" / "regression")
+    parser = argparse.ArgumentParser()
+    cli.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["regression", "--methods", "hmc", "sgld", "swag", "mlp", "--json"])
+    assert args.func(args) == 0
+    rows = json.loads(capsys.readouterr().out)["methods"]
+    assert rows["hmc"]["source"] == "shipped" and rows["hmc"]["std_vs_hmc"] == 0
+    assert rows["sgld"]["std_vs_hmc"] < 0.6 * rows["mlp"]["std_vs_hmc"], rows
+    assert rows["swag"]["rmse_in"] < 0.15 and rows["swag"]["std_ratio"] > 1, rows["swag"]
 
 
 def test_the_plain_mlp_has_no_epistemic_band():

@@ -28,10 +28,10 @@ from core.engine.fused import (
 from core.engine.interface import flat
 from core.engine.objective import minibatch_objective
 from core.engine.priors import GaussianPrior, ScaleMixturePrior
-from core.engine.train import TrainConfig, train
 from core.methods import ModelConfig, build_model
 from core.storage.checkpoints import load_checkpoint
 from core.storage.paths import REPO_ROOT
+from core.training import TrainConfig, train
 
 MIXTURE = {"kind": "mixture", "pi": 0.5, "sigma1": 1.0, "sigma2": math.exp(-6)}
 PRIORS = [{"kind": "gaussian", "sigma": 1.0}, {"kind": "gaussian", "sigma": 0.3}, MIXTURE]

@@ -17,11 +17,11 @@ import torch
 from core.active.acquisition import ACQUISITIONS, acquire
 from core.engine.interface import LabModel, ModelConfig
 from core.engine.sampler import predictive_samples
-from core.engine.train import TrainConfig, train
 from core.evaluation.uncertainty import summarize
 from core.methods import METHODS, build_model, method, model_class
 from core.progress import Job, ProgressFn, report
 from core.storage.cache import cache_entry
+from core.training import TrainConfig, train
 
 CACHE_VERSION = 1
 MODEL_KINDS = tuple(kind for kind in METHODS if model_class(kind).stochastic)

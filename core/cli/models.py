@@ -25,7 +25,6 @@ import torch
 
 from core.data import load_dataset
 from core.engine.device import default_device
-from core.engine.train import EpochStats, train
 from core.evaluation.metrics import evaluate_model
 from core.jobs.training import make_request, run_training, spec_request, training_metadata
 from core.methods import METHODS, build_model, method
@@ -48,6 +47,7 @@ from core.storage.checkpoints import (
     user_key,
 )
 from core.storage.paths import user_model_dir
+from core.training import EpochStats, train
 
 
 def cmd_list(args) -> int:

@@ -21,6 +21,7 @@ from core.progress import text_progress
 from core.regression.data import PRESETS, make_data
 from core.regression.likelihood import NOISE_MODELS
 from core.regression.methods import METHODS, FitSettings
+from core.regression.metrics import band_difference
 from core.regression.study import fit_method, ship_reference
 
 NUMBERS = (
@@ -30,6 +31,7 @@ NUMBERS = (
     "std_out",
     "std_ratio",
     "coverage90_in",
+    "std_vs_hmc",
     "train_seconds",
     "train_cpu_seconds",
 )
@@ -44,7 +46,7 @@ def format_table(result: dict) -> str:
     Returns:
         One header line and one line per method.
     """
-    heads = ("RMSE", "NLL", "std in", "std out", "ratio", "cov90", "train s", "CPU s")
+    heads = ("RMSE", "NLL", "std in", "std out", "ratio", "cov90", "vs HMC", "train s", "CPU s")
     lines = [f"{'method':32s}" + "".join(f"{h:>9s}" for h in heads) + "  source"]
     for method, row in result["methods"].items():
         values = "".join(
@@ -61,7 +63,9 @@ def regression_result(args: argparse.Namespace) -> dict:
         args: The parsed command line.
 
     Returns:
-        ``{"data": key, "settings": {...}, "methods": {method: numbers + "source"}}``.
+        ``{"data": key, "settings": {...}, "methods": {method: numbers + "source"}}``; the
+        numbers include ``std_vs_hmc`` (:func:`~core.regression.metrics.band_difference` from
+        HMC's band; NaN unless HMC is among the methods).
     """
     data = make_data(args.preset, args.n_inputs, args.noise, args.seed)
     settings = FitSettings(
@@ -70,18 +74,23 @@ def regression_result(args: argparse.Namespace) -> dict:
         epochs=args.epochs or FitSettings.epochs,
         seed=args.fit_seed,
     )
-    methods = {}
+    fits = {}
     for method in args.methods:
-        fit = fit_method(
+        fits[method] = fit_method(
             data,
             method,
             settings,
             progress=text_progress(f"{METHODS[method].title[:24]:24s}"),
             refresh=args.refresh,
         )
-        methods[method] = {k: fit.metrics[k] for k in NUMBERS} | {"source": fit.source}
-        if method == "hmc" and args.ship:
-            print(f"shipped {ship_reference(data, settings)}", file=sys.stderr)
+    if args.ship and "hmc" in fits:
+        print(f"shipped {ship_reference(data, settings)}", file=sys.stderr)
+    reference = fits.get("hmc")
+    methods = {}
+    for method, fit in fits.items():
+        band = band_difference(fit.plot, reference.plot) if reference else math.nan
+        numbers = fit.metrics | {"std_vs_hmc": band}
+        methods[method] = {k: numbers[k] for k in NUMBERS} | {"source": fit.source}
     return {"data": data.key, "settings": settings.to_dict(), "methods": methods}
 
 

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from core.engine.interface import LabModel as Model
 from core.evaluation.metrics import seeded_error
-from core.methods import Model
 
 METHODS = ("snr", "magnitude", "random")
 METHOD_LABELS = {"snr": "signal-to-noise |μ|/σ", "magnitude": "magnitude |μ|", "random": "random"}

@@ -37,10 +37,10 @@ from pathlib import Path
 
 from core import settings
 from core.engine.device import default_device, device_name
-from core.engine.train import EpochStats, StepStats
 from core.jobs.training import TrainOutcome, TrainRequest, run_training
 from core.storage.checkpoints import checkpoint_path
 from core.storage.paths import user_model_dir
+from core.training import EpochStats, StepStats
 
 WORKERS_ENV = "BNN_TRAIN_WORKERS"
 THREADS_ENV = "BNN_TRAIN_THREADS"

@@ -2,8 +2,8 @@
 
 A request is either an ad-hoc configuration (:func:`make_request`: a model kind, a task dataset
 and any settings of :class:`~core.engine.interface.ModelConfig` and
-:class:`~core.engine.train.TrainConfig`; unset ones come from the kind's registered model) or a
-registered spec. :func:`run_training` trains it with :func:`core.engine.train.train` and saves
+:class:`~core.training.TrainConfig`; unset ones come from the kind's registered model) or a
+registered spec. :func:`run_training` trains it with :func:`core.training.train` and saves
 the result **once, at the end**, atomically, as a user checkpoint in
 :func:`~core.storage.paths.user_model_dir` (never ``checkpoints/``) with the same metadata as the
 shipped models. A cancelled, failed or killed run therefore leaves no checkpoint, and an
@@ -22,7 +22,6 @@ from pathlib import Path
 
 from core.engine.device import default_device, device_name, library_versions
 from core.engine.interface import ModelConfig
-from core.engine.train import EpochStats, StepStats, TrainConfig, train
 from core.evaluation.metrics import evaluate_model
 from core.methods import build_model, method
 from core.progress import ProgressFn, report
@@ -36,6 +35,7 @@ from core.storage.checkpoints import (
     validate_model_name,
 )
 from core.storage.paths import user_model_dir
+from core.training import EpochStats, StepStats, TrainConfig, train
 
 MODEL_FIELDS = {f for f in ModelConfig.__dataclass_fields__}
 TRAIN_FIELDS = {f for f in TrainConfig.__dataclass_fields__}
@@ -147,7 +147,7 @@ def make_request(
         n_eval_samples: Passes for the saved test error.
         **settings: The method's settings by name (e.g. ``prior="mixture"``, ``sigma2``,
             ``beta``) and fields of :class:`~core.engine.interface.ModelConfig` and
-            :class:`~core.engine.train.TrainConfig` (``epochs``, ``lr``, ``batch_size``,
+            :class:`~core.training.TrainConfig` (``epochs``, ``lr``, ``batch_size``,
             ``hidden``, ``prior`` as a dict, ...).
 
     Returns:

@@ -2,10 +2,10 @@
 
 A method is one module of :mod:`core.methods` that builds one :class:`Method`: its model class
 (any layer sizes, inputs and outputs, from a :class:`~core.engine.interface.ModelConfig`), how
-it trains (a :class:`~core.engine.train.Procedure`), and its settings. The Train page's
+it trains (a :class:`~core.training.Procedure`), and its settings. The Train page's
 controls, the ``python -m core train`` flags and the page's URL parameters are generated from
 the settings; a setting's value lands in the field of
-:class:`~core.engine.interface.ModelConfig` or :class:`~core.engine.train.TrainConfig` of its
+:class:`~core.engine.interface.ModelConfig` or :class:`~core.training.TrainConfig` of its
 name, unless the method's :attr:`Method.assemble` combines several (a prior from its family and
 scales).
 """
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from torch import nn
 
 from core.engine.interface import ModelConfig, ModelKind
-from core.engine.train import Procedure
+from core.training import Procedure
 
 SettingValue = float | int | str | bool
 

@@ -11,8 +11,8 @@ import torch
 from core.engine.interface import ModelConfig, ModelKind
 from core.engine.laplace import LastLayerLaplace, fit_laplace
 from core.engine.mlp import MLP
-from core.engine.train import Procedure
 from core.methods.base import Method
+from core.training import Procedure
 
 
 class LaplaceProcedure(Procedure):

@@ -19,8 +19,8 @@ from core.engine.interface import ModelKind
 from core.engine.priors import prior_from_dict
 from core.engine.samples import WeightSamples
 from core.engine.sgmcmc import SGLD
-from core.engine.train import Procedure
 from core.methods.base import PRIOR_SETTINGS, Method, Setting, prior_of
+from core.training import Procedure
 
 SAMPLES_KEPT = Setting(
     "members",

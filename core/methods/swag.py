@@ -3,7 +3,8 @@
 The network trains by SGD with momentum 0.9 at the constant learning rate ``lr`` on the
 average NLL (plus ``weight_decay`` on the summed minibatch loss, as Adam's), as Maddox et al.
 do; after ``burn_in`` of the steps, 2·K iterates at evenly spaced steps update SWAG's running
-moments and its last K deviations
+moments and its last K deviations. With ``precondition`` the iterates are Adam's at the constant
+rate instead (the regression playground's sharp 1-D likelihoods defeat plain SGD);
 (:class:`~core.engine.swag.SWAG`). The model then holds the mean, the per-weight standard
 deviation and the K deviations (:class:`~core.engine.samples.SWAGNetwork`); every pass draws
 weights from N(θ̄, ½(diag σ² + D Dᵀ/(K − 1))).
@@ -18,8 +19,8 @@ import torch
 from core.engine.interface import ModelKind
 from core.engine.samples import SWAGNetwork
 from core.engine.swag import SWAG
-from core.engine.train import Procedure
 from core.methods.base import Method, Setting, prior_precision
+from core.training import Procedure, make_optimizer
 
 MOMENTUM = 0.9
 
@@ -37,15 +38,21 @@ class SWAGProcedure(Procedure):
         return model
 
     def optimizer(self, network: torch.nn.Module) -> torch.optim.Optimizer:
-        """SGD with momentum on the average NLL, at the constant learning rate."""
-        sgd = torch.optim.SGD(
-            network.parameters(),
-            lr=self.config.lr / self.config.batch_size,  # the objective sums the minibatch
-            momentum=MOMENTUM,
-            weight_decay=self.config.weight_decay,
-        )
-        self.optimizers = [sgd]
-        return sgd
+        """SGD with momentum on the average NLL at the constant learning rate.
+
+        Preconditioned: Adam at that rate, for problems too ill-conditioned for plain SGD.
+        """
+        if self.config.precondition:
+            optimizer = make_optimizer(network, self.config.lr, self.config.weight_decay)
+        else:
+            optimizer = torch.optim.SGD(
+                network.parameters(),
+                lr=self.config.lr / self.config.batch_size,  # the objective sums the minibatch
+                momentum=MOMENTUM,
+                weight_decay=self.config.weight_decay,
+            )
+        self.optimizers = [optimizer]
+        return optimizer
 
     def after_step(self, network: torch.nn.Module, step: int) -> None:
         """Add the current weights to the moments at the planned steps."""

@@ -27,7 +27,7 @@ noise parameter:
 * ``"hmc"``: the reference posterior of the same MLP by NUTS (:mod:`core.regression.hmc`).
 
 Training is full-batch: one "epoch" is one step on the whole training set, taken by the
-method's own procedure (:class:`~core.engine.train.Procedure`: Adam for the first five, the
+method's own procedure (:class:`~core.training.Procedure`: Adam for the first five, the
 samplers and SGD for the others) with a cosine learning-rate decay to 5 % where the procedure
 decays its rate; a learned noise level is fitted alongside by Adam. No branch on the method
 here: its table entry (:data:`METHODS`) names its kind, its variant and its settings.
@@ -50,7 +50,6 @@ from torch import nn
 
 from core.engine.interface import ModelConfig
 from core.engine.objective import alpha_energy
-from core.engine.train import TrainConfig
 from core.methods import build_model
 from core.methods import method as lab_method
 from core.methods.base import MIXTURE_SIGMA2
@@ -62,6 +61,7 @@ from core.regression.likelihood import (
     mean_and_log_var,
     output_width,
 )
+from core.training import TrainConfig
 
 
 @dataclass(frozen=True)
@@ -75,8 +75,11 @@ class MethodInfo:
         keys: The :class:`FitSettings` fields its result depends on (its cache key).
         model: Variant fields of its :class:`~core.engine.interface.ModelConfig`, from the
             settings (e.g. the mixture prior, local reparameterisation).
-        training: Fields of its :class:`~core.engine.train.TrainConfig`, from the settings
+        training: Fields of its :class:`~core.training.TrainConfig`, from the settings
             (e.g. a sampler's step size).
+        per_member_noise: Whether each of its networks learns its own noise level (an
+            ensemble's members are separate maximum-likelihood fits).
+        nuts: Whether it is sampled by NUTS (:mod:`core.regression.hmc`) instead of trained.
     """
 
     title: str
@@ -85,6 +88,8 @@ class MethodInfo:
     keys: tuple[str, ...] = ()
     model: Callable[[FitSettings], dict] = lambda settings: {}
     training: Callable[[FitSettings], dict] = lambda settings: {}
+    per_member_noise: bool = False
+    nuts: bool = False
 
 
 GRADIENT_KEYS = ("prior_sigma", "epochs", "lr")
@@ -149,6 +154,7 @@ METHODS: dict[str, MethodInfo] = {
         "M independently initialised networks agree on the data and disagree away from it: "
         "often the closest to HMC in shape, with only M distinct curves.",
         ("epochs", "lr", "members"),
+        per_member_noise=True,
     ),
     "mlp": MethodInfo(
         "Plain MLP",
@@ -186,7 +192,7 @@ METHODS: dict[str, MethodInfo] = {
         "reflects how far SGD wanders, not the posterior itself.",
         (*GRADIENT_KEYS, "swag_lr", "rank", "n_predict"),
         model=lambda settings: {"rank": settings.rank},
-        training=lambda settings: {"lr": settings.swag_lr, "burn_in": 0.5},
+        training=lambda settings: {"lr": settings.swag_lr, "burn_in": 0.5, "precondition": True},
     ),
     "hmc": MethodInfo(
         "HMC (NUTS) reference",
@@ -194,6 +200,7 @@ METHODS: dict[str, MethodInfo] = {
         "Samples from the exact posterior of the same network and prior (up to Monte-Carlo "
         "error): the picture the approximations try to match.",
         ("prior_sigma", "hmc_samples", "hmc_warmup", "hmc_tree_depth"),
+        nuts=True,
     ),
 }
 """Method name → its description, in display order."""
@@ -228,7 +235,7 @@ class FitSettings:
         temperature: SGLD and cyclical SG-MCMC: T of the sampled posterior.
         chain_samples: SGLD and cyclical SG-MCMC: networks of the chain kept.
         cycles: Cyclical SG-MCMC: step-size cycles.
-        swag_lr: SWAG: learning rate of SGD (momentum 0.9) on the average NLL.
+        swag_lr: SWAG: the constant learning rate of its (Adam) iterates.
         rank: SWAG: deviation columns K of the low-rank covariance.
         n_predict: Monte-Carlo passes per prediction (BBB, MC dropout).
         seed: Seed of the initialisation and of all training and prediction noise.
@@ -252,7 +259,7 @@ class FitSettings:
     init_sigma: float = 1e-2
     dropout: float = 0.1
     members: int = 5
-    sampler_lr: float = 1e-3
+    sampler_lr: float = 2e-3
     temperature: float = 1.0
     chain_samples: int = 50
     cycles: int = 4
@@ -418,14 +425,14 @@ class RegressionNet(nn.Module):
         """Build the network of ``method`` (initialised from the global torch RNG).
 
         Args:
-            method: A key of :data:`METHODS` other than ``"hmc"``.
+            method: A key of :data:`METHODS` that is trained (not NUTS).
             settings: The hyperparameters.
             data: The training set (sets the noise's scale).
         """
         super().__init__()
         self.method, self.noise_model = method, settings.noise_model
         self.body = build_model(model_config(method, settings))
-        shape = (settings.members,) if method == "ensemble" else ()
+        shape = (settings.members,) if METHODS[method].per_member_noise else ()
         if settings.noise_model == "learned":
             scale = float(data.y_train.std()) if len(data) > 1 else 1.0
             start = math.log(max(LEARNED_NOISE_INIT * scale, 1e-3))
@@ -541,7 +548,7 @@ def train_network(
     state is unchanged.
 
     Args:
-        method: A key of :data:`METHODS` other than ``"hmc"``.
+        method: A key of :data:`METHODS` that is trained (not NUTS).
         data: The training set.
         settings: The hyperparameters.
         progress: Gets the fraction of steps done.
@@ -552,11 +559,11 @@ def train_network(
         The trained network, its loss history and the training time.
 
     Raises:
-        ValueError: If ``method`` is unknown or ``"hmc"``.
+        ValueError: If ``method`` is unknown or sampled by NUTS.
     """
     check_method(method)
-    if method == "hmc":
-        raise ValueError("HMC is not gradient-trained: use core.regression.hmc.run_nuts")
+    if METHODS[method].nuts:
+        raise ValueError(f"{method} is sampled by NUTS: use core.regression.hmc.run_nuts")
     report_every = report_every or max(1, settings.epochs // 10)
     x, y = data.x_train, data.y_train
     losses: list[float] = []

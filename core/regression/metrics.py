@@ -177,3 +177,22 @@ def regression_metrics(
         "std_ratio": std_out / std_in,
         "coverage90_in": ((y - mu).abs() <= Z90 * std).double().mean().item(),
     }
+
+
+def band_difference(fit: Predictive, reference: Predictive) -> float:
+    """How far a method's band is from the reference's (HMC's), on the same grid.
+
+    Args:
+        fit: A method's predictive on the plot grid.
+        reference: The reference's predictive on the same grid.
+
+    Returns:
+        The mean absolute difference of the total predictive standard deviations over the grid
+        (units of y); 0 for the same band.
+
+    Raises:
+        ValueError: If the grids differ.
+    """
+    if not torch.equal(fit.x, reference.x):
+        raise ValueError("the two predictives are on different grids")
+    return (fit.total_std - reference.total_std).abs().mean().item()

@@ -198,7 +198,7 @@ def compute_fit(
         ValueError: If ``method`` is unknown.
     """
     check_method(method)
-    if method == "hmc":
+    if METHODS[method].nuts:
         chain = run_nuts(data, settings, progress)
         plot, wide, metrics = _summaries(
             data, settings, lambda x: chain_functions(chain, settings, data, x)

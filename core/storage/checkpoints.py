@@ -40,10 +40,10 @@ from pathlib import Path
 
 import torch
 
-from core.engine.train import TrainConfig
 from core.methods import Model, ModelConfig, build_model
 from core.storage.atomic import atomic_write, remove_stale_temporaries
 from core.storage.paths import CHECKPOINT_DIR, user_model_dir
+from core.training import TrainConfig
 
 FORMAT_VERSION = 1
 USER_PREFIX = "user:"

@@ -1,0 +1,25 @@
+"""Training: the one loop (:func:`train`) and the :class:`Procedure` a method's steps follow.
+
+It sits above :mod:`core.engine` and :mod:`core.evaluation` (each epoch is evaluated) and below
+:mod:`core.methods`, whose procedures subclass :class:`Procedure`.
+"""
+
+from core.training.loop import (
+    EpochStats,
+    Procedure,
+    StepStats,
+    TrainConfig,
+    TrainResult,
+    make_optimizer,
+    train,
+)
+
+__all__ = [
+    "EpochStats",
+    "Procedure",
+    "StepStats",
+    "TrainConfig",
+    "TrainResult",
+    "make_optimizer",
+    "train",
+]
