@@ -114,7 +114,7 @@ def test_the_cnn_maps_images_and_flat_inputs_alike_and_keeps_old_configs_valid()
     assert not any("conv" in key for key in build_model(ModelConfig(kind="mlp")).state_dict())
     with pytest.raises(ValueError, match="convolutions"):
         ModelConfig(kind="bbb", conv=(8,))
-    with pytest.raises(ValueError, match="dropout kind only"):
+    with pytest.raises(ValueError, match="convolutions are offered for mlp and dropout, not bbb"):
         ActiveConfig(kind="bbb", **ARCHITECTURES["cnn"])
 
 
@@ -128,4 +128,4 @@ def test_a_cnn_round_labels_the_acquired_images(data):
 
 def test_the_cli_refuses_the_cnn_with_bbb(capsys):
     assert cli_main(["active", "--kind", "bbb", "--arch", "cnn", "--seeds", "1"]) == 2
-    assert "MC dropout only" in capsys.readouterr().err
+    assert "convolutions are offered for mlp and dropout" in capsys.readouterr().err

@@ -225,6 +225,23 @@ def test_ensemble_and_dropout_sample_members_and_masks():
     assert masks[:, 0, 0].std() > 0
 
 
+def test_sgld_thompson_weights_follow_langevin_dynamics_to_the_prior():
+    """With the likelihood switched off (a huge σ) the chain samples the N(0, σp²) prior: each
+    update is θ ← (1 − ε/2)·θ + √ε·z, whose stationary variance is 1/(1 − ε/4) for σp = 1."""
+    env = WheelBandit(0.5)
+    settings = ModelSettings(
+        noise_sigma=1e6, buffer_size=1, batch_size=1, sgld_lr=0.05, updates_per_step=20
+    )
+    group = NeuralGroup([AGENTS["sgld"]], 2, env, settings, seed=0)
+    contexts = torch.zeros(2, 2)
+    for _ in range(30):  # 600 Langevin steps with N = 1 interaction: ε = 2·0.05/1
+        group.update(contexts, group.act(contexts), torch.zeros(2))
+    weights = group.params["layers.1.weight"].detach()
+    epsilon = 2 * 0.05
+    assert weights.var().item() == pytest.approx(1 / (1 - epsilon / 4), rel=0.05)
+    assert weights.mean().abs().item() < 0.05
+
+
 def test_replay_buffer_keeps_the_most_recent_interactions():
     buffer = ReplayBuffer(n_runs=2, capacity=3, context_dim=1)
     for t in range(5):

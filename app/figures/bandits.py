@@ -15,7 +15,17 @@ import plotly.graph_objects as go
 
 from app.figures import MODEL_COLORS, layout
 
-AGENT_ORDER = ("bbb", "dropout", "ensemble", "greedy", "eps1", "eps5", "random", "lints")
+AGENT_ORDER = (
+    "bbb",
+    "dropout",
+    "ensemble",
+    "greedy",
+    "eps1",
+    "eps5",
+    "random",
+    "lints",
+    "sgld",
+)
 ARM_COLORS = ("#7f7f7f", "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e")
 
 

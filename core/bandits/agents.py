@@ -27,6 +27,10 @@ draws with replacement; each ensemble member draws its own minibatches).
   the buffer), computed with local reparameterisation.
 * **MC-dropout Thompson**: one dropout mask per decision (Gal & Ghahramani 2016).
 * **Ensemble Thompson**: ``members`` networks per run, one drawn uniformly per decision.
+* **SGLD Thompson**: the reward network's weights follow Langevin dynamics
+  (:class:`~core.engine.sgmcmc.SGLD`) on the buffer's posterior — BBB's likelihood σ and
+  prior, N the interactions in the buffer — and each decision acts on the chain's current
+  weights, one posterior sample (Welling & Teh 2011; as "SGLD" in Riquelme et al. 2018).
 * **Greedy / ε-greedy**: the MLP's best action; with probability ε a uniformly random one.
 * **Linear Thompson** (Riquelme et al. 2018): per arm, Bayesian linear regression of the
   reward on (context, 1) with a normal-inverse-gamma prior, β | σ² ~ N(0, σ²/λ·I),
@@ -52,9 +56,10 @@ from core.bandits.environments import Environment
 from core.engine.interface import ModelConfig
 from core.engine.layers import inverse_softplus
 from core.engine.priors import prior_from_dict
+from core.engine.sgmcmc import SGLD
 from core.methods import build_model
 
-FAMILIES = ("bbb", "dropout", "ensemble", "mlp", "random", "linear")
+FAMILIES = ("bbb", "dropout", "ensemble", "sgld", "mlp", "random", "linear")
 
 
 @dataclass(frozen=True)
@@ -80,6 +85,7 @@ AGENTS = {
         AgentSpec("bbb", "BBB Thompson", "bbb"),
         AgentSpec("dropout", "MC-dropout Thompson", "dropout"),
         AgentSpec("ensemble", "Ensemble Thompson", "ensemble"),
+        AgentSpec("sgld", "SGLD Thompson", "sgld"),
         AgentSpec("greedy", "Greedy MLP", "mlp"),
         AgentSpec("eps1", "ε-greedy MLP, ε = 1 %", "mlp", 0.01),
         AgentSpec("eps5", "ε-greedy MLP, ε = 5 %", "mlp", 0.05),
@@ -107,6 +113,8 @@ class ModelSettings:
         kl_beta: Multiplies BBB's complexity cost (1 = the ELBO).
         dropout: Dropout probability of MC dropout.
         members: Networks per ensemble.
+        sgld_lr: SGLD's step as plain SGD's learning rate on the minibatch mean squared error
+            (ε = 2·lr/N; the noise variance per step is ε).
         linear_lambda: Linear Thompson's prior precision λ (times 1/σ²).
         linear_a0: Shape a₀ of the inverse-gamma prior of σ².
         linear_b0: Scale b₀ of the inverse-gamma prior of σ².
@@ -126,6 +134,7 @@ class ModelSettings:
     kl_beta: float = 1.0
     dropout: float = 0.2
     members: int = 5
+    sgld_lr: float = 0.01
     linear_lambda: float = 0.25
     linear_a0: float = 6.0
     linear_b0: float = 6.0
@@ -137,9 +146,11 @@ class ModelSettings:
             raise ValueError("buffer, batch, updates, members and hidden widths must be ≥ 1")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
-        positive = (self.lr, self.noise_sigma, self.prior_sigma, self.init_sigma)
+        positive = (self.lr, self.sgld_lr, self.noise_sigma, self.prior_sigma, self.init_sigma)
         if min(positive) <= 0 or self.kl_beta < 0:
-            raise ValueError("lr, noise_sigma, prior_sigma, init_sigma must be > 0, kl_beta ≥ 0")
+            raise ValueError(
+                "lr, sgld_lr, noise_sigma, prior_sigma, init_sigma must be > 0, kl_beta ≥ 0"
+            )
         if min(self.linear_lambda, self.linear_a0, self.linear_b0) <= 0:
             raise ValueError("linear_lambda, linear_a0 and linear_b0 must be > 0")
 
@@ -337,7 +348,7 @@ class NeuralGroup(AgentGroup):
         buffer: The runs' recent interactions.
     """
 
-    KINDS = {"bbb": "bbb", "dropout": "dropout", "ensemble": "mlp", "mlp": "mlp"}
+    KINDS = {"bbb": "bbb", "dropout": "dropout", "ensemble": "mlp", "sgld": "mlp", "mlp": "mlp"}
 
     def __init__(self, specs, n_seeds, env, settings, seed) -> None:
         """Build the stacked networks, the optimiser and the buffer.
@@ -369,7 +380,17 @@ class NeuralGroup(AgentGroup):
         self._wrapper = _ForwardWithKL(self.template)
         self.sizes = config.sizes
         self.params = self._init_params(k)
-        self.optimizer = torch.optim.Adam(self.params.values(), lr=settings.lr, fused=True)
+        if self.family == "sgld":  # ε = 2·lr/N; N (the buffer's size) is set at each update
+            self.optimizer = SGLD(
+                self.params.values(),
+                lr=settings.sgld_lr,
+                num_data=1,
+                prior=self.prior,
+                batch_sum=settings.batch_size,
+                generator=self.generator,
+            )
+        else:
+            self.optimizer = torch.optim.Adam(self.params.values(), lr=settings.lr, fused=True)
         self.epsilon = torch.tensor(
             [spec.epsilon for spec in self.specs for _ in range(n_seeds)], dtype=torch.float64
         )
@@ -509,10 +530,10 @@ class NeuralGroup(AgentGroup):
         """
         x = torch.cat([contexts, F.one_hot(actions, self.n_actions).float()], -1)
         k, batch = actions.shape
+        sigma = self.settings.noise_sigma
         if self.family == "bbb":
             noise = self._weight_noise((k,), self.generator, lrt_rows=batch)
             pred, kl = self._bbb_forward(self.params, x, noise, True, True)
-            sigma = self.settings.noise_sigma
             nll = ((pred - rewards) ** 2).sum() / (2 * sigma**2)
             # uniform KL weighting π = 1/M over the M = N/B minibatches of the buffer
             weight = self.settings.kl_beta * batch / self.buffer.size
@@ -521,6 +542,8 @@ class NeuralGroup(AgentGroup):
         if self.family == "dropout":
             masks = self._dropout_masks((k, batch), self.generator)
         pred = self._mlp_forward(self.params, x, masks)
+        if self.family == "sgld":  # the likelihood of the posterior it samples
+            return ((pred - rewards) ** 2).sum() / (2 * sigma**2)
         return 0.5 * ((pred - rewards) ** 2).sum()
 
     def update(self, contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor):
@@ -532,6 +555,9 @@ class NeuralGroup(AgentGroup):
             rewards: ``(n_runs,)`` (reward units).
         """
         self.buffer.add(contexts, actions, rewards / self.reward_scale)
+        if self.family == "sgld":  # the posterior of the N interactions in the buffer
+            n = self.buffer.size
+            self.optimizer.param_groups[0].update(num_data=n, lr=2 * self.settings.sgld_lr / n)
         for _ in range(self.settings.updates_per_step):
             batch = self.buffer.sample(self.net_run, self.settings.batch_size, self.generator)
             loss = self.loss(*batch)
@@ -700,6 +726,7 @@ GROUPS: dict[str, type[AgentGroup]] = {
     "bbb": NeuralGroup,
     "dropout": NeuralGroup,
     "ensemble": NeuralGroup,
+    "sgld": NeuralGroup,
     "mlp": NeuralGroup,
     "random": RandomGroup,
     "linear": LinearGroup,
