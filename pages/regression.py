@@ -28,6 +28,7 @@ from core.regression.data import (
 )
 from core.regression.likelihood import NOISE_MODELS
 from core.regression.methods import METHODS, FitSettings
+from core.regression.metrics import band_difference
 from core.regression.study import fit_method, load_fit
 
 USER = "user"
@@ -307,8 +308,10 @@ def as_arrays(predictive) -> dict[str, np.ndarray]:
 def metrics_table(fits: dict, held_out: bool) -> pd.DataFrame:
     """One row per method: the numbers of the CLI's JSON."""
     rows = []
+    reference = fits.get("hmc")
     for method, fit in fits.items():
         m = fit.metrics
+        band = band_difference(fit.plot, reference.plot) if reference else None
         noise = fit.info.get("learned_noise")
         rows.append(
             {
@@ -319,6 +322,7 @@ def metrics_table(fits: dict, held_out: bool) -> pd.DataFrame:
                 "std out": m["std_out"],
                 "out / in": m["std_ratio"],
                 "90 % coverage": m["coverage90_in"],
+                "std vs HMC": band,
                 "train s": fit.train_seconds,
                 "learned σ": None if not noise else float(np.mean(noise)),
             }
@@ -464,8 +468,9 @@ st.caption(
     )
     + "std in / out: mean predictive std over the plot's x range inside / outside the training "
     "data (a ratio well above 1 means the band widens away from the data). 90 % coverage: "
-    "share of points inside mean ± 1.645 std (0.90 is calibrated). Times are this server's, "
-    "cached with the fit."
+    "share of points inside mean ± 1.645 std (0.90 is calibrated). std vs HMC: how far the "
+    "band is from HMC's, the mean gap between their stds over the plot (0 = the same band; "
+    "shown when HMC is picked). Times are this server's, cached with the fit."
 )
 
 left, right = st.columns(2)

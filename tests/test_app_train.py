@@ -195,7 +195,11 @@ def test_every_method_offers_its_settings(paused, kind):
         "bbb": {"train_prior", "train_beta", "train_init_sigma", "train_n_samples", "train_impl"},
         "dropout": {"train_dropout"},
         "ensemble": {"train_members"},
+        "sgld": {"train_prior", "train_temperature", "train_burn_in", "train_members"},
+        "sgmcmc_cyclic": {"train_cycles", "train_exploration", "train_temperature"},
+        "swag": {"train_rank", "train_burn_in", "train_weight_decay"},
     }.get(kind, set())
+    assert own == {f"train_{s.name}" for s in METHODS[kind].settings if s.when is None} & own
     assert own <= keys
     assert {"train_epochs", "train_lr", "train_batch", "train_subset"} <= keys
     if kind == "bbb":

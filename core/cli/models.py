@@ -103,7 +103,7 @@ def _fresh_model(spec: CheckpointSpec) -> torch.nn.Module:
     Raises:
         CheckpointError: If ``spec.base`` does not load or its weights do not fit ``spec``.
     """
-    model = build_model(spec.model)
+    model = build_model(spec.model, seed=spec.training.seed)
     if spec.base:
         base, _ = load_checkpoint(spec.base)
         result = model.load_state_dict(base.state_dict(), strict=False)

@@ -319,7 +319,7 @@ def run_training(
     device = device or default_device()
     folder = directory or user_model_dir()
     start = time.perf_counter()
-    model = build_model(request.model)
+    model = build_model(request.model, seed=request.training.seed)
     train_data = load_dataset(request.dataset, "train", n_inputs=request.n_train)
     curve_test = load_dataset(request.dataset, "test", n_inputs=request.n_test)
     history: list[EpochStats] = []

@@ -13,6 +13,7 @@ list the module's ``METHOD`` here.
 
 from __future__ import annotations
 
+import torch
 from torch import nn
 
 from core.engine.interface import LabModel, ModelConfig, ModelKind
@@ -55,16 +56,23 @@ def method(kind: str | ModelKind) -> Method:
         raise ValueError(f"kind must be one of {list(METHODS)}, got {kind!r}") from None
 
 
-def build_model(config: ModelConfig) -> Model:
+def build_model(config: ModelConfig, seed: int | None = None) -> Model:
     """Fresh, randomly initialised model of ``config.kind``.
 
     Args:
         config: Architecture of the model; ``config.kind`` picks the method.
+        seed: Seed of the initial weights (the caller's random state is unchanged); None to
+            draw them from torch's global generator.
 
     Returns:
         The new model, in training mode.
     """
-    return method(config.kind).model_class(config)
+    model_class = method(config.kind).model_class
+    if seed is None:
+        return model_class(config)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return model_class(config)
 
 
 def model_class(kind: str | ModelKind) -> type[nn.Module]:

@@ -35,7 +35,7 @@ TEMPERATURE = Setting(
     "Temperature T",
     "1 samples the posterior; below 1 a 'cold' posterior, less noise and often more accurate.",
     1.0,
-    options=(0.001, 0.01, 0.03, 0.1, 0.3, 1.0),
+    options=(0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0),
 )
 
 
