@@ -283,3 +283,17 @@ def test_shipped_alpha_dropout_meets_its_target():
     with torch.random.fork_rng():
         torch.manual_seed(0)
         assert evaluate_model(model, x, y, n_samples=20)["test_error"] <= 0.017
+
+
+@pytest.mark.parametrize("name", ["sgld", "sgmcmc_cyclic", "swag"])
+def test_shipped_samplers_are_as_accurate_as_the_mlp_and_better_calibrated(name):
+    from core.evaluation.metrics import evaluate_model
+
+    model, x, y = shipped(name)
+    mlp, _, _ = shipped("mlp")
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        metrics = evaluate_model(model, x, y, n_samples=16)  # 8 stored samples twice each
+    baseline = evaluate_model(mlp, x, y, n_samples=1)
+    assert metrics["test_error"] <= baseline["test_error"] + 0.0005, (metrics, baseline)
+    assert metrics["nll"] < baseline["nll"] - 0.005, (metrics, baseline)
