@@ -26,6 +26,7 @@ from torch.func import functional_call, stack_module_state, vmap
 
 from core.engine.interface import ModelConfig, MonteCarloModule, flat
 from core.engine.mlp import MLP
+from core.engine.samples import stacked_logits
 
 
 class DeepEnsemble(MonteCarloModule):
@@ -85,8 +86,7 @@ class DeepEnsemble(MonteCarloModule):
             return vmap(lambda p, xm: functional_call(self._base, p, (flat(xm),)))(
                 self._params(), x
             )
-        x = flat(x)
-        return vmap(lambda p: functional_call(self._base, p, (x,)))(self._params())
+        return stacked_logits(self._base, self._params(), x)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """One pass: the logits of one member drawn uniformly at random.

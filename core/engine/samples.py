@@ -18,7 +18,6 @@ All S passes run in one vmapped ``functional_call`` of a stateless copy of the M
 
 from __future__ import annotations
 
-import copy
 import math
 
 import torch
@@ -71,7 +70,7 @@ class _CollectedMLP(MLP):
     def __init__(self, config: ModelConfig) -> None:
         super().__init__(config)
         self.register_buffer("n_collected", torch.zeros((), dtype=torch.long))
-        object.__setattr__(self, "_template", copy.deepcopy(MLP(config)).to("meta"))
+        object.__setattr__(self, "_template", MLP(config).to("meta"))
 
     @property
     def stochastic(self) -> bool:
