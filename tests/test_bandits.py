@@ -44,6 +44,7 @@ from core.bandits.store import (
 )
 from core.cli import bandit as bandit_cli
 from core.data import DatasetUnavailable
+from core.methods import build_model
 
 
 @pytest.fixture(autouse=True)
@@ -216,10 +217,16 @@ def test_ensemble_and_dropout_sample_members_and_masks():
     env = WheelBandit(0.5)
     settings = ModelSettings(members=3)
     ensemble = NeuralGroup([AGENTS["ensemble"]], 2, env, settings, seed=0)
-    assert ensemble.params["layers.0.weight"].shape[0] == 6  # 2 runs × 3 members
-    draws = ensemble.sample_rewards(1, torch.zeros(1, 2), 6, generator(0))
-    torch.testing.assert_close(draws[:3], draws[3:])  # draws cycle through the 3 members
-    assert not torch.allclose(draws[0], draws[1])
+    assert ensemble.params["stacked.layers__0__weight"].shape[:2] == (2, 3)  # runs × members
+    draws = ensemble.sample_rewards(1, torch.zeros(1, 2), 60, generator(0))[:, 0]  # (60, A)
+    model = build_model(ensemble.config)
+    model.load_state_dict({name: p[1].detach() for name, p in ensemble.params.items()})
+    x = torch.cat([torch.zeros(env.n_actions, 2), torch.eye(env.n_actions)], -1)  # each action
+    with torch.no_grad():
+        members = model.member_logits(x)[..., 0] * env.reward_scale  # (3, A)
+    match = (draws[:, None] - members[None]).abs().amax(-1) < 1e-5  # (60, 3)
+    assert (match.sum(1) == 1).all()  # every draw is one member's rewards ...
+    assert match.any(0).all()  # ... and each member is drawn
     dropout = NeuralGroup([AGENTS["dropout"]], 1, env, settings, seed=0)
     masks = dropout.sample_rewards(0, torch.zeros(1, 2), 50, generator(0))
     assert masks[:, 0, 0].std() > 0

@@ -1,65 +1,63 @@
 """Bandit agents behind one interface, vectorised over runs (agents × seeds) that act in lockstep.
 
-An :class:`AgentGroup` holds every run of the agents of one *family*: the BBB, MC-dropout and
-ensemble Thompson samplers, the greedy and ε-greedy MLPs (one family: the same network and
-training, only the exploration differs), the uniform random agent and exact linear Thompson
-sampling. Runs are ordered agent-major: run ``r`` is agent ``r // n_seeds`` on seed
-``r % n_seeds``. Each step the runner calls :meth:`AgentGroup.act` with every run's context and
-:meth:`AgentGroup.update` with the chosen actions and realised rewards.
+An :class:`AgentGroup` holds every run of the agents of one *family*: the agents whose reward
+model is a network of one inference method (:mod:`core.methods`: BBB, MC dropout, the deep
+ensemble, SGLD; the greedy and ε-greedy agents share the MLP's family, only their exploration
+differs), the uniform random agent, and exact linear Thompson sampling. Runs are ordered
+agent-major: run ``r`` is agent ``r // n_seeds`` on seed ``r % n_seeds``. Each step the runner
+calls :meth:`AgentGroup.act` with every run's context and :meth:`AgentGroup.update` with the
+chosen actions and realised rewards.
 
 **Reward model** (Blundell et al. 2015, §5.3): context ⊕ one-hot action → two hidden layers of
-100 ReLU units → reward. The networks of a group are independent but their parameters are
-stacked along a leading dim ``K`` (runs × ensemble members) and trained together on the sum of
-their losses: Adam is element-wise, so that is the same as training each network alone. The BBB
-network is the project's :class:`~core.engine.bbb.BayesMLP` of
-:class:`~core.engine.layers.BayesLinear` layers with its prior's complexity cost
-(:mod:`core.engine.priors`), run with ``torch.func.vmap`` over ``functional_call``; the plain and
-dropout MLPs are batched matrix products of :class:`~core.engine.mlp.MLP`'s parameters (dropout
-masks must come from the run's own generator, which ``F.dropout`` cannot use).
+100 ReLU units → reward, built by the method's own model class at these sizes
+(:func:`core.methods.build_model`). :class:`NeuralGroup` knows no method: it stacks the runs'
+parameters, calls the model's own passes vmapped over the runs, and steps with the method's
+own :class:`~core.training.Procedure`. The runs' networks are independent: Adam and the
+Langevin sampler are element-wise, so training the stack on the sum of the runs' losses is
+training each network alone.
 
 Every network is trained online from a buffer of its run's most recent ``buffer_size``
 interactions with ``updates_per_step`` minibatch updates of ``batch_size`` per step (uniform
-draws with replacement; each ensemble member draws its own minibatches).
+draws with replacement).
 
 * **BBB Thompson**: one weight draw per decision, the action of highest sampled reward. Its
   loss per update is the minibatch ELBO ``Σ_b (r_b − f(x_b))²/(2σ²) + β·(B/N)·KL(q‖p)`` with N
   the number of interactions in the buffer (the KL weighting of one minibatch of an epoch over
   the buffer), computed with local reparameterisation.
 * **MC-dropout Thompson**: one dropout mask per decision (Gal & Ghahramani 2016).
-* **Ensemble Thompson**: ``members`` networks per run, one drawn uniformly per decision.
+* **Ensemble Thompson**: ``members`` networks per run (trained on the same minibatches), one
+  drawn uniformly per decision.
 * **SGLD Thompson**: the reward network's weights follow Langevin dynamics
-  (:class:`~core.engine.sgmcmc.SGLD`) on the buffer's posterior — BBB's likelihood σ and
-  prior, N the interactions in the buffer — and each decision acts on the chain's current
-  weights, one posterior sample (Welling & Teh 2011; as "SGLD" in Riquelme et al. 2018).
+  (:mod:`core.methods.sgld`) on the buffer's posterior — BBB's likelihood σ and prior, N the
+  interactions in the buffer — and each decision acts on the chain's current weights, one
+  posterior sample (Welling & Teh 2011; as "SGLD" in Riquelme et al. 2018).
 * **Greedy / ε-greedy**: the MLP's best action; with probability ε a uniformly random one.
 * **Linear Thompson** (Riquelme et al. 2018): per arm, Bayesian linear regression of the
   reward on (context, 1) with a normal-inverse-gamma prior, β | σ² ~ N(0, σ²/λ·I),
   σ² ~ IG(a₀, b₀); each decision draws (σ², β) from the exact posterior of every arm.
 
-No agent uses the global random number generator: each group draws from its own
-``torch.Generator`` (and linear Thompson's Gamma draws from its own NumPy generator), so runs
-are reproducible and the server's other sessions are unaffected.
+Randomness comes from each group's own ``torch.Generator`` (and linear Thompson's Gamma draws
+from its own NumPy generator); the models' draws use torch's generator inside
+:func:`torch.random.fork_rng`, seeded from the group's (:func:`seeded`), so runs are
+reproducible and the caller's random state is unchanged.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.func import functional_call, vmap
+from torch.func import functional_call, stack_module_state, vmap
 
 from core.bandits.environments import Environment
-from core.engine.interface import ModelConfig
-from core.engine.layers import inverse_softplus
-from core.engine.priors import prior_from_dict
-from core.engine.sgmcmc import SGLD
-from core.methods import build_model
-
-FAMILIES = ("bbb", "dropout", "ensemble", "sgld", "mlp", "random", "linear")
+from core.methods import METHODS, ModelConfig, build_model
+from core.methods import method as lab_method
+from core.training import TrainConfig
 
 
 @dataclass(frozen=True)
@@ -69,14 +67,21 @@ class AgentSpec:
     Attributes:
         name: Its short name (``bbb``, ``eps5`` ...).
         title: Human title.
-        family: The :class:`AgentGroup` family that runs it, one of :data:`FAMILIES`.
-        epsilon: Probability of a uniformly random action (greedy family only).
+        family: Who runs it: the method of its reward network (a key of
+            :data:`core.methods.METHODS`, run by :class:`NeuralGroup`), or ``"random"`` or
+            ``"linear"``.
+        epsilon: Probability of a uniformly random action.
+        training: The :class:`~core.training.TrainConfig` fields of its network's training,
+            from the settings (the learning rate of Adam or of the sampler).
     """
 
     name: str
     title: str
     family: str
     epsilon: float = 0.0
+    training: Callable[[ModelSettings], dict] = field(
+        default=lambda settings: {"lr": settings.lr}, compare=False
+    )
 
 
 AGENTS = {
@@ -85,7 +90,7 @@ AGENTS = {
         AgentSpec("bbb", "BBB Thompson", "bbb"),
         AgentSpec("dropout", "MC-dropout Thompson", "dropout"),
         AgentSpec("ensemble", "Ensemble Thompson", "ensemble"),
-        AgentSpec("sgld", "SGLD Thompson", "sgld"),
+        AgentSpec("sgld", "SGLD Thompson", "sgld", training=lambda s: {"lr": s.sgld_lr}),
         AgentSpec("greedy", "Greedy MLP", "mlp"),
         AgentSpec("eps1", "ε-greedy MLP, ε = 1 %", "mlp", 0.01),
         AgentSpec("eps5", "ε-greedy MLP, ε = 5 %", "mlp", 0.05),
@@ -175,6 +180,19 @@ class ModelSettings:
             The validated settings.
         """
         return cls(**d)
+
+
+@contextmanager
+def seeded(generator: torch.Generator) -> Iterator[None]:
+    """Fork torch's generator (the caller's state is restored) and seed it from ``generator``.
+
+    Args:
+        generator: The group's (or a snapshot's) own randomness.
+    """
+    seed = int(torch.randint(2**62, (), generator=generator))
+    with torch.random.fork_rng(devices=[]):
+        torch.default_generator.manual_seed(seed)  # the CPU's only (no lazy CUDA seeding)
+        yield
 
 
 class AgentGroup:
@@ -327,34 +345,60 @@ class ReplayBuffer:
         return self.contexts[rows, idx], self.actions[rows, idx], self.rewards[rows, idx]
 
 
-class _ForwardWithKL(nn.Module):
-    """Makes a BayesMLP's ``forward_with_kl`` the ``forward`` that ``functional_call`` runs."""
+class _Call(nn.Module):
+    """Makes one method of a model the ``forward`` that ``functional_call`` runs."""
 
-    def __init__(self, model: nn.Module) -> None:
+    def __init__(self, model: nn.Module, name: str) -> None:
         super().__init__()
-        self.model = model
+        self.model, self.name = model, name
 
-    def forward(self, x, noise, lrt, with_kl):
-        return self.model.forward_with_kl(x, noise, lrt=lrt, with_kl=with_kl)
+    def forward(self, *args):
+        return getattr(self.model, self.name)(*args)
+
+
+class _Stacked(nn.Module):
+    """The K networks' stacked parameters as one module, for the method's optimiser.
+
+    Attributes:
+        config: The networks' configuration (the procedure reads its prior).
+        names: The model's parameter names; ``stacked[i]`` is ``names[i]``, ``(K, ...)``.
+    """
+
+    def __init__(self, config: ModelConfig, params: dict[str, torch.Tensor]) -> None:
+        super().__init__()
+        self.config = config
+        self.names = list(params)
+        self.stacked = nn.ParameterList(nn.Parameter(p) for p in params.values())
+
+    def named_stack(self) -> dict[str, torch.Tensor]:
+        """The parameters by the model's own names, each ``(K, ...)``."""
+        return dict(zip(self.names, self.stacked, strict=True))
 
 
 class NeuralGroup(AgentGroup):
-    """Agents with a neural reward model: BBB, MC dropout, ensemble, greedy and ε-greedy.
+    """Agents whose reward model is a network of one method (:mod:`core.methods`).
+
+    The method's model is built at the bandit's sizes (context ⊕ one-hot action → hidden
+    widths → 1) once per run; the runs' parameters are stacked and every call is the model's
+    own, vmapped over the runs: :meth:`~core.engine.interface.MonteCarloModule.training_passes`
+    in training and :meth:`~core.engine.interface.MonteCarloModule.sample_function` (one
+    posterior draw for all actions) for a decision. The steps are the method's
+    :class:`~core.training.Procedure` (Adam, or the Langevin sampler with N the interactions
+    in the buffer). The models draw their randomness from torch's generator inside
+    :func:`torch.random.fork_rng`, seeded from the group's own generator, so the caller's
+    random state is unchanged.
 
     Attributes:
-        nets_per_run: ``members`` for the ensemble, else 1.
-        net_run: The run of each of the ``K`` stacked networks, ``(K,)``.
-        params: The stacked parameters, name → ``(K, ...)`` leaf tensors.
+        config: The networks' :class:`~core.engine.interface.ModelConfig`.
+        net: The stacked parameters (``params``: name → ``(n_runs, ...)`` leaves).
         buffer: The runs' recent interactions.
     """
 
-    KINDS = {"bbb": "bbb", "dropout": "dropout", "ensemble": "mlp", "sgld": "mlp", "mlp": "mlp"}
-
     def __init__(self, specs, n_seeds, env, settings, seed) -> None:
-        """Build the stacked networks, the optimiser and the buffer.
+        """Build the runs' networks, the method's procedure and the buffer.
 
         Args:
-            specs: The agents, all of one neural family.
+            specs: The agents, all of one method's family.
             n_seeds: Runs per agent.
             env: The environment.
             settings: Reward model and training settings.
@@ -362,113 +406,48 @@ class NeuralGroup(AgentGroup):
         """
         super().__init__(specs, n_seeds, env, settings, seed)
         self.family = specs[0].family
-        self.nets_per_run = settings.members if self.family == "ensemble" else 1
-        self.net_run = torch.arange(self.n_runs).repeat_interleave(self.nets_per_run)
-        k = len(self.net_run)
-        config = ModelConfig(
-            kind=self.KINDS[self.family],
+        unit = lab_method(self.family)
+        self.config = ModelConfig(
+            kind=self.family,
             hidden=settings.hidden,
             in_features=self.context_dim + self.n_actions,
             num_classes=1,
             prior={"kind": "gaussian", "sigma": settings.prior_sigma},
             init_sigma=settings.init_sigma,
+            lrt=True,
             dropout=settings.dropout,
+            members=settings.members,
         )
+        seeds = torch.randint(2**31, (self.n_runs,), generator=self.generator).tolist()
+        params, _ = stack_module_state([build_model(self.config, seed=s) for s in seeds])
         with torch.device("meta"):  # a stateless template: no memory, no global randomness
-            self.template = build_model(config)
-        self.prior = prior_from_dict(config.prior)
-        self._wrapper = _ForwardWithKL(self.template)
-        self.sizes = config.sizes
-        self.params = self._init_params(k)
-        if self.family == "sgld":  # ε = 2·lr/N; N (the buffer's size) is set at each update
-            self.optimizer = SGLD(
-                self.params.values(),
-                lr=settings.sgld_lr,
-                num_data=1,
-                prior=self.prior,
-                batch_sum=settings.batch_size,
-                generator=self.generator,
-            )
-        else:
-            self.optimizer = torch.optim.Adam(self.params.values(), lr=settings.lr, fused=True)
+            template = build_model(self.config)
+        self._training = _Call(template, "training_passes")
+        self._draw = _Call(template, "sample_function")
+        self.net = _Stacked(self.config, params)
+        train_config = TrainConfig(batch_size=settings.batch_size, **specs[0].training(settings))
+        self.procedure = unit.procedure(train_config, 1, 0)
+        self.procedure.optimizer(self.procedure.network(self.net))
         self.epsilon = torch.tensor(
             [spec.epsilon for spec in self.specs for _ in range(n_seeds)], dtype=torch.float64
         )
         self.buffer = ReplayBuffer(self.n_runs, settings.buffer_size, self.context_dim)
         self._eye = torch.eye(self.n_actions)
 
-    def _init_params(self, k: int) -> dict[str, torch.Tensor]:
-        """K independent draws of the template's initialisation, from the group's generator.
+    @property
+    def params(self) -> dict[str, torch.Tensor]:
+        """The runs' parameters by the model's names, each ``(n_runs, ...)``."""
+        return self.net.named_stack()
 
-        Means, weights and biases are uniform in ±1/√fan_in (as ``nn.Linear`` and
-        ``BayesLinear`` initialise them); BBB's ρ is constant, σ = ``init_sigma``.
-        """
-        params = {}
-        for name, p in self.template.named_parameters():
-            layer = int(name.split(".")[1])
-            if name.endswith("_rho"):
-                value = torch.full((k, *p.shape), inverse_softplus(self.settings.init_sigma))
-            else:
-                bound = 1.0 / math.sqrt(self.sizes[layer])
-                value = (torch.rand(k, *p.shape, generator=self.generator) * 2 - 1) * bound
-            params[name] = value.requires_grad_(True)
-        return params
-
-    # --- forward passes ---------------------------------------------------------------------
-
-    def _bbb_forward(self, params, x, noise, lrt: bool, with_kl: bool):
-        """Stacked BayesMLP passes: ``x (K, n, in)`` → outputs ``(K, n)`` and KL ``(K,)``."""
+    @staticmethod
+    def _call(call: _Call, params: dict, x: torch.Tensor, *args):
+        """``call`` of every stacked network on its own inputs ``x (K, ...)``."""
         prefixed = {f"model.{name}": p for name, p in params.items()}
 
-        def one(p, xk, nk):
-            out, kl = functional_call(self._wrapper, p, (xk, nk, lrt, with_kl))
-            return (out, kl) if with_kl else out
+        def one(p, xk):
+            return functional_call(call, p, (xk, *args))
 
-        if with_kl:
-            out, kl = vmap(one)(prefixed, x, noise)
-            return out.squeeze(-1), kl
-        return vmap(one)(prefixed, x, noise).squeeze(-1), None
-
-    def _mlp_forward(self, params, x, masks=None) -> torch.Tensor:
-        """Stacked MLP passes ``x (K, n, in)`` → ``(K, n)``, with dropout ``masks`` if given."""
-        h, n_layers = x, len(self.sizes) - 1
-        for i in range(n_layers):
-            w, b = params[f"layers.{i}.weight"], params[f"layers.{i}.bias"]
-            h = torch.baddbmm(b.unsqueeze(1), h, w.transpose(1, 2))
-            if i < n_layers - 1:
-                h = F.relu(h)
-                if masks is not None:
-                    h = h * masks[i]
-        return h.squeeze(-1)
-
-    def _weight_noise(self, lead: tuple[int, ...], generator: torch.Generator, lrt_rows=None):
-        """Standard-normal noise per layer for ``BayesLinear``.
-
-        Weights and biases (``lead`` dims first), or with ``lrt_rows`` the pre-activation
-        noise ``(*lead, lrt_rows, out)`` of local reparameterisation (plus weight noise for
-        the Monte-Carlo complexity cost of a prior without a closed-form KL).
-        """
-        noise = []
-        for fan_in, fan_out in zip(self.sizes[:-1], self.sizes[1:], strict=True):
-            if lrt_rows is not None:
-                layer = {"out": torch.randn(*lead, lrt_rows, fan_out, generator=generator)}
-                if self.prior.analytic_kl:
-                    noise.append(layer)
-                    continue
-            else:
-                layer = {}
-            layer["weight"] = torch.randn(*lead, fan_out, fan_in, generator=generator)
-            layer["bias"] = torch.randn(*lead, fan_out, generator=generator)
-            noise.append(layer)
-        return noise
-
-    def _dropout_masks(self, lead: tuple[int, ...], generator: torch.Generator):
-        """Inverted-dropout masks ``(*lead, width)`` for every hidden layer."""
-        keep = 1.0 - self.settings.dropout
-        return [
-            torch.bernoulli(torch.full((*lead, width), keep), generator=generator) / keep
-            for width in self.sizes[1:-1]
-        ]
+        return vmap(one, randomness="different")(prefixed, x)
 
     def _all_actions(self, contexts: torch.Tensor) -> torch.Tensor:
         """Inputs ``(..., A, in)``: every context joined with each one-hot action."""
@@ -476,20 +455,10 @@ class NeuralGroup(AgentGroup):
         x = contexts.unsqueeze(-2).expand(*lead, self.n_actions, self.context_dim)
         return torch.cat([x, self._eye.expand(*lead, self.n_actions, self.n_actions)], -1)
 
-    def _values(self, params, x, k: int, generator: torch.Generator) -> torch.Tensor:
-        """One decision's values: ``x (k, n, in)`` → ``(k, n)``, one draw per network.
-
-        The draw is a weight sample, a dropout mask shared by the ``n`` inputs, or the point
-        estimate.
-        """
-        if self.family == "bbb":
-            return self._bbb_forward(params, x, self._weight_noise((k,), generator), False, False)[
-                0
-            ]
-        if self.family == "dropout":
-            masks = [m.unsqueeze(1) for m in self._dropout_masks((k,), generator)]
-            return self._mlp_forward(params, x, masks)
-        return self._mlp_forward(params, x)
+    def _values(self, params: dict, x: torch.Tensor, generator: torch.Generator):
+        """One posterior draw per network: ``x (K, n, in)`` → sampled rewards ``(K, n)``."""
+        with seeded(generator):
+            return self._call(self._draw, params, x)[..., 0]
 
     # --- the agent interface ----------------------------------------------------------------
 
@@ -503,15 +472,8 @@ class NeuralGroup(AgentGroup):
         Returns:
             Actions ``(n_runs,)``.
         """
-        x = self._all_actions(contexts[self.net_run])  # (K, A, in)
-        values = self._values(self.params, x, len(self.net_run), self.generator)  # (K, A)
-        if self.nets_per_run > 1:  # one member per decision
-            member = torch.randint(self.nets_per_run, (self.n_runs,), generator=self.generator)
-            values = values.view(self.n_runs, self.nets_per_run, -1)[
-                torch.arange(self.n_runs), member
-            ]
-        actions = values.argmax(-1)
-        if self.family == "mlp" and bool((self.epsilon > 0).any()):
+        actions = self._values(self.params, self._all_actions(contexts), self.generator).argmax(-1)
+        if bool((self.epsilon > 0).any()):
             explore = torch.rand(self.n_runs, generator=self.generator, dtype=torch.float64)
             uniform = torch.randint(self.n_actions, (self.n_runs,), generator=self.generator)
             actions = torch.where(explore < self.epsilon, uniform, actions)
@@ -520,34 +482,28 @@ class NeuralGroup(AgentGroup):
     def loss(self, contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor):
         """The summed training loss of all networks on one minibatch each.
 
+        The minibatch ELBO ``Σ_b (r_b − f(x_b))²/(2σ²) + β·(B/N)·KL(q‖p)`` averaged over the
+        model's training passes (an ensemble's members), N the interactions in the buffer
+        (the KL weighting of one minibatch of an epoch over the buffer); without a weight
+        posterior the KL is 0 and the loss is the summed squared error.
+
         Args:
             contexts: ``(K, B, context_dim)``.
             actions: ``(K, B)``.
             rewards: ``(K, B)`` divided by the reward scale.
 
         Returns:
-            A scalar: BBB's minibatch ELBO terms, else half the squared error, summed.
+            A scalar.
         """
         x = torch.cat([contexts, F.one_hot(actions, self.n_actions).float()], -1)
-        k, batch = actions.shape
+        out, kl = self._call(self._training, self.params, x, 1)  # (K, P, B, 1), (K, P)
         sigma = self.settings.noise_sigma
-        if self.family == "bbb":
-            noise = self._weight_noise((k,), self.generator, lrt_rows=batch)
-            pred, kl = self._bbb_forward(self.params, x, noise, True, True)
-            nll = ((pred - rewards) ** 2).sum() / (2 * sigma**2)
-            # uniform KL weighting π = 1/M over the M = N/B minibatches of the buffer
-            weight = self.settings.kl_beta * batch / self.buffer.size
-            return nll + weight * kl.sum()
-        masks = None
-        if self.family == "dropout":
-            masks = self._dropout_masks((k, batch), self.generator)
-        pred = self._mlp_forward(self.params, x, masks)
-        if self.family == "sgld":  # the likelihood of the posterior it samples
-            return ((pred - rewards) ** 2).sum() / (2 * sigma**2)
-        return 0.5 * ((pred - rewards) ** 2).sum()
+        nll = ((out[..., 0] - rewards[:, None]) ** 2).sum(-1) / (2 * sigma**2)
+        weight = self.settings.kl_beta * actions.shape[1] / self.buffer.size
+        return (nll + weight * kl).mean(-1).sum()
 
     def update(self, contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor):
-        """Store the interactions, then ``updates_per_step`` Adam steps on fresh minibatches.
+        """Store the interactions, then ``updates_per_step`` steps on fresh minibatches.
 
         Args:
             contexts: ``(n_runs, context_dim)``.
@@ -555,15 +511,15 @@ class NeuralGroup(AgentGroup):
             rewards: ``(n_runs,)`` (reward units).
         """
         self.buffer.add(contexts, actions, rewards / self.reward_scale)
-        if self.family == "sgld":  # the posterior of the N interactions in the buffer
-            n = self.buffer.size
-            self.optimizer.param_groups[0].update(num_data=n, lr=2 * self.settings.sgld_lr / n)
+        self.procedure.resize(self.buffer.size)
+        runs = torch.arange(self.n_runs)
         for _ in range(self.settings.updates_per_step):
-            batch = self.buffer.sample(self.net_run, self.settings.batch_size, self.generator)
-            loss = self.loss(*batch)
-            self.optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            self.optimizer.step()
+            batch = self.buffer.sample(runs, self.settings.batch_size, self.generator)
+            with seeded(self.generator):
+                loss = self.loss(*batch)
+                self.procedure.zero_grad()
+                loss.backward()
+                self.procedure.step()
 
     @torch.no_grad()
     def sample_rewards(self, run, contexts, n_samples, generator):
@@ -572,30 +528,16 @@ class NeuralGroup(AgentGroup):
         Args:
             run: Which run (agent-major index).
             contexts: ``(n_inputs, context_dim)``.
-            n_samples: Number of draws; ensemble draws cycle through the members.
+            n_samples: Number of posterior draws.
             generator: Randomness for the draws.
 
         Returns:
             ``(n_samples, n_inputs, n_actions)`` in reward units.
         """
-        nets = torch.nonzero(self.net_run == run).squeeze(1)
-        pick = nets[torch.arange(n_samples) % len(nets)]
-        params = {name: p[pick] for name, p in self.params.items()}
+        params = {name: p[run].expand(n_samples, *p.shape[1:]) for name, p in self.params.items()}
         n_inputs = contexts.shape[0]
         x = self._all_actions(contexts).reshape(1, n_inputs * self.n_actions, -1)
-        x = x.expand(n_samples, -1, -1)
-        if self.family == "bbb":
-            values = self._bbb_forward(
-                params, x, self._weight_noise((n_samples,), generator), False, False
-            )[0]
-        elif self.family == "dropout":  # one mask per input, shared by its actions
-            masks = [
-                m.repeat_interleave(self.n_actions, 1)
-                for m in self._dropout_masks((n_samples, n_inputs), generator)
-            ]
-            values = self._mlp_forward(params, x, masks)
-        else:
-            values = self._mlp_forward(params, x)
+        values = self._values(params, x.expand(n_samples, -1, -1), generator)
         return values.view(n_samples, n_inputs, self.n_actions) * self.reward_scale
 
 
@@ -723,15 +665,14 @@ class LinearGroup(AgentGroup):
 
 
 GROUPS: dict[str, type[AgentGroup]] = {
-    "bbb": NeuralGroup,
-    "dropout": NeuralGroup,
-    "ensemble": NeuralGroup,
-    "sgld": NeuralGroup,
-    "mlp": NeuralGroup,
+    **dict.fromkeys(METHODS, NeuralGroup),
     "random": RandomGroup,
     "linear": LinearGroup,
 }
-"""Family → the group class that runs it."""
+"""Family → the group class that runs it (every method's network is a :class:`NeuralGroup`)."""
+
+FAMILIES = tuple(dict.fromkeys(spec.family for spec in AGENTS.values()))
+"""The families of :data:`AGENTS`, in the order their groups run."""
 
 
 def parse_agents(text: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:

@@ -145,6 +145,18 @@ class DeepEnsemble(MonteCarloModule):
         """
         return self.member_logits(x)
 
+    def sample_function(self, x: torch.Tensor) -> torch.Tensor:
+        """One member drawn uniformly, by a tensor index (so it vmaps, unlike :meth:`forward`).
+
+        Args:
+            x: Inputs ``(B, ...)``.
+
+        Returns:
+            Outputs ``(B, C)``.
+        """
+        logits = self.member_logits(x)
+        return logits[torch.randint(self.members, (), device=logits.device)]
+
     def member(self, index: int) -> MLP:
         """A stand-alone copy of one member as an :class:`~core.engine.mlp.MLP`.
 

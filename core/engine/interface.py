@@ -321,6 +321,20 @@ class MonteCarloModule(nn.Module):
         """
         return self.sample_logits(x, n_samples, lrt=False)
 
+    def sample_function(self, x: torch.Tensor) -> torch.Tensor:
+        """One function drawn from the predictive: one network for all inputs.
+
+        What a Thompson-sampling decision acts on (one weight draw, one set of dropout masks,
+        one ensemble member or weight sample); vmappable with ``randomness="different"``.
+
+        Args:
+            x: Inputs ``(B, ...)``.
+
+        Returns:
+            Outputs ``(B, C)``.
+        """
+        return self.sample_functions(x, 1)[0]
+
 
 def flat(x: torch.Tensor) -> torch.Tensor:
     """Flatten images to vectors; flat input is returned as it is.

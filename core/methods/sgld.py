@@ -68,6 +68,12 @@ class LangevinProcedure(Procedure):
         self.optimizers = [optimizer]
         return optimizer
 
+    def resize(self, num_data: int) -> None:
+        """A new N: the likelihood's weight N/B and the step ε = 2·lr/N follow it."""
+        super().resize(num_data)
+        for group in self.optimizers[0].param_groups:
+            group.update(num_data=num_data, lr=self.step_size())
+
     def marks(self) -> set[int]:
         """The steps after which a sample is kept: ``members`` evenly after the burn-in."""
         start = int(self.config.burn_in * self.total_steps)

@@ -187,6 +187,7 @@ class Procedure:
     step k = 1..K :meth:`before_step`, :meth:`zero_grad`, the backward pass of the minibatch
     objective, :meth:`step` and :meth:`after_step`; :meth:`end_epoch` after each epoch's steps
     (before its evaluation); :meth:`finish` once after the last epoch (not when cancelled).
+    An online learner whose data grows (the bandit agents) calls :meth:`resize` before a step.
     Methods whose steps differ subclass it (their module in :mod:`core.methods`).
 
     Args:
@@ -226,6 +227,14 @@ class Procedure:
         self.scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, self.config.lr_decay)
         self.optimizers = [optimizer]
         return optimizer
+
+    def resize(self, num_data: int) -> None:
+        """The training set now holds ``num_data`` points (online learning: a bandit's buffer).
+
+        Args:
+            num_data: The new N.
+        """
+        self.num_data = num_data
 
     def before_step(self, step: int) -> None:
         """Called before step ``step`` (1..K), e.g. to set its step size."""
