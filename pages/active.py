@@ -9,18 +9,20 @@ from app.figures import show_figure
 from app.figures.active import curves_figure
 from core.active.acquisition import TITLES
 from core.active.loop import (
-    ARCHITECTURES,
+    MODEL_KINDS,
     RESULT_FILE,
-    ActiveConfig,
     ActiveLearner,
+    live_config,
     load_active_data,
 )
 from core.data import DatasetUnavailable
+from core.methods import method
 from core.storage.paths import REPO_ROOT
 
 LIVE_KEY = "active_live"
 RUNNING_KEY = "active_running"
-LIVE = ActiveConfig(budget=150, test_size=2000, **ARCHITECTURES["cnn"])
+KIND_KEY = "active_kind"
+LIVE = {"budget": 150, "test_size": 2000}
 PAPER = {"bald": 145, "random": 255}  # labels to 10 % test error, Gal et al. 2017, Table 1
 
 
@@ -53,8 +55,9 @@ def reach(value: int | None) -> str:
 
 def start() -> None:
     data = active_data()
+    kind = st.session_state.get(KIND_KEY, "dropout")
     st.session_state[LIVE_KEY] = {
-        name: ActiveLearner(ActiveConfig(**{**LIVE.to_dict(), "acquisition": name}), data)
+        name: ActiveLearner(live_config(kind, acquisition=name, **LIVE), data)
         for name in ("bald", "random")
     }
     st.session_state[RUNNING_KEY] = True
@@ -68,14 +71,25 @@ def toggle() -> None:
 def live_run() -> None:
     """One round of BALD and of random per tick while running; pause, resume or restart."""
     learners = st.session_state.get(LIVE_KEY)
+    st.selectbox(
+        "Model",
+        MODEL_KINDS,
+        index=MODEL_KINDS.index("dropout"),
+        format_func=lambda kind: method(kind).title,
+        key=KIND_KEY,
+        help="The Bayesian network that is retrained every round and whose sampled networks "
+        "score the unlabelled digits. A new run starts with it.",
+    )
     left, middle = st.columns(2)
     left.button("Start a new run", on_click=start, key="active_start", type="primary")
     running = st.session_state.get(RUNNING_KEY, False)
     if learners is None:
+        config = live_config(st.session_state[KIND_KEY], **LIVE)
         st.caption(
-            f"Trains a fresh MC-dropout network, {network(LIVE.to_dict())}, after each round of "
-            f"{LIVE.acquire} labels, from {LIVE.initial} to {LIVE.budget} labels, once choosing "
-            "by BALD and once at random, side by side (1–3 s per round on a laptop CPU)."
+            f"Trains a fresh {method(config.kind).title} network, {network(config.to_dict())}, "
+            f"after each round of {config.acquire} labels, from {config.initial} to "
+            f"{config.budget} labels, once choosing by BALD and once at random, side by side "
+            "(a few seconds per round on a laptop CPU)."
         )
         return
     finished = all(learner.done for learner in learners.values())

@@ -7,12 +7,22 @@ from dataclasses import replace
 import pytest
 import torch
 
+from core.active import loop
 from core.active.acquisition import ACQUISITIONS, acquire
-from core.active.loop import ARCHITECTURES, ActiveConfig, ActiveLearner, curve, run_active
+from core.active.loop import (
+    ARCHITECTURES,
+    MODEL_KINDS,
+    ActiveConfig,
+    ActiveLearner,
+    curve,
+    live_config,
+    run_active,
+)
 from core.cli import main as cli_main
 from core.engine.interface import ModelConfig
 from core.evaluation.uncertainty import summarize
-from core.methods import build_model
+from core.methods import build_model, method
+from core.methods.base import TRAIN_FIELDS
 
 TINY = ActiveConfig(
     pool_size=600, candidates=200, acquire=10, budget=50, train_steps=40, test_size=500, n_samples=8
@@ -129,3 +139,34 @@ def test_a_cnn_round_labels_the_acquired_images(data):
 def test_the_cli_refuses_the_cnn_with_bbb(capsys):
     assert cli_main(["active", "--kind", "bbb", "--arch", "cnn", "--seeds", "1"]) == 2
     assert "convolutions are offered for mlp and dropout" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kind", MODEL_KINDS)
+def test_every_method_learns_in_a_round_with_its_own_training(data, kind, monkeypatch):
+    """Each offered method trains by its procedure with its own defaults (the ensemble by its
+    members estimator, BBB with its KL weight ...) and the trained model beats chance."""
+    seen = {}
+    original = loop.train
+
+    def spy(model, settings, *args, **kwargs):
+        seen["model"], seen["settings"] = model, settings
+        return original(model, settings, *args, **kwargs)
+
+    monkeypatch.setattr(loop, "train", spy)
+    sizes = ("pool_size", "candidates", "test_size", "n_samples")
+    config = live_config(kind, budget=20, train_steps=200, **{k: getattr(TINY, k) for k in sizes})
+    learner = ActiveLearner(config, data)
+    accuracy = learner.step().accuracy
+    unit = method(kind)
+    assert isinstance(seen["model"], unit.model_class)
+    expected = unit.configure({})
+    own = {k: v for k, v in expected.items() if k in TRAIN_FIELDS}
+    assert {k: getattr(seen["settings"], k) for k in own} == own
+    assert config.conv == (ARCHITECTURES["cnn"]["conv"] if kind == "dropout" else ())
+    assert accuracy > 0.15, f"{kind}: {accuracy:.1%} after 20 labels"
+
+
+def test_post_hoc_methods_are_not_offered():
+    assert "laplace" not in MODEL_KINDS and "mlp" not in MODEL_KINDS
+    with pytest.raises(ValueError, match="kind must be one of"):
+        live_config("laplace")

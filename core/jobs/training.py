@@ -17,7 +17,7 @@ import datetime
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from core.engine.device import default_device, device_name, library_versions
@@ -37,8 +37,6 @@ from core.storage.checkpoints import (
 from core.storage.paths import user_model_dir
 from core.training import EpochStats, StepStats, TrainConfig, train
 
-MODEL_FIELDS = {f for f in ModelConfig.__dataclass_fields__}
-TRAIN_FIELDS = {f for f in TrainConfig.__dataclass_fields__}
 TRAIN_SHARE = 0.95  # of the progress bar; the final evaluation takes the rest
 
 
@@ -158,9 +156,6 @@ def make_request(
     """
     unit = method(kind)
     own = {s.name for s in unit.settings}
-    unknown = set(settings) - MODEL_FIELDS - TRAIN_FIELDS - own - {"kind"}
-    if unknown:
-        raise ValueError(f"unknown settings: {', '.join(sorted(unknown))}")
     given = {k: v for k, v in settings.items() if k in own and not isinstance(v, dict)}
     fields = unit.configure(given) | {
         k: v for k, v in settings.items() if k not in given and k != "kind"
@@ -169,10 +164,7 @@ def make_request(
     own_template = kind_template(kind)
     model = own_template.model if own_template else ModelConfig(kind=kind)
     training = template.training if template else TrainConfig()
-    model_fields = {k: v for k, v in fields.items() if k in MODEL_FIELDS}
-    train_fields = {k: v for k, v in fields.items() if k in TRAIN_FIELDS}
-    model = ModelConfig.from_dict({**model.to_dict(), **model_fields, "kind": kind})
-    training = replace(training, **train_fields)
+    model, training = unit.apply(fields, model, training)
     return TrainRequest(
         name,
         model,

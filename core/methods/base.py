@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 
 from torch import nn
 
 from core.engine.interface import ModelConfig, ModelKind
-from core.training import Procedure
+from core.training import Procedure, TrainConfig
 
 SettingValue = float | int | str | bool
 
@@ -188,6 +188,38 @@ class Method:
             raise ValueError(f"{self.kind.value} has no setting {', '.join(sorted(unknown))}")
         values = self.defaults() | {k: self.setting(k).check(v) for k, v in given.items()}
         return self.assemble({s.name: values[s.name] for s in self.settings if s.applies(values)})
+
+    def apply(
+        self, fields: dict, model: ModelConfig, training: TrainConfig
+    ) -> tuple[ModelConfig, TrainConfig]:
+        """Configurations of this method with ``fields`` set, each where it belongs.
+
+        Args:
+            fields: Field name → value (e.g. from :meth:`configure`), each a field of
+                :class:`~core.engine.interface.ModelConfig` or of
+                :class:`~core.training.TrainConfig`.
+            model: The architecture to start from (its kind becomes this method's).
+            training: The optimisation settings to start from.
+
+        Returns:
+            ``(model, training)``.
+
+        Raises:
+            ValueError: For a field of neither configuration, or an invalid value.
+        """
+        unknown = set(fields) - MODEL_FIELDS - TRAIN_FIELDS
+        if unknown:
+            raise ValueError(f"unknown settings: {', '.join(sorted(unknown))}")
+        own_model = {k: v for k, v in fields.items() if k in MODEL_FIELDS}
+        own_training = {k: v for k, v in fields.items() if k in TRAIN_FIELDS}
+        model = ModelConfig.from_dict(model.to_dict() | own_model | {"kind": self.kind.value})
+        return model, replace(training, **own_training)
+
+
+MODEL_FIELDS = frozenset(f.name for f in fields(ModelConfig))
+"""The fields of :class:`~core.engine.interface.ModelConfig`."""
+TRAIN_FIELDS = frozenset(f.name for f in fields(TrainConfig))
+"""The fields of :class:`~core.training.TrainConfig`."""
 
 
 # --- settings several methods share ---------------------------------------------------------
