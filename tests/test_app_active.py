@@ -76,3 +76,15 @@ def test_each_function_keeps_its_colour_across_figures():
 
     assert colours(live) == {k: v for k, v in colours(stored).items() if k in colours(live)}
     assert len(set(colours(stored).values())) == 3
+
+
+def test_the_live_run_trains_the_chosen_method(mnist_small):
+    at = AppTest.from_file(PAGE, default_timeout=300).run()
+    assert "Laplace" not in " ".join(at.selectbox(key="active_kind").options)
+    at.selectbox(key="active_kind").set_value("swag").run()
+    assert any("SWAG" in caption.value for caption in at.caption)
+    at.button(key="active_start").click().run()
+    assert not at.exception, at.exception
+    learners = at.session_state["active_live"]
+    assert {learner.config.kind for learner in learners.values()} == {"swag"}
+    assert [len(learner.rounds) for learner in learners.values()] == [1, 1]
