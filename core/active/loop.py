@@ -297,16 +297,11 @@ def cached_run(
     Returns:
         The rounds.
     """
-    entry = run_entry(config)
-    stored = entry.load()
-    if isinstance(stored, list):
-        try:
-            return [Round(**r) for r in stored]
-        except TypeError:  # another version's fields
-            pass
-    rounds = run_active(config, data or load_active_data(), progress)
-    entry.save([asdict(r) for r in rounds])
-    return rounds
+    return run_entry(config).load_or_compute(
+        lambda: run_active(config, data or load_active_data(), progress),
+        decode=lambda stored: [Round(**r) for r in stored],
+        encode=lambda rounds: [asdict(r) for r in rounds],
+    )
 
 
 def curve_jobs(configs: list[ActiveConfig], data: ActiveData | None = None) -> list[Job]:

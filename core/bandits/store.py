@@ -64,8 +64,7 @@ def cached_result(config: RunConfig) -> dict | None:
     Returns:
         The result of :meth:`~core.bandits.runner.BanditRun.result`, or None if not cached.
     """
-    result = run_cache(config).load()
-    return None if result is None else in_agent_order(result)
+    return run_cache(config).read(in_agent_order)
 
 
 def in_agent_order(result: dict) -> dict:

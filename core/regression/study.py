@@ -155,13 +155,10 @@ def load_fit(data: RegressionData, method: str, settings: FitSettings) -> Regres
         The fit, or None when it has not been computed.
     """
     entry = fit_entry(data, method, settings)
-    stored = entry.load()
-    if stored is not None:
-        return RegressionFit.from_dict(stored, "cache")
-    shipped = CacheEntry(REFERENCE_DIR / entry.path.name, "pt").load()
-    if shipped is not None:
-        return RegressionFit.from_dict(shipped, "shipped")
-    return None
+    shipped = CacheEntry(REFERENCE_DIR / entry.path.name, "pt")
+    return entry.read(lambda stored: RegressionFit.from_dict(stored, "cache")) or shipped.read(
+        lambda stored: RegressionFit.from_dict(stored, "shipped")
+    )
 
 
 def _summaries(data, settings, functions) -> tuple[Predictive, Predictive, dict]:

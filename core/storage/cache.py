@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 
@@ -23,6 +24,7 @@ from core.storage.checkpoints import content_hash, resolve_checkpoint
 from core.storage.paths import cache_dir
 
 FORMATS = ("json", "pt")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,47 @@ class CacheEntry:
             return torch.load(self.path, weights_only=True)
         except Exception:  # absent, truncated, corrupt or from an incompatible version
             return None
+
+    def read(self, decode: Callable[[Any], T]) -> T | None:
+        """The stored value, decoded.
+
+        Args:
+            decode: Builds the result from what :meth:`load` returns; raises ``TypeError``,
+                ``ValueError``, ``KeyError`` or ``AttributeError`` for another layout.
+
+        Returns:
+            The result, or None when absent, unreadable or of another version's layout.
+        """
+        stored = self.load()
+        if stored is None:
+            return None
+        try:
+            return decode(stored)
+        except (TypeError, ValueError, KeyError, AttributeError):  # another version's layout
+            return None
+
+    def load_or_compute(
+        self,
+        compute: Callable[[], T],
+        *,
+        decode: Callable[[Any], T] = lambda stored: stored,
+        encode: Callable[[T], Any] = lambda value: value,
+    ) -> T:
+        """The stored result, or compute it once and store it: the one cache pattern.
+
+        Args:
+            compute: Computes the result (reporting its own progress).
+            decode: Builds the result from the stored value (see :meth:`read`).
+            encode: What to store of a computed result (JSON values or tensors).
+
+        Returns:
+            The result.
+        """
+        value = self.read(decode)
+        if value is None:
+            value = compute()
+            self.save(encode(value))
+        return value
 
     def save(self, value: Any) -> None:
         """Store ``value`` atomically.

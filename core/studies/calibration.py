@@ -312,34 +312,32 @@ def temperature_fit(
         validation_size=validation_size,
         split_seed=split_seed,
     )
-    stored = entry.load()
-    if isinstance(stored, dict):
-        try:
-            return TemperatureFit(**stored)
-        except TypeError:  # another version's fields: compute it again
-            pass
-    model, _ = load_checkpoint(path, default_device())
-    images, labels, training_images = _validation(dataset, validation_size, split_seed)
-    mean, _ = predictive(model, images, n_samples, NOISE_SEED, progress, "validation: ")
-    temperature, at_bound = fit_temperature(mean, labels)
-    before = calibration_metrics(mean, labels)
-    after = calibration_metrics(tempered(mean, temperature), labels)
-    fit = TemperatureFit(
-        dataset=dataset,
-        training_images=training_images,
-        temperature=temperature,
-        at_bound=at_bound,
-        n_samples=n_samples,
-        validation_size=validation_size,
-        split_seed=split_seed,
-        accuracy=before["accuracy"],
-        nll_before=before["nll"],
-        nll_after=tempered_nll(mean, labels, temperature),
-        ece_before=before["ece"],
-        ece_after=after["ece"],
+
+    def compute() -> TemperatureFit:
+        model, _ = load_checkpoint(path, default_device())
+        images, labels, training_images = _validation(dataset, validation_size, split_seed)
+        mean, _ = predictive(model, images, n_samples, NOISE_SEED, progress, "validation: ")
+        temperature, at_bound = fit_temperature(mean, labels)
+        before = calibration_metrics(mean, labels)
+        after = calibration_metrics(tempered(mean, temperature), labels)
+        return TemperatureFit(
+            dataset=dataset,
+            training_images=training_images,
+            temperature=temperature,
+            at_bound=at_bound,
+            n_samples=n_samples,
+            validation_size=validation_size,
+            split_seed=split_seed,
+            accuracy=before["accuracy"],
+            nll_before=before["nll"],
+            nll_after=tempered_nll(mean, labels, temperature),
+            ece_before=before["ece"],
+            ece_after=after["ece"],
+        )
+
+    return entry.load_or_compute(
+        compute, decode=lambda stored: TemperatureFit(**stored), encode=TemperatureFit.to_dict
     )
-    entry.save(fit.to_dict())
-    return fit
 
 
 def validation_seen(
@@ -666,16 +664,6 @@ def level_entry(
     )
 
 
-def _load_level(entry: CacheEntry) -> ShiftLevel | None:
-    stored = entry.load()
-    if isinstance(stored, dict):
-        try:
-            return ShiftLevel(**stored)
-        except TypeError:  # another version's fields
-            return None
-    return None
-
-
 def _level(
     shift: str,
     severity: float,
@@ -746,7 +734,7 @@ def shift_curve(
     dataset = dataset or task_dataset(path)
     grid = SHIFTS[shift].severities if severities is None else tuple(severities)
     entries = [level_entry(path, shift, s, settings, dataset) for s in grid]
-    levels = [_load_level(e) for e in entries]
+    levels = [e.read(lambda stored: ShiftLevel(**stored)) for e in entries]
     missing = [i for i, level in enumerate(levels) if level is None]
     if not missing:
         return levels

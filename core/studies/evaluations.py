@@ -193,15 +193,11 @@ def evaluate_dataset(
     entry = evaluation_entry(
         path, dataset, split=split, n_samples=n_samples, n_inputs=n_inputs, seed=seed
     )
-    stored = entry.load()
-    if isinstance(stored, dict):
-        try:
-            return DatasetEvaluation(**stored)
-        except TypeError:  # another version's fields: compute it again
-            pass
-    result = _compute(path, dataset, split, n_samples, n_inputs, seed, progress)
-    entry.save(result.to_dict())
-    return result
+    return entry.load_or_compute(
+        lambda: _compute(path, dataset, split, n_samples, n_inputs, seed, progress),
+        decode=lambda stored: DatasetEvaluation(**stored),
+        encode=DatasetEvaluation.to_dict,
+    )
 
 
 def evaluation_jobs(

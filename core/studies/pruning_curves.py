@@ -79,10 +79,8 @@ def curve_entry(checkpoint: str | Path, method: str, n_samples: int, seed: int) 
 
 
 def _read_points(entry: CacheEntry) -> dict[str, float]:
-    try:
-        return {k: float(v) for k, v in entry.load()["errors"].items()}
-    except (KeyError, TypeError, ValueError, AttributeError):  # absent, corrupt, other version
-        return {}
+    points = entry.read(lambda stored: {k: float(v) for k, v in stored["errors"].items()})
+    return points or {}
 
 
 def _point_key(fraction: float) -> str:

@@ -219,23 +219,24 @@ def cached_curve(
         DatasetUnavailable: If the checkpoint's test set is missing.
         CheckpointError: If a checkpoint is missing or damaged.
     """
-    entry = curve_entry(checkpoint, settings, source)
-    try:
-        return RobustnessCurve.from_dict(entry.load())
-    except (ValueError, TypeError, AttributeError):  # absent, corrupt, other version
-        pass
-    from core.data import load_dataset
 
-    device = default_device()
-    model = load_checkpoint(checkpoint, device)[0]
-    crafter = None if source is None else load_checkpoint(source, device)[0]
-    dataset = checkpoint_dataset(checkpoint)
-    images, labels = load_dataset(dataset, "test", n_inputs=settings.n_inputs, seed=settings.seed)
-    curve = robustness_curve(
-        model, images.to(device), labels.to(device), settings, source=crafter, progress=progress
+    def compute() -> RobustnessCurve:
+        from core.data import load_dataset
+
+        device = default_device()
+        model = load_checkpoint(checkpoint, device)[0]
+        crafter = None if source is None else load_checkpoint(source, device)[0]
+        dataset = checkpoint_dataset(checkpoint)
+        images, labels = load_dataset(
+            dataset, "test", n_inputs=settings.n_inputs, seed=settings.seed
+        )
+        return robustness_curve(
+            model, images.to(device), labels.to(device), settings, source=crafter, progress=progress
+        )
+
+    return curve_entry(checkpoint, settings, source).load_or_compute(
+        compute, decode=RobustnessCurve.from_dict, encode=RobustnessCurve.to_dict
     )
-    entry.save(curve.to_dict())
-    return curve
 
 
 def curve_jobs(
@@ -311,9 +312,16 @@ def targeted_detection(
     dataset = checkpoint_dataset(checkpoint)
     key = asdict(settings) | ({} if dataset == "mnist" else {"data": dataset})
     entry = cache_entry("targeted", CACHE_VERSION, checkpoints=(checkpoint,), settings=key)
-    stored = entry.load()
-    if isinstance(stored, dict):
-        return stored
+    return entry.load_or_compute(
+        lambda: _targeted(checkpoint, dataset, settings, progress),
+        decode=lambda stored: dict(stored.items()),
+    )
+
+
+def _targeted(
+    checkpoint: str | Path, dataset: str, settings: TargetedSettings, progress: ProgressFn | None
+) -> dict[str, float]:
+    """The uncached study of :func:`targeted_detection`."""
     from core.data import load_dataset
 
     device = default_device()
@@ -343,7 +351,7 @@ def targeted_detection(
         clean = summarize(predictive_samples(model, images, settings.n_eval_samples))
         attacked = summarize(predictive_samples(model, adv, settings.n_eval_samples))
     report(progress, 1.0, "done")
-    result = {
+    return {
         "success_rate": (attacked.predicted == target.cpu()).double().mean().item(),
         "accuracy": (attacked.predicted == labels.cpu()).double().mean().item(),
         "auroc_entropy": auroc(clean.entropy, attacked.entropy),
@@ -353,5 +361,3 @@ def targeted_detection(
         "mi_clean": clean.mutual_information.mean().item(),
         "mi_adversarial": attacked.mutual_information.mean().item(),
     }
-    entry.save(result)
-    return result
