@@ -20,17 +20,16 @@ import streamlit as st
 import torch
 
 from app import share
+from core.catalogue import REGISTRY, list_checkpoints
 from core.engine.device import default_device, device_name
 from core.evaluation.uncertainty import Thresholds
 from core.methods import Model
 from core.progress import Job, run_all
 from core.storage.checkpoints import (
-    REGISTRY,
     CheckpointError,
     CheckpointInfo,
     checkpoint_dataset,
     is_user_key,
-    list_checkpoints,
     list_user_checkpoints,
     load_checkpoint,
     resolve_checkpoint,

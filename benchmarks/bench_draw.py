@@ -22,8 +22,9 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
 import core.storage.checkpoints  # noqa: E402
+from core.catalogue import REGISTRY  # noqa: E402
 from core.methods import build_model  # noqa: E402
-from core.storage.checkpoints import REGISTRY, checkpoint_path, save_checkpoint  # noqa: E402
+from core.storage.checkpoints import checkpoint_path, save_checkpoint  # noqa: E402
 from core.storage.paths import cache_dir  # noqa: E402
 from tests.test_app_draw import MAIN, canvas_state  # noqa: E402
 

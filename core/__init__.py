@@ -17,6 +17,7 @@ Packages, from the bottom up:
 The names below are the public API.
 """
 
+from core.catalogue import REGISTRY, list_checkpoints
 from core.data import DatasetUnavailable, list_datasets, load_dataset
 from core.engine.interface import LabModel, ModelConfig, ModelKind
 from core.engine.objective import minibatch_objective
@@ -25,13 +26,7 @@ from core.evaluation.metrics import evaluate_model
 from core.evaluation.uncertainty import SCORES, PredictiveSummary, summarize
 from core.methods import METHODS, build_model
 from core.progress import Job, ProgressFn, run_all
-from core.storage.checkpoints import (
-    REGISTRY,
-    CheckpointError,
-    list_checkpoints,
-    load_checkpoint,
-    save_checkpoint,
-)
+from core.storage.checkpoints import CheckpointError, load_checkpoint, save_checkpoint
 from core.studies.evaluations import evaluate_dataset
 from core.training import TrainConfig, train
 

@@ -240,8 +240,8 @@ def scored_default_models() -> list[str]:
     (a one-time MNIST scoring per checkpoint, cached on disk), so that a browser test waits for
     the page, not for that. Without MNIST the pages work without verdicts."""
     from app.ui import default_models
+    from core.catalogue import list_checkpoints
     from core.data import DatasetUnavailable
-    from core.storage.checkpoints import list_checkpoints
     from core.studies import evaluations
 
     names = default_models([i.spec.name for i in list_checkpoints() if i.available])

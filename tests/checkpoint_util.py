@@ -9,10 +9,11 @@ import pytest
 import torch
 
 import core.storage.checkpoints
+from core.catalogue import REGISTRY
 from core.data import DatasetUnavailable, load_dataset
 from core.engine.interface import ModelConfig
 from core.methods import build_model
-from core.storage.checkpoints import REGISTRY, save_checkpoint
+from core.storage.checkpoints import save_checkpoint
 
 
 def save_small_checkpoints(names: Iterable[str], hidden: int = 16) -> None:

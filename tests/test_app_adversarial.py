@@ -11,9 +11,10 @@ from streamlit.testing.v1 import AppTest
 
 import core.storage.checkpoints
 from app import ui
+from core.catalogue import REGISTRY
 from core.engine.device import default_device
 from core.methods import ModelConfig, build_model
-from core.storage.checkpoints import REGISTRY, checkpoint_path, save_checkpoint
+from core.storage.checkpoints import checkpoint_path, save_checkpoint
 from core.studies.robustness import CurveSettings, is_cached
 
 PAGE = "../pages/adversarial.py"

@@ -15,12 +15,13 @@ from streamlit.testing.v1 import AppTest
 import core.storage.checkpoints
 import core.studies.evaluations
 from app.ui import MODELS_KEY, SAMPLES_KEY
+from core.catalogue import REGISTRY
 from core.data import DatasetUnavailable, load_dataset
 from core.engine.interface import ModelConfig
 from core.evaluation.shift import SHIFTS
 from core.evaluation.uncertainty import SCORES
 from core.methods import build_model
-from core.storage.checkpoints import REGISTRY, save_checkpoint
+from core.storage.checkpoints import save_checkpoint
 from core.studies import calibration as study
 from tests.browser_util import chromium_page, require_chromium, serve_app, wait_for_script
 

@@ -16,11 +16,12 @@ from streamlit.testing.v1 import AppTest
 import core.storage.checkpoints
 import core.studies.evaluations
 from app.ui import SAMPLES_KEY
+from core.catalogue import REGISTRY
 from core.classroom.report import model_report
 from core.classroom.store import DB_ENV, ClassStore
 from core.engine.sampler import predictive_samples
 from core.evaluation.uncertainty import SCORES
-from core.storage.checkpoints import REGISTRY, load_checkpoint
+from core.storage.checkpoints import load_checkpoint
 from tests.checkpoint_util import save_small_checkpoints
 
 PAGE = "../pages/classroom.py"

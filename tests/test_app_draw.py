@@ -17,11 +17,12 @@ from streamlit.testing.v1 import AppTest
 import core.storage.checkpoints
 import core.studies.evaluations
 from app.ui import load_model
+from core.catalogue import REGISTRY, list_checkpoints
 from core.data import DatasetUnavailable
 from core.data.upload import ImageError, read_image
 from core.evaluation.uncertainty import SCORES
 from core.methods import build_model
-from core.storage.checkpoints import REGISTRY, list_checkpoints, save_checkpoint
+from core.storage.checkpoints import save_checkpoint
 
 MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
 MODELS = ("bbb_gaussian", "mlp", "dropout_mlp")

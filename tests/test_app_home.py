@@ -9,8 +9,9 @@ from streamlit.testing.v1 import AppTest
 
 import core.storage.checkpoints
 from app.main import PAGES
+from core.catalogue import REGISTRY
 from core.methods import build_model
-from core.storage.checkpoints import REGISTRY, save_checkpoint
+from core.storage.checkpoints import save_checkpoint
 
 MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
 

@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 import core.storage.checkpoints
 from app.ui import MODELS_KEY, SAMPLES_KEY
-from core.storage.checkpoints import REGISTRY
+from core.catalogue import REGISTRY
 from tests.checkpoint_util import save_small_checkpoints
 from tests.test_app_draw import canvas_state
 

@@ -10,11 +10,12 @@ from streamlit.testing.v1 import AppTest
 
 import core.storage.checkpoints
 from app.ui import SAMPLES_KEY
+from core.catalogue import REGISTRY
 from core.data import DatasetUnavailable, list_datasets, load_dataset
 from core.engine.interface import ModelConfig
 from core.evaluation.uncertainty import SCORES
 from core.methods import build_model
-from core.storage.checkpoints import REGISTRY, save_checkpoint
+from core.storage.checkpoints import save_checkpoint
 from core.studies.evaluations import IN_DISTRIBUTION, evaluate_dataset
 from core.studies.ood import best_score, compare, digit_labelled, ood_behaviour
 from tests.checkpoint_util import small_checkpoint_dirs, use_checkpoints

@@ -12,10 +12,11 @@ from streamlit.testing.v1 import AppTest
 import core.storage.checkpoints
 import core.studies.pruning_curves
 from app import ui
+from core.catalogue import REGISTRY
 from core.engine.device import default_device
 from core.evaluation.pruning import METHODS
 from core.methods import ModelConfig, build_model
-from core.storage.checkpoints import REGISTRY, checkpoint_path, save_checkpoint
+from core.storage.checkpoints import checkpoint_path, save_checkpoint
 from core.studies.pruning_curves import PAPER_ERRORS, PAPER_FRACTIONS, missing_fractions
 
 PAGE = "../pages/pruning.py"

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 import torch
 
+from core.catalogue import REGISTRY
 from core.engine.interface import LabModel, ModelConfig, ModelKind
 from core.engine.sampler import predictive_samples
 from core.methods import build_model, model_class
-from core.storage.checkpoints import REGISTRY
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -114,6 +114,7 @@ LAYERS = (
     ("core.training",),
     ("core.methods",),
     ("core.storage.checkpoints", "core.storage.cache", "core.storage"),
+    ("core.catalogue",),
     (
         "core.jobs",
         "core.studies",

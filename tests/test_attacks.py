@@ -12,12 +12,13 @@ import torch
 import torch.nn.functional as F
 
 import core.storage.checkpoints
+from core.catalogue import REGISTRY
 from core.cli import COMMANDS
 from core.cli import attack as attack_command
 from core.cli.attack import register
 from core.evaluation.attacks import fgsm, input_gradient, predictive_log_probs, targeted_fgsm
 from core.methods import ModelConfig, build_model
-from core.storage.checkpoints import REGISTRY, load_checkpoint, save_checkpoint
+from core.storage.checkpoints import load_checkpoint, save_checkpoint
 from core.studies.robustness import CurveSettings, RobustnessCurve, is_cached, robustness_curve
 from core.training import TrainConfig, train
 

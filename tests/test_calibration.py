@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import core.storage.checkpoints
+from core.catalogue import REGISTRY
 from core.cli import calibration as calibration_cli
 from core.data import DatasetUnavailable, load_dataset
 from core.engine.interface import ModelConfig
@@ -38,7 +39,7 @@ from core.evaluation.shift import (
 )
 from core.evaluation.uncertainty import SCORES
 from core.methods import build_model
-from core.storage.checkpoints import REGISTRY, save_checkpoint
+from core.storage.checkpoints import save_checkpoint
 from core.studies import calibration as study
 from core.studies.evaluations import IN_DISTRIBUTION, evaluate_dataset
 

@@ -10,18 +10,13 @@ import sys
 import pytest
 import torch
 
+from core.catalogue import MIXTURE_PRIOR, REGISTRY, list_checkpoints
 from core.methods import ModelConfig, build_model
 from core.storage import checkpoints
-from core.storage.checkpoints import (
-    REGISTRY,
-    CheckpointError,
-    list_checkpoints,
-    load_checkpoint,
-    save_checkpoint,
-)
+from core.storage.checkpoints import CheckpointError, load_checkpoint, save_checkpoint
 from core.storage.paths import REPO_ROOT
 
-TINY = ModelConfig(kind="bbb", hidden=(8,), prior=checkpoints.MIXTURE_PRIOR)
+TINY = ModelConfig(kind="bbb", hidden=(8,), prior=MIXTURE_PRIOR)
 
 
 def _saved(tmp_path, config=TINY):

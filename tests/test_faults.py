@@ -25,14 +25,16 @@ import torch
 from PIL import Image
 from streamlit.testing.v1 import AppTest
 
+import core.catalogue
 import core.storage.checkpoints
 from app import ui
+from core.catalogue import REGISTRY
 from core.data import DatasetUnavailable, load_dataset
 from core.engine.sampler import predictive_samples
 from core.evaluation.uncertainty import summarize
 from core.methods import build_model
 from core.storage.atomic import atomic_write_text
-from core.storage.checkpoints import REGISTRY, CheckpointError, save_checkpoint
+from core.storage.checkpoints import CheckpointError, save_checkpoint
 from core.storage.paths import REPO_ROOT, data_search_path
 from tests.test_app_draw import MAIN
 
@@ -263,10 +265,10 @@ def test_promote_replaces_a_shipped_file_only_with_a_loadable_model(tmp_path, mo
     (user / "mlp.pt").parent.mkdir()
     (user / "mlp.pt").write_bytes(b"half a model")
     with pytest.raises(core.storage.checkpoints.CheckpointError, match="corrupt"):
-        core.storage.checkpoints.promote("mlp", user)
+        core.catalogue.promote("mlp", user)
     assert old.read_bytes() == before
     new = save_checkpoint("mlp", build_model(REGISTRY["mlp"].model), {"v": 2}, user)
-    assert core.storage.checkpoints.promote("mlp", user) == old
+    assert core.catalogue.promote("mlp", user) == old
     assert old.read_bytes() == new.read_bytes() and before != new.read_bytes()
     assert core.storage.checkpoints.read_metadata(old)["v"] == 2
 
@@ -282,17 +284,17 @@ def test_promote_refuses_a_partial_model_new_or_old(tmp_path, monkeypatch):
     path = save_checkpoint("mlp", model, meta, user, complete=False)
     refused = r"mlp.pt: not promoted, its training did not finish \(partial: 1 of 15 epochs\)"
     with pytest.raises(CheckpointError, match=refused) as error:
-        core.storage.checkpoints.promote("mlp")
+        core.catalogue.promote("mlp")
     assert "\n" not in str(error.value)
     assert ui.model_title("user:mlp") == "mlp (user-trained, partial: 1 of 15 epochs)"
     # the file: saved after epoch 1 of 15 before completeness was recorded
     old = {"name": "mlp", "epochs": 1, "training": {"epochs": 15}, "test_error": 0.0362}
     atomic_write_text(path.with_suffix(".json"), json.dumps(old))
     with pytest.raises(CheckpointError, match=refused):
-        core.storage.checkpoints.promote("mlp")
+        core.catalogue.promote("mlp")
     assert {p.name: p.read_bytes() for p in shipped.iterdir()} == before
     atomic_write_text(path.with_suffix(".json"), json.dumps(old | {"epochs": 15}))
-    core.storage.checkpoints.promote("mlp")  # an old finished model is still promoted
+    core.catalogue.promote("mlp")  # an old finished model is still promoted
     assert (shipped / "mlp.pt").read_bytes() == path.read_bytes()
 
 

@@ -18,6 +18,7 @@ import pytest
 import torch
 
 import core.jobs.training
+from core.catalogue import REGISTRY
 from core.data import DatasetUnavailable, load_dataset
 from core.engine.interface import ModelConfig
 from core.jobs import (
@@ -29,7 +30,6 @@ from core.jobs import (
 )
 from core.methods import build_model
 from core.storage.checkpoints import (
-    REGISTRY,
     CheckpointError,
     checkpoint_dataset,
     delete_user_checkpoint,

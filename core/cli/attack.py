@@ -15,9 +15,9 @@ import json
 import sys
 from dataclasses import asdict
 
+from core.catalogue import REGISTRY, list_checkpoints
 from core.methods import model_class
 from core.progress import text_progress
-from core.storage.checkpoints import REGISTRY, list_checkpoints
 from core.studies.robustness import (
     EPS_GRID,
     CurveSettings,

@@ -10,11 +10,12 @@ import sys
 
 import torch
 
+from core.catalogue import REGISTRY
 from core.data import DatasetUnavailable, load_dataset
 from core.engine.device import default_device
 from core.methods import build_model
 from core.progress import text_progress
-from core.storage.checkpoints import REGISTRY, CheckpointError, load_checkpoint
+from core.storage.checkpoints import CheckpointError, load_checkpoint
 from core.studies.predictive_speed import bench_predictive
 
 TEST_SET_SIZE = 10_000

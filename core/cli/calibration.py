@@ -18,10 +18,10 @@ import argparse
 import json
 import sys
 
+from core.catalogue import list_checkpoints
 from core.evaluation.shift import SHIFTS
 from core.evaluation.uncertainty import SCORES
 from core.progress import text_progress
-from core.storage.checkpoints import list_checkpoints
 from core.studies.calibration import VALIDATION_SIZE, ShiftSettings, calibration_summary
 
 

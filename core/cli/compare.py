@@ -12,8 +12,8 @@ import argparse
 import json
 import sys
 
+from core.catalogue import list_checkpoints
 from core.progress import text_progress
-from core.storage.checkpoints import list_checkpoints
 from core.studies.comparison import OOD_SETS, comparison, save_comparison
 from core.studies.ood import ood_datasets
 

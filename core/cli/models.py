@@ -23,6 +23,7 @@ from dataclasses import replace
 
 import torch
 
+from core.catalogue import REGISTRY, list_checkpoints, promote
 from core.data import load_dataset
 from core.engine.device import default_device
 from core.evaluation.metrics import evaluate_model
@@ -31,17 +32,14 @@ from core.methods import METHODS, build_model, method
 from core.methods.base import Setting
 from core.progress import text_progress
 from core.storage.checkpoints import (
-    REGISTRY,
     TASK_DATASETS,
     CheckpointError,
     CheckpointSpec,
     checkpoint_dataset,
     checkpoint_path,
-    list_checkpoints,
     list_user_checkpoints,
     load_checkpoint,
     partial_note,
-    promote,
     save_checkpoint,
     task_title,
     user_key,
@@ -322,7 +320,7 @@ def cmd_promote(args) -> int:
     """Run ``python -m core promote``: replace a shipped checkpoint with the user-trained one.
 
     A user-trained model that does not load or did not finish training is refused
-    (:func:`core.storage.checkpoints.promote` raises; the shipped files stay as they were).
+    (:func:`core.catalogue.promote` raises; the shipped files stay as they were).
 
     Args:
         args: The parsed command line (``name``).

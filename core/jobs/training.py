@@ -20,13 +20,13 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from core.catalogue import REGISTRY
 from core.engine.device import default_device, device_name, library_versions
 from core.engine.interface import ModelConfig
 from core.evaluation.metrics import evaluate_model
 from core.methods import build_model, method
 from core.progress import ProgressFn, report
 from core.storage.checkpoints import (
-    REGISTRY,
     TASK_DATASETS,
     CheckpointSpec,
     checkpoint_path,

@@ -1,9 +1,10 @@
-"""Checkpoint registry: named model configurations and their trained weights.
+"""The checkpoint file format: named models' weights and metadata, saved and loaded safely.
 
-Shipped checkpoints live in ``checkpoints/`` (tracked by git); models trained by users
-(``python -m core train``, later the Train page) go to the writable data folder's
-:func:`~core.storage.paths.user_model_dir`, so an interrupted run never touches a shipped file.
-Replacing a shipped file is a separate step, :func:`promote`, after training finished.
+Shipped checkpoints live in ``checkpoints/`` (tracked by git; what each name means is the
+catalogue, :mod:`core.catalogue`); models trained by users (``python -m core train``, the
+Train page) go to the writable data folder's :func:`~core.storage.paths.user_model_dir`, so an
+interrupted run never touches a shipped file. Replacing a shipped file is a separate step,
+:func:`core.catalogue.promote`, after training finished.
 
 Models are named by their registry name (a shipped file, ``checkpoints/NAME.pt``) or by
 ``user:NAME`` (:func:`user_key`, the file ``<user-model folder>/NAME.pt``); every function that
@@ -24,7 +25,7 @@ Each checkpoint ``NAME`` is two files written atomically (temp file in the same 
 A model saved while it trains (``python -m core train NAME`` saves after every epoch, so it can
 resume) is marked ``"complete": false`` with ``"epochs_planned"``; only the save after the last
 epoch marks it ``"complete": true``. :func:`partial_note` tells a partial model, listings and
-titles show it, and :func:`promote` refuses it.
+titles show it, and :func:`core.catalogue.promote` refuses it.
 """
 
 from __future__ import annotations
@@ -52,8 +53,6 @@ TASK_DATASETS = {"mnist": "MNIST", "fashion_mnist": "Fashion-MNIST"}
 """Datasets a model can be trained on (with a train split) → their titles."""
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 """A user model's name: letters, digits, ``_`` and ``-`` (safe as a file name and in titles)."""
-GAUSSIAN_PRIOR = {"kind": "gaussian", "sigma": 1.0}
-MIXTURE_PRIOR = {"kind": "mixture", "pi": 0.5, "sigma1": 1.0, "sigma2": 0.0024787521766663585}
 
 
 class CheckpointError(RuntimeError):
@@ -87,127 +86,6 @@ class CheckpointSpec:
     training: TrainConfig = field(default_factory=TrainConfig)
     base: str | None = None
     dataset: str = "mnist"
-
-
-REGISTRY: dict[str, CheckpointSpec] = {
-    spec.name: spec
-    for spec in [
-        CheckpointSpec(
-            "bbb_gaussian",
-            "BBB (Gaussian prior)",
-            "Bayes by Backprop, prior N(0, 1), KL weight β = 0.1, weight sampling.",
-            ModelConfig(kind="bbb", prior=GAUSSIAN_PRIOR),
-            TrainConfig(epochs=30, impl="vmap", lr_decay=0.95, beta=0.1),
-        ),
-        CheckpointSpec(
-            "bbb_mixture",
-            "BBB (scale-mixture prior)",
-            "Bayes by Backprop, prior ½·N(0, 1) + ½·N(0, e^-12), KL weight β = 0.1.",
-            ModelConfig(kind="bbb", prior=MIXTURE_PRIOR),
-            TrainConfig(epochs=30, impl="vmap", lr_decay=0.95, beta=0.1),
-        ),
-        CheckpointSpec(
-            "bbb_lrt",
-            "BBB (local reparameterisation)",
-            "Bayes by Backprop, prior N(0, 1), KL weight β = 0.1, local reparameterisation.",
-            ModelConfig(kind="bbb", prior=GAUSSIAN_PRIOR, lrt=True),
-            TrainConfig(epochs=30, impl="vmap_lrt", lr_decay=0.95, beta=0.1),
-        ),
-        CheckpointSpec(
-            "mlp",
-            "MLP",
-            "Plain 784-400-400-10 ReLU network, point estimate.",
-            ModelConfig(kind="mlp"),
-            TrainConfig(epochs=15, impl="vmap", lr_decay=0.9),
-        ),
-        CheckpointSpec(
-            "dropout_mlp",
-            "MC dropout MLP",
-            "784-400-400-10 ReLU network, dropout 0.5 kept on at prediction (MC dropout).",
-            ModelConfig(kind="dropout", dropout=0.5),
-            TrainConfig(epochs=30, impl="vmap", lr_decay=0.93),
-        ),
-        CheckpointSpec(
-            "dropout_alpha",
-            "MC dropout, α = 0.5",
-            "784-400-400-10 ReLU network, dropout 0.5, trained with the α-divergence energy "
-            "(α = 0.5, K = 10 dropout samples per input; Li & Gal 2017).",
-            ModelConfig(kind="dropout", dropout=0.5),
-            TrainConfig(epochs=30, impl="vmap", n_samples=10, alpha=0.5, lr_decay=0.93),
-        ),
-        CheckpointSpec(
-            "ensemble",
-            "Deep ensemble (5 MLPs)",
-            "Five 784-400-400-10 ReLU networks from independent random starts, trained in one "
-            "vectorised loop with adversarial training (FGSM, ε = 0.01); the predictive "
-            "averages their softmax (Lakshminarayanan et al. 2017).",
-            ModelConfig(kind="ensemble", members=5),
-            TrainConfig(epochs=20, impl="members", lr_decay=0.9, adversarial_eps=0.01),
-        ),
-        CheckpointSpec(
-            "laplace",
-            "Laplace (last layer, KFAC)",
-            "The MLP with a Gaussian posterior on its last layer: Kronecker-factored Laplace "
-            "approximation, prior precision by marginal likelihood (Daxberger et al. 2021).",
-            ModelConfig(kind="laplace"),
-            TrainConfig(epochs=0),
-            base="mlp",
-        ),
-        CheckpointSpec(
-            "sgld",
-            "SGLD (8 samples)",
-            "784-400-400-10 ReLU network sampled by stochastic-gradient Langevin dynamics "
-            "(prior N(0, 1), a cold T = 0.003, step as SGD's learning rate 0.5 decayed ×0.9 per "
-            "epoch); 8 samples kept over the last 70 % of 40 epochs (Welling & Teh 2011).",
-            ModelConfig(kind="sgld", members=8),
-            TrainConfig(epochs=40, lr=0.5, lr_decay=0.9, temperature=0.003, burn_in=0.3),
-        ),
-        CheckpointSpec(
-            "sgmcmc_cyclic",
-            "Cyclical SG-MCMC (4 cycles)",
-            "784-400-400-10 ReLU network sampled by cyclical SGLD: 4 cosine step-size cycles "
-            "of 10 epochs (warm restarts, step as SGD's learning rate 0.5), 80 % exploration, "
-            "2 samples at the end of each cycle (prior N(0, 1), T = 0.1; Zhang et al. 2020).",
-            ModelConfig(kind="sgmcmc_cyclic", members=8),
-            TrainConfig(epochs=40, lr=0.5, temperature=0.1, cycles=4, exploration=0.8),
-        ),
-        CheckpointSpec(
-            "swag",
-            "SWAG (rank 6)",
-            "784-400-400-10 ReLU network trained by SGD with momentum 0.9 (learning rate 0.1); "
-            "a Gaussian (diagonal plus rank 6) fitted to 12 of its iterates in the second half "
-            "of training (Maddox et al. 2019).",
-            ModelConfig(kind="swag", rank=6),
-            TrainConfig(epochs=20, lr=0.1, burn_in=0.5, weight_decay=0.01),
-        ),
-        CheckpointSpec(
-            "fashion_mlp",
-            "MLP (Fashion-MNIST)",
-            "Plain 784-400-400-10 ReLU network trained on Fashion-MNIST, point estimate.",
-            ModelConfig(kind="mlp"),
-            TrainConfig(epochs=15, impl="vmap", lr_decay=0.85),
-            dataset="fashion_mnist",
-        ),
-        CheckpointSpec(
-            "fashion_dropout",
-            "MC dropout MLP (Fashion-MNIST)",
-            "784-400-400-10 ReLU network trained on Fashion-MNIST, dropout 0.5 kept on at "
-            "prediction (MC dropout).",
-            ModelConfig(kind="dropout", dropout=0.5),
-            TrainConfig(epochs=30, impl="vmap", lr_decay=0.93),
-            dataset="fashion_mnist",
-        ),
-        CheckpointSpec(
-            "fashion_bbb_mixture",
-            "BBB, scale mixture (Fashion-MNIST)",
-            "Bayes by Backprop trained on Fashion-MNIST, prior ½·N(0, 1) + ½·N(0, e^-12), "
-            "KL weight β = 0.1.",
-            ModelConfig(kind="bbb", prior=MIXTURE_PRIOR),
-            TrainConfig(epochs=20, impl="vmap", lr_decay=0.92, beta=0.1),
-            dataset="fashion_mnist",
-        ),
-    ]
-}
 
 
 @dataclass(frozen=True)
@@ -309,7 +187,7 @@ def content_hash(path: Path) -> str:
 
 def _restore_hint(path: Path) -> str:
     name = path.stem
-    if path.parent.resolve() == CHECKPOINT_DIR.resolve() and name in REGISTRY:
+    if path.parent.resolve() == CHECKPOINT_DIR.resolve():
         return (
             f"restore it with `git checkout checkpoints/{name}.pt checkpoints/{name}.json` "
             f"or re-train it with `python -m core train {name}`"
@@ -327,7 +205,8 @@ def _not_found(path: Path) -> str:
     return f"{path}: checkpoint file not found; train it with `python -m core train {path.stem}`"
 
 
-def _copy(source: Path, target: Path) -> None:
+def copy_atomically(source: Path, target: Path) -> None:
+    """Copy a file so that ``target`` is either the old file or the whole new one."""
     with source.open("rb") as src:
         atomic_write(target, lambda f: shutil.copyfileobj(src, f))
 
@@ -508,70 +387,6 @@ def checkpoint_problem(path: Path) -> str:
     return _health(str(path), stat.st_size, stat.st_mtime_ns, json_mtime)
 
 
-def list_checkpoints(
-    directory: Path | None = None, dataset: str | None = None
-) -> list[CheckpointInfo]:
-    """Every registered checkpoint, with whether its weights file is present and loads.
-
-    Each file is loaded once per version to check it; stale temporary files in the folder are
-    removed.
-
-    Args:
-        directory: The folder; None for the shipped ``checkpoints/`` folder.
-        dataset: Only the specs trained on this dataset (e.g. ``"mnist"``); None for all.
-
-    Returns:
-        One entry per registered name, in registry order.
-    """
-    infos = []
-    folder = directory or CHECKPOINT_DIR
-    remove_stale_temporaries(folder)
-    for spec in REGISTRY.values():
-        if dataset is not None and spec.dataset != dataset:
-            continue
-        path = checkpoint_path(spec.name, directory)
-        problem = checkpoint_problem(path)
-        metadata = {} if problem else read_metadata(path)
-        infos.append(CheckpointInfo(spec, path, not problem, problem, metadata))
-    return infos
-
-
-def promote(name: str, source_dir: Path | None = None) -> Path:
-    """Replace the shipped ``checkpoints/NAME.pt`` (and ``.json``) with the user-trained one.
-
-    The user-trained checkpoint is loaded first to check it, and a partial one
-    (:func:`partial_note`) is refused. Each file is copied atomically, so the previous shipped
-    file stays in place until the new one is complete.
-
-    Args:
-        name: A registered checkpoint name.
-        source_dir: Folder of the user-trained checkpoint; None for
-            :func:`~core.storage.paths.user_model_dir`.
-
-    Returns:
-        The shipped ``.pt`` path.
-
-    Raises:
-        CheckpointError: If ``name`` is not registered, or the user-trained checkpoint does
-            not load or did not finish training.
-    """
-    if name not in REGISTRY:
-        raise CheckpointError(f"{name}: not a registered checkpoint ({', '.join(REGISTRY)})")
-    source = checkpoint_path(name, source_dir or user_model_dir())
-    _, meta = load_checkpoint(source)  # raises a one-line CheckpointError if it does not load
-    partial = partial_note(meta)
-    if partial:
-        raise CheckpointError(
-            f"{source}: not promoted, its training did not finish ({partial}); "
-            f"finish it with `python -m core train {name} --resume`"
-        )
-    target = checkpoint_path(name)
-    _copy(source, target)
-    if source.with_suffix(".json").is_file():
-        _copy(source.with_suffix(".json"), target.with_suffix(".json"))
-    return target
-
-
 # --- user-trained models -------------------------------------------------------------------
 
 
@@ -608,8 +423,8 @@ def _metadata_of(path: Path) -> dict:
 def checkpoint_dataset(checkpoint: str | Path) -> str:
     """The dataset a model was trained on, the task it is evaluated on.
 
-    Read from the checkpoint's metadata (``"dataset"``), else from its registry spec; models
-    saved before datasets were recorded are MNIST models.
+    Read from the checkpoint's metadata (``"dataset"``); models saved before datasets were
+    recorded (the shipped MNIST models among them) are MNIST models.
 
     Args:
         checkpoint: A registry name, ``user:NAME`` or a ``.pt`` path.
@@ -621,9 +436,6 @@ def checkpoint_dataset(checkpoint: str | Path) -> str:
     stored = _metadata_of(path).get("dataset")
     if isinstance(stored, str) and stored:
         return stored
-    stem = path.stem
-    if not is_user_key(checkpoint) and stem in REGISTRY:
-        return REGISTRY[stem].dataset
     return "mnist"
 
 
@@ -682,7 +494,7 @@ def _user_spec(stem: str, meta: dict) -> CheckpointSpec:
         training = TrainConfig(**meta["training"])
     except (KeyError, TypeError, ValueError):
         training = TrainConfig()
-    dataset = meta.get("dataset") or (REGISTRY[stem].dataset if stem in REGISTRY else "mnist")
+    dataset = meta.get("dataset") or "mnist"
     description = meta.get("description") or meta.get("title") or ""
     return CheckpointSpec(
         user_key(stem),

@@ -33,6 +33,7 @@ from pathlib import Path
 
 import torch
 
+from core.catalogue import REGISTRY
 from core.engine.device import default_device
 from core.engine.sampler import predictive_samples
 from core.evaluation.calibration import (
@@ -50,7 +51,6 @@ from core.evaluation.uncertainty import rejection_limits, summarize
 from core.progress import Job, ProgressFn, report, run_all, share
 from core.storage.cache import CacheEntry, cache_entry
 from core.storage.checkpoints import (
-    REGISTRY,
     CheckpointError,
     load_checkpoint,
     read_metadata,

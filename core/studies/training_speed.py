@@ -24,6 +24,7 @@ from pathlib import Path
 
 import torch
 
+from core.catalogue import MIXTURE_PRIOR
 from core.engine import native
 from core.engine.device import default_device, device_name, library_versions, synchronize
 from core.engine.objective import IMPLEMENTATIONS, LIKELIHOODS, minibatch_objective
@@ -31,7 +32,6 @@ from core.evaluation.linfit import fit_line
 from core.methods import ModelConfig, build_model
 from core.progress import ProgressFn, report
 from core.storage.atomic import atomic_write_text
-from core.storage.checkpoints import MIXTURE_PRIOR
 from core.storage.paths import bench_dir
 from core.training import make_optimizer
 
