@@ -13,6 +13,7 @@ from app import share, ui
 from app.figures import show_figure
 from app.figures.adversarial import curve_figure, tile, trajectory_figure
 from core.engine.sampler import predictive_samples
+from core.engine.seeding import seeded
 from core.evaluation.attacks import fgsm_direction, perturb, targeted_fgsm
 from core.storage.checkpoints import TASK_DATASETS, CheckpointError, task_title
 from core.studies.robustness import (
@@ -61,8 +62,7 @@ def grid_direction(crafter: str, file_version: int, n_samples: int, task: str) -
     """sign(∇ₓ NLL) ``(10, 1, 28, 28)`` of model ``crafter`` with ``n_samples`` passes per
     gradient on :func:`grid_digits` of ``task`` (seeded)."""
     x, y = grid_digits(task)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
+    with seeded(0):
         return fgsm_direction(ui.load_model(crafter), x, y, n_samples).cpu().numpy()
 
 
@@ -82,8 +82,7 @@ def targeted(
     Returns the adversarial image ``(28, 28)`` and the probabilities ``(steps + 1, 10)``."""
     step, steps, eps = attack
     x, _ = ui.test_set(task)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
+    with seeded(0):
         result = targeted_fgsm(
             ui.load_model(name),
             x[index : index + 1],

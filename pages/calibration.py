@@ -14,10 +14,9 @@ from app import share, ui
 from app.figures import show_figure
 from app.figures.calibration import coverage_figure, reliability_figure, shift_figure
 from core.data import DatasetUnavailable, dataset_info, load_dataset
-from core.engine.sampler import predictive_samples
 from core.evaluation.calibration import coverage_curve
 from core.evaluation.shift import SHIFTS, shift_images
-from core.evaluation.uncertainty import SCORES, summarize
+from core.evaluation.uncertainty import SCORES, seeded_summary
 from core.storage.checkpoints import CheckpointError
 from core.studies.calibration import (
     REJECTION_LIMIT,
@@ -94,9 +93,7 @@ def sample_predictions(
     """Seeded ``n_samples``-pass predicted classes ``(C,)`` and scores of :func:`examples`
     shifted by ``shift`` at ``severity``."""
     images = shifted_examples(task, shift, severity)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        summary = summarize(predictive_samples(ui.load_model(name), images, n_samples))
+    summary = seeded_summary(ui.load_model(name), images, n_samples)
     return summary.predicted.numpy(), {k: v.numpy() for k, v in summary.scores().items()}
 
 

@@ -14,9 +14,8 @@ from app import share, ui
 from app.figures import show_figure
 from app.figures.ood import hist_figure, roc_figure, spread_figure, votes_figure
 from core.data import DatasetUnavailable, list_datasets, load_dataset
-from core.engine.sampler import predictive_samples
 from core.evaluation.metrics import roc_curve
-from core.evaluation.uncertainty import SCORES, summarize
+from core.evaluation.uncertainty import SCORES, seeded_summary
 from core.storage.checkpoints import TASK_DATASETS, task_title
 from core.studies.evaluations import (
     IN_DISTRIBUTION,
@@ -66,9 +65,7 @@ def sample_views(
     ``(B, C)``, the predicted class's score in each pass ``(n_samples, B)``, mean probabilities
     ``(B, C)``, MI ``(B,)``."""
     x = torch.from_numpy(images)[:, None]
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        summary = summarize(predictive_samples(ui.load_model(name), x, n_samples))
+    summary = seeded_summary(ui.load_model(name), x, n_samples)
     return {
         "counts": summary.class_counts.numpy(),
         "top": summary.top_scores.numpy(),

@@ -17,6 +17,7 @@ import torch
 from core.active.acquisition import ACQUISITIONS, acquire
 from core.engine.interface import LabModel, ModelConfig
 from core.engine.sampler import predictive_samples
+from core.engine.seeding import seeded
 from core.evaluation.uncertainty import summarize
 from core.methods import METHODS, build_model, method, model_class
 from core.progress import Job, ProgressFn, report
@@ -224,8 +225,7 @@ class ActiveLearner:
         x_train, y_train, x_test, y_test = self.data
         index = torch.tensor(self.labelled)
         model = self._train(x_train[index], y_train[index])
-        with torch.random.fork_rng():
-            torch.manual_seed(config.seed * 1000 + len(self.rounds))
+        with seeded(config.seed * 1000 + len(self.rounds)):
             probs = predictive_samples(model, x_test[: config.test_size], config.n_eval_samples)
             accuracy = (probs.mean(0).argmax(-1) == y_test[: config.test_size]).double().mean()
             result = Round(len(self.labelled), accuracy.item())

@@ -38,7 +38,7 @@ draws with replacement).
 
 Randomness comes from each group's own ``torch.Generator`` (and linear Thompson's Gamma draws
 from its own NumPy generator); the models' draws use torch's generator inside
-:func:`torch.random.fork_rng`, seeded from the group's (:func:`seeded`), so runs are
+:func:`torch.random.fork_rng`, seeded from the group's (:func:`drawn_from`), so runs are
 reproducible and the caller's random state is unchanged.
 """
 
@@ -55,6 +55,7 @@ from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 
 from core.bandits.environments import Environment
+from core.engine.seeding import seeded
 from core.methods import METHODS, ModelConfig, build_model
 from core.methods import method as lab_method
 from core.training import TrainConfig
@@ -183,15 +184,13 @@ class ModelSettings:
 
 
 @contextmanager
-def seeded(generator: torch.Generator) -> Iterator[None]:
+def drawn_from(generator: torch.Generator) -> Iterator[None]:
     """Fork torch's generator (the caller's state is restored) and seed it from ``generator``.
 
     Args:
         generator: The group's (or a snapshot's) own randomness.
     """
-    seed = int(torch.randint(2**62, (), generator=generator))
-    with torch.random.fork_rng(devices=[]):
-        torch.default_generator.manual_seed(seed)  # the CPU's only (no lazy CUDA seeding)
+    with seeded(int(torch.randint(2**62, (), generator=generator)), cuda=False):
         yield
 
 
@@ -457,7 +456,7 @@ class NeuralGroup(AgentGroup):
 
     def _values(self, params: dict, x: torch.Tensor, generator: torch.Generator):
         """One posterior draw per network: ``x (K, n, in)`` → sampled rewards ``(K, n)``."""
-        with seeded(generator):
+        with drawn_from(generator):
             return self._call(self._draw, params, x)[..., 0]
 
     # --- the agent interface ----------------------------------------------------------------
@@ -515,7 +514,7 @@ class NeuralGroup(AgentGroup):
         runs = torch.arange(self.n_runs)
         for _ in range(self.settings.updates_per_step):
             batch = self.buffer.sample(runs, self.settings.batch_size, self.generator)
-            with seeded(self.generator):
+            with drawn_from(self.generator):
                 loss = self.loss(*batch)
                 self.procedure.zero_grad()
                 loss.backward()

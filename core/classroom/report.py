@@ -26,10 +26,9 @@ from dataclasses import dataclass
 import torch
 
 from core.engine.interface import LabModel
-from core.engine.sampler import predictive_samples
 from core.evaluation.calibration import calibration_metrics, reliability_of
 from core.evaluation.metrics import Reliability
-from core.evaluation.uncertainty import DEFAULT_SCORE, REJECT, Thresholds, judge, summarize
+from core.evaluation.uncertainty import DEFAULT_SCORE, REJECT, Thresholds, judge, seeded_summary
 
 NUM_CLASSES = 10
 
@@ -156,9 +155,7 @@ def predict(model: LabModel, images: torch.Tensor, n_samples: int, seed: int) ->
     """
     if images.dim() != 4 or images.shape[1:] != (1, 28, 28) or len(images) == 0:
         raise ValueError(f"images must be (N, 1, 28, 28), N ≥ 1, got {tuple(images.shape)}")
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
-        summary = summarize(predictive_samples(model, images, n_samples))
+    summary = seeded_summary(model, images, n_samples, seed)
     return Predictions(summary.mean, summary.scores())
 
 

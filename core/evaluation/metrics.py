@@ -15,6 +15,7 @@ import torch
 
 from core.engine.interface import LabModel
 from core.engine.sampler import predictive_samples
+from core.engine.seeding import seeded
 
 ECE_BINS = 15
 
@@ -324,6 +325,5 @@ def seeded_error(model: LabModel, x: torch.Tensor, y: torch.Tensor, n_samples: i
     Returns:
         The test error as a fraction.
     """
-    with torch.random.fork_rng():
-        torch.manual_seed(0)
+    with seeded(0):
         return evaluate_model(model, x, y, n_samples)["test_error"]

@@ -22,6 +22,9 @@ from dataclasses import dataclass
 
 import torch
 
+from core.engine.sampler import predictive_samples
+from core.engine.seeding import seeded
+
 Thresholds = Mapping[str, Mapping[str, float]]
 """Per score name, its ``{"p90": value, "p99": value}`` on the MNIST test set."""
 
@@ -254,3 +257,23 @@ def verdict(
     return [
         sentences[c].format(k) for c, k in zip(categories, summary.predicted.tolist(), strict=True)
     ]
+
+
+def seeded_summary(
+    model: torch.nn.Module, x: torch.Tensor, n_samples: int, seed: int = 0
+) -> PredictiveSummary:
+    """The summary of ``n_samples`` passes with fixed Monte-Carlo noise.
+
+    The caller's random state is unchanged, and the same inputs always show the same numbers.
+
+    Args:
+        model: The network.
+        x: Inputs ``(B, 1, 28, 28)`` or ``(B, 784)``.
+        n_samples: Monte-Carlo passes.
+        seed: Seed of the noise.
+
+    Returns:
+        The summary of the passes' probabilities.
+    """
+    with seeded(seed):
+        return summarize(predictive_samples(model, x, n_samples))

@@ -13,10 +13,10 @@ list the module's ``METHOD`` here.
 
 from __future__ import annotations
 
-import torch
 from torch import nn
 
 from core.engine.interface import LabModel, ModelConfig, ModelKind
+from core.engine.seeding import seeded
 from core.methods import bbb, cyclical, dropout, ensemble, laplace, mlp, sgld, swag
 from core.methods.base import Method, Setting
 
@@ -70,8 +70,7 @@ def build_model(config: ModelConfig, seed: int | None = None) -> Model:
     model_class = method(config.kind).model_class
     if seed is None:
         return model_class(config)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+    with seeded(seed, cuda=False):
         return model_class(config)
 
 

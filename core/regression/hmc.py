@@ -30,6 +30,7 @@ from torch.func import functional_call, vmap
 
 from core.engine.mlp import MLP
 from core.engine.priors import GaussianPrior, gaussian_log_prob
+from core.engine.seeding import seeded
 from core.progress import ProgressFn, report
 from core.regression.data import RegressionData
 from core.regression.likelihood import gaussian_nll, mean_and_log_var
@@ -203,8 +204,7 @@ def run_nuts(
         if done[0] % 10 == 0 or done[0] == total:
             report(progress, done[0] / total, f"{stage.lower()} {i + 1}")
 
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(settings.seed)
+    with seeded(settings.seed, cuda=False):
         report(progress, 0.0, "MAP start")
         start, cpu_start = time.perf_counter(), time.thread_time()
         w0, log_noise0 = _map_start(flat, settings, x, y, noise)

@@ -50,6 +50,7 @@ from torch import nn
 
 from core.engine.interface import ModelConfig
 from core.engine.objective import alpha_energy
+from core.engine.seeding import seeded
 from core.methods import build_model
 from core.methods import method as lab_method
 from core.methods.base import MIXTURE_SIGMA2
@@ -568,8 +569,7 @@ def train_network(
     x, y = data.x_train, data.y_train
     losses: list[float] = []
     info = METHODS[method]
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(settings.seed)
+    with seeded(settings.seed, cuda=False):
         net = RegressionNet(method, settings, data)
         unit = lab_method(info.kind)
         common = {
@@ -641,7 +641,6 @@ def predict(
         ``(mean, log_var)``, each ``(P, B)``: each pass's function f(x) and its noise
         log-variance.
     """
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+    with seeded(seed, cuda=False):
         mean, log_var, _ = net.outputs(x, n_samples)
     return mean, log_var

@@ -36,6 +36,7 @@ import torch
 from core.catalogue import REGISTRY
 from core.engine.device import default_device
 from core.engine.sampler import predictive_samples
+from core.engine.seeding import seeded
 from core.evaluation.calibration import (
     calibration_metrics,
     fit_temperature,
@@ -184,8 +185,7 @@ def predictive(
     """
     means: list[torch.Tensor] = []
     scores: dict[str, list[torch.Tensor]] = {}
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
+    with seeded(seed):
         for start in range(0, len(images), BATCH_SIZE):
             report(progress, start / len(images), f"{label}{start}/{len(images)} inputs")
             summary = summarize(

@@ -22,6 +22,7 @@ import torch
 
 from core.engine.device import default_device
 from core.engine.sampler import predictive_samples
+from core.engine.seeding import seeded
 from core.evaluation.metrics import calibration
 from core.evaluation.uncertainty import rejection_limits, summarize
 from core.progress import Job, ProgressFn, report
@@ -140,8 +141,7 @@ def _compute(
     images, labels = load_dataset(dataset, split, n_inputs=n_inputs, seed=seed)
     parts: dict[str, list[torch.Tensor]] = {"mean": [], "predicted": []}
     scores: dict[str, list[torch.Tensor]] = {}
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
+    with seeded(seed):
         for start in range(0, len(images), BATCH_SIZE):
             report(progress, start / len(images), f"{dataset}: {start}/{len(images)} inputs")
             probs = predictive_samples(model, images[start : start + BATCH_SIZE], n_samples)

@@ -28,6 +28,7 @@ import torch
 
 from core.engine.device import default_device
 from core.engine.sampler import predictive_samples
+from core.engine.seeding import seeded
 from core.evaluation.attacks import fgsm_direction, perturb, targeted_fgsm
 from core.evaluation.metrics import auroc
 from core.evaluation.uncertainty import summarize
@@ -132,10 +133,8 @@ def robustness_curve(
     Returns:
         The curve.
     """
-    devices = [images.device] if images.device.type == "cuda" else []
     rows = []
-    with torch.random.fork_rng(devices=devices):
-        torch.manual_seed(settings.seed)
+    with seeded(settings.seed):
         report(progress, 0.0, "gradient")
         direction = fgsm_direction(source or model, images, labels, settings.n_attack_samples)
         torch.manual_seed(settings.seed + 1)  # same prediction noise whatever the attack
@@ -332,8 +331,7 @@ def _targeted(
     k = settings.n_attack_samples if model.stochastic else 1
     chunks = list(zip(images.split(100), target.split(100), strict=True))
     adversarial = []
-    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
-        torch.manual_seed(settings.seed)
+    with seeded(settings.seed):
         for i, (xb, tb) in enumerate(chunks):
             report(progress, i / len(chunks), f"attacking {i * 100}/{len(images)} images")
             result = targeted_fgsm(
