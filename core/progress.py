@@ -4,13 +4,17 @@ Long functions take ``progress: ProgressFn | None`` and call it with the fractio
 [0, 1] and a short message. The CLI renders it as a text bar (:func:`text_progress`), the app
 as ``st.progress``. :func:`run_all` runs a list of :class:`Job` s and reports them as one bar;
 a study exposes its missing work as jobs so that pages and the CLI can show one bar for it.
+:func:`compute_slot` bounds how much of one kind of work a server runs at once, over all its
+sessions.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -99,3 +103,39 @@ def run_all(jobs: list[Job], progress: ProgressFn | None = None) -> list[Any]:
     results = [job.run(share(progress, i, len(jobs), job.title)) for i, job in enumerate(jobs)]
     report(progress, 1.0, "done")
     return results
+
+
+_POOLS: dict[str, threading.BoundedSemaphore] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+@contextmanager
+def compute_slot(
+    pool: str, size: int, *, waiting: Callable[[], AbstractContextManager] | None = None
+) -> Iterator[bool]:
+    """Hold one of the ``size`` slots of a pool shared by every session of this process.
+
+    So that one class's heavy work (live bandit runs, regression fits) cannot take every core
+    from the others.
+
+    Args:
+        pool: The pool's name; its size is fixed by its first use.
+        size: How many holders the pool admits at once.
+        waiting: When no slot is free, wait for one inside this context (e.g. a spinner that
+            says so); None: do not wait.
+
+    Yields:
+        True while a slot is held; False when none was free and ``waiting`` is None (nothing
+        is held then).
+    """
+    with _POOLS_LOCK:
+        semaphore = _POOLS.setdefault(pool, threading.BoundedSemaphore(size))
+    held = semaphore.acquire(blocking=False)
+    if not held and waiting is not None:
+        with waiting():
+            held = semaphore.acquire()
+    try:
+        yield held
+    finally:
+        if held:
+            semaphore.release()

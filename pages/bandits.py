@@ -2,8 +2,6 @@
 model, against greedy and ε-greedy networks, on Blundell's mushroom bandit and Riquelme's wheel.
 Stored long runs open at once; short runs grow live, with pause and stop."""
 
-import threading
-
 import streamlit as st
 import torch
 
@@ -21,6 +19,7 @@ from core.bandits.agents import AGENTS
 from core.bandits.runner import BanditRun, RunConfig
 from core.bandits.store import cached_result, changed_settings, load_references, store_result
 from core.data import DatasetUnavailable
+from core.progress import compute_slot
 
 RUN_KEY = "bandit_run"  # this session's BanditRun in progress
 STATE_KEY = "bandit_state"  # "running", "paused", "stopped" or "done"
@@ -52,12 +51,6 @@ FINDINGS = {
         "Thompson sampling was a strong, cheap baseline."
     ),
 }
-
-
-@st.cache_resource
-def live_slots() -> threading.BoundedSemaphore:
-    """The server-wide limit on live runs computing at once (shared by all sessions)."""
-    return threading.BoundedSemaphore(LIVE_SLOTS)
 
 
 def run_title(result: dict) -> str:
@@ -298,15 +291,14 @@ def controls(config: RunConfig | None) -> None:
 def live(run: BanditRun) -> None:
     """Advance this session's run chunk by chunk, redrawing as it grows, until it ends, the
     user pauses or stops it (a click interrupts between chunks), or no live slot is free."""
-    slot = live_slots()
-    if not slot.acquire(blocking=False):
-        st.session_state[STATE_KEY] = "paused"
-        st.info(
-            f"{LIVE_SLOTS} live runs are computing on this server right now; press Resume in "
-            "a moment."
-        )
-        return
-    try:
+    with compute_slot("live bandit runs", LIVE_SLOTS) as held:
+        if not held:
+            st.session_state[STATE_KEY] = "paused"
+            st.info(
+                f"{LIVE_SLOTS} live runs are computing on this server right now; press Resume "
+                "in a moment."
+            )
+            return
         bar = st.progress(run.step / run.config.steps, "Running…")
         area = st.empty()
         snapshot, chunk = None, 0
@@ -322,8 +314,6 @@ def live(run: BanditRun) -> None:
             )
             with area.container():
                 show_result(result, f"bandit_live_{run.step}", run_title(result))
-    finally:
-        slot.release()
     bar.empty()
     area.empty()
     st.session_state[RESULT_KEY] = store_result(run)

@@ -1,7 +1,7 @@
 """Regression playground: train small Bayesian networks on 1-D data in seconds and watch the
 predictive band widen away from the data, next to an exact-posterior reference by HMC."""
 
-import threading
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -18,6 +18,7 @@ from app.figures.regression import (
     overlay_figure,
     std_figure,
 )
+from core.progress import compute_slot
 from core.regression.data import (
     PRESETS,
     USER_PLOT_RANGE,
@@ -44,13 +45,6 @@ NOISE_TITLES = {
     "learned": "learned σ (homoscedastic)",
     "heteroscedastic": "heteroscedastic (network outputs log σ²)",
 }
-
-
-@st.cache_resource
-def training_slots() -> threading.BoundedSemaphore:
-    """Shared by every session: at most :data:`TRAINING_SLOTS` fits run at once, so one
-    classroom's retraining cannot take every CPU core from the others."""
-    return threading.BoundedSemaphore(TRAINING_SLOTS)
 
 
 @st.cache_resource
@@ -244,11 +238,8 @@ def run_fit(data, method: str, settings: FitSettings, refresh: bool = False):
     """Fit one method now under a progress bar, with a live loss curve for gradient methods;
     waits for a free training slot first. Returns the fit."""
     title = METHODS[method].title
-    slots = training_slots()
-    if not slots.acquire(blocking=False):
-        with st.spinner("Waiting for other sessions' training to finish…"):
-            slots.acquire()
-    try:
+    waiting = partial(st.spinner, "Waiting for other sessions' training to finish…")
+    with compute_slot("regression fits", TRAINING_SLOTS, waiting=waiting):
         bar = st.progress(0.0, f"{title}…")
         chart = st.empty()
 
@@ -270,8 +261,6 @@ def run_fit(data, method: str, settings: FitSettings, refresh: bool = False):
             st.text(str(exc))
         bar.empty()
         chart.empty()
-    finally:
-        slots.release()
     return fit
 
 
