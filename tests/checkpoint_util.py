@@ -28,7 +28,11 @@ def save_small_checkpoints(names: Iterable[str], hidden: int = 16) -> None:
     for i, name in enumerate(names):
         torch.manual_seed(i)
         config = ModelConfig.from_dict({**REGISTRY[name].model.to_dict(), "hidden": [hidden]})
-        save_checkpoint(name, collect_random(build_model(config)), {"note": "untrained, for tests"})
+        save_checkpoint(
+            name,
+            collect_random(build_model(config)),
+            {"note": "untrained, for tests", "dataset": REGISTRY[name].dataset},
+        )
 
 
 def collect_random(model: torch.nn.Module) -> torch.nn.Module:

@@ -30,7 +30,11 @@ def checkpoint_dir(tmp_path, monkeypatch, mnist_small):
     for seed, name in enumerate(NAMES):
         torch.manual_seed(seed)
         config = {**REGISTRY[name].model.to_dict(), "hidden": [16], "init_sigma": 0.05}
-        save_checkpoint(name, build_model(ModelConfig.from_dict(config)), {"note": "for tests"})
+        save_checkpoint(
+            name,
+            build_model(ModelConfig.from_dict(config)),
+            {"note": "for tests", "dataset": REGISTRY[name].dataset},
+        )
     return tmp_path
 
 
@@ -129,7 +133,11 @@ def test_each_task_is_attacked_on_its_own_test_set(checkpoint_dir):
     for seed, name in enumerate(("fashion_bbb_mixture", "fashion_mlp")):
         torch.manual_seed(seed)
         config = {**REGISTRY[name].model.to_dict(), "hidden": [16], "init_sigma": 0.05}
-        save_checkpoint(name, build_model(ModelConfig.from_dict(config)), {"note": "for tests"})
+        save_checkpoint(
+            name,
+            build_model(ModelConfig.from_dict(config)),
+            {"note": "for tests", "dataset": REGISTRY[name].dataset},
+        )
     at = run_page(**{ui.MODELS_KEY: ["bbb_gaussian", "fashion_bbb_mixture", "fashion_mlp"]})
     task = at.radio(key="adv_task")
     assert task.value == "mnist" and task.options == ["MNIST", "Fashion-MNIST"]

@@ -47,7 +47,10 @@ def small_checkpoints(folder: Path, names: list[str]) -> None:
         torch.manual_seed(i)
         config = {**REGISTRY[name].model.to_dict(), "hidden": [16], "init_sigma": 0.05}
         save_checkpoint(
-            name, build_model(ModelConfig.from_dict(config)), {"note": "for tests"}, folder
+            name,
+            build_model(ModelConfig.from_dict(config)),
+            {"note": "for tests", "dataset": REGISTRY[name].dataset},
+            folder,
         )
 
 

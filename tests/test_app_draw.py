@@ -66,7 +66,11 @@ def untrained(tmp_path, monkeypatch):
         core.studies.evaluations, "rejection_thresholds", lambda *args, **kwargs: LIMITS
     )
     for name in MODELS:
-        save_checkpoint(name, build_model(REGISTRY[name].model), {"note": "untrained, for tests"})
+        save_checkpoint(
+            name,
+            build_model(REGISTRY[name].model),
+            {"note": "untrained, for tests", "dataset": REGISTRY[name].dataset},
+        )
 
 
 def draw_page(timeout: float = 120) -> AppTest:
@@ -309,7 +313,11 @@ def test_rotation_sweep_plots_every_model(untrained):
 def test_models_of_another_task_are_not_offered_and_the_page_says_why(untrained):
     from app.ui import MODELS_KEY
 
-    save_checkpoint("fashion_mlp", build_model(REGISTRY["fashion_mlp"].model), {"note": "test"})
+    save_checkpoint(
+        "fashion_mlp",
+        build_model(REGISTRY["fashion_mlp"].model),
+        {"note": "test", "dataset": "fashion_mnist"},
+    )
     at = AppTest.from_file(MAIN, default_timeout=120)
     at.session_state[MODELS_KEY] = [*MODELS, "fashion_mlp"]
     at.run()

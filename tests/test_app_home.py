@@ -24,7 +24,11 @@ def checkpoint_dir(tmp_path, monkeypatch):
 
 
 def save_untrained(name: str) -> None:
-    save_checkpoint(name, build_model(REGISTRY[name].model), {"note": "untrained, for tests"})
+    save_checkpoint(
+        name,
+        build_model(REGISTRY[name].model),
+        {"note": "untrained, for tests", "dataset": REGISTRY[name].dataset},
+    )
 
 
 def run_app() -> AppTest:

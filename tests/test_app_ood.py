@@ -178,7 +178,11 @@ def test_fashion_mnist_can_be_the_in_distribution_task(small_dirs, tmp_path, mon
     for i, name in enumerate(("bbb_mixture", *fashion)):
         torch.manual_seed(i)
         config = ModelConfig.from_dict({**REGISTRY[name].model.to_dict(), "hidden": [16]})
-        save_checkpoint(name, build_model(config), {"note": "untrained, for tests"})
+        save_checkpoint(
+            name,
+            build_model(config),
+            {"note": "untrained, for tests", "dataset": REGISTRY[name].dataset},
+        )
     at = AppTest.from_file("../app/main.py", default_timeout=300)
     for key, value in {**SMALL, MODELS_KEY: ["bbb_mixture", *fashion]}.items():
         at.session_state[key] = value

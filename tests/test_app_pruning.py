@@ -26,7 +26,12 @@ WEIGHTS = 784 * 16 + 16 * 10  # of the small 784-16-10 networks
 def save_small(name: str, directory, seed: int = 0) -> None:
     torch.manual_seed(seed)
     config = ModelConfig.from_dict({**REGISTRY[name].model.to_dict(), "hidden": [16]})
-    save_checkpoint(name, build_model(config), {"note": "untrained, for tests"}, directory)
+    save_checkpoint(
+        name,
+        build_model(config),
+        {"note": "untrained, for tests", "dataset": REGISTRY[name].dataset},
+        directory,
+    )
 
 
 @pytest.fixture(scope="module")

@@ -274,7 +274,11 @@ def small(tmp_path, monkeypatch, mnist_small):
     for seed, name in enumerate(NAMES):
         torch.manual_seed(seed)
         config = {**REGISTRY[name].model.to_dict(), "hidden": [16], "init_sigma": 0.05}
-        save_checkpoint(name, build_model(ModelConfig.from_dict(config)), {"note": "for tests"})
+        save_checkpoint(
+            name,
+            build_model(ModelConfig.from_dict(config)),
+            {"note": "for tests", "dataset": REGISTRY[name].dataset},
+        )
     return tmp_path
 
 
