@@ -16,6 +16,9 @@ of the server: never modify them.
 
 from __future__ import annotations
 
+import hashlib
+import secrets
+
 import streamlit as st
 import torch
 
@@ -23,6 +26,7 @@ from app import share
 from core.catalogue import REGISTRY, list_checkpoints
 from core.engine.device import default_device, device_name
 from core.evaluation.uncertainty import Thresholds
+from core.jobs.owners import Visitor
 from core.methods import Model
 from core.progress import Job, run_all
 from core.storage.checkpoints import (
@@ -342,3 +346,25 @@ def rejection_thresholds(names: list[str]) -> dict[str, Thresholds]:
     ]
     run_jobs(jobs, THRESHOLDS_MESSAGE)
     return {name: _thresholds(name, version(name)) for name in names}
+
+
+VISITOR_KEY = "visitor_id"
+TEACHER_FLAG = "visitor_teacher"
+XSRF_COOKIE = "_streamlit_xsrf"  # set once per browser by the server, kept across reloads
+
+
+def visitor() -> Visitor:
+    """This browser session as the owner of its jobs and models (:mod:`core.jobs.owners`).
+
+    Its id is a hash of the browser's XSRF cookie, which the server sets once and the browser
+    keeps across reloads and tabs; without it (e.g. a headless test), a random token for this
+    session.
+
+    Returns:
+        The visitor, a teacher once the teacher key was entered in this session.
+    """
+    if VISITOR_KEY not in st.session_state:
+        cookie = st.context.cookies.get(XSRF_COOKIE, "") if st.context.cookies else ""
+        token = hashlib.sha256(cookie.encode()).hexdigest()[:16] if cookie else ""
+        st.session_state[VISITOR_KEY] = token or secrets.token_hex(8)
+    return Visitor(st.session_state[VISITOR_KEY], bool(st.session_state.get(TEACHER_FLAG)))

@@ -107,10 +107,10 @@ REGISTRY: dict[str, CheckpointSpec] = {
             "sgmcmc_cyclic",
             "Cyclical SG-MCMC (4 cycles)",
             "784-400-400-10 ReLU network sampled by cyclical SGLD: 4 cosine step-size cycles "
-            "of 10 epochs (warm restarts, step as SGD's learning rate 0.5), 80 % exploration, "
-            "2 samples at the end of each cycle (prior N(0, 1), T = 0.1; Zhang et al. 2020).",
+            "of 15 epochs (warm restarts, step as SGD's learning rate 0.5), 80 % exploration, "
+            "2 samples at the end of each cycle (prior N(0, 1), T = 0.01; Zhang et al. 2020).",
             ModelConfig(kind="sgmcmc_cyclic", members=8),
-            TrainConfig(epochs=40, lr=0.5, temperature=0.1, cycles=4, exploration=0.8),
+            TrainConfig(epochs=60, lr=0.5, temperature=0.01, cycles=4, exploration=0.8),
         ),
         CheckpointSpec(
             "swag",

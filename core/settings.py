@@ -44,6 +44,15 @@ SETTINGS: dict[str, Setting] = {
         Setting("BNN_TRAIN_WORKERS", "1", "training jobs the Train page runs at once"),
         Setting("BNN_TRAIN_THREADS", "1", "torch threads of each training job"),
         Setting("BNN_NATIVE", "1", "0 turns the compiled CPU kernels off"),
+        Setting(
+            "BNN_TEACHER_KEY",
+            "none (a laptop: no owners)",
+            "the teacher's key; when set, jobs and models belong to the session that asked",
+        ),
+        Setting(
+            "BNN_JOBS_PER_VISITOR", "3", "training jobs one session may have queued or running"
+        ),
+        Setting("BNN_JOB_IMAGES", "6000000", "most images one job trains on (epochs × images)"),
     )
 }
 

@@ -15,16 +15,15 @@ from app.figures import show_figure
 from app.figures.train import error_figure, kl_figure, loss_figure
 from core.engine.device import default_device, device_name
 from core.jobs import JobStatus, TrainJob, kind_template, make_request, training_queue
+from core.jobs.owners import delete_model, is_teacher_key, rename_model, shared_server
 from core.jobs.training import free_name
 from core.methods import METHODS, method
 from core.methods.base import Setting
 from core.storage.checkpoints import (
     TASK_DATASETS,
     CheckpointError,
-    delete_user_checkpoint,
     list_user_checkpoints,
     partial_note,
-    rename_user_checkpoint,
     task_title,
 )
 
@@ -114,7 +113,6 @@ def curve_data(job: TrainJob) -> tuple[dict, dict]:
 
 def show_job(job: TrainJob, position: int | None) -> None:
     """The watched job: progress bar with ETA, cancel button, outcome and live curves."""
-    queue = training_queue()
     request = job.request
     head, button = st.columns([5, 1], vertical_alignment="bottom")
     with head:
@@ -127,11 +125,11 @@ def show_job(job: TrainJob, position: int | None) -> None:
             st.progress(job.fraction, text=label)
         elif job.status is JobStatus.QUEUED:
             st.progress(0.0, text=f"waiting, position {position} in the queue")
-    if job.status.active:
+    if job.status.active and ui.visitor().may_act_on(job.owner):
         button.button(
             "Cancel",
             key=f"train_cancel_{job.id}",
-            on_click=queue.cancel,
+            on_click=cancel_job,
             args=(job.id,),
             disabled=job.cancel.is_set(),
             icon=":material/stop_circle:",
@@ -187,6 +185,7 @@ def jobs_panel() -> None:
             "name": j.request.name,
             "what": j.request.describe(),
             "status": status_text(j, positions[j.id]),
+            "yours": "yes" if j.owner == ui.visitor().id else "",
         }
         for j in reversed(jobs)
     ]
@@ -209,23 +208,57 @@ def jobs_panel() -> None:
         st.rerun()  # the last job ended: refresh the model lists and stop polling
 
 
-def rename_model(old: str) -> None:
+def cancel_job(job_id: int) -> None:
+    """Cancel callback: only this session's jobs (or any, for the teacher)."""
+    try:
+        training_queue().cancel(job_id, ui.visitor())
+    except PermissionError as exc:
+        st.session_state[NOTICE_KEY] = ("error", str(exc))
+
+
+def rename_callback(old: str) -> None:
     """Rename callback: runs before the next script run, so the sidebar is up to date."""
     try:
-        path = rename_user_checkpoint(old, st.session_state.get("train_new_name", ""))
+        new = st.session_state.get("train_new_name", "")
+        path = rename_model(ui.visitor(), old, new)
         st.session_state[NOTICE_KEY] = ("success", f"Renamed {old} to {path.stem}.")
-    except (ValueError, CheckpointError) as exc:
+    except (ValueError, CheckpointError, PermissionError) as exc:
         st.session_state[NOTICE_KEY] = ("error", str(exc))
 
 
-def delete_model(name: str) -> None:
-    """Delete callback (see :func:`rename_model`)."""
+def delete_callback(name: str) -> None:
+    """Delete callback (see :func:`rename_callback`)."""
     try:
-        delete_user_checkpoint(name)
+        delete_model(ui.visitor(), name)
         st.session_state[NOTICE_KEY] = ("success", f"Deleted {name}.")
-    except CheckpointError as exc:
+    except (CheckpointError, PermissionError) as exc:
         st.session_state[NOTICE_KEY] = ("error", str(exc))
     st.session_state["train_delete_confirm"] = False
+
+
+def enter_teacher_key() -> None:
+    """Teacher-key callback: this session may then act on every job and model."""
+    ok = is_teacher_key(st.session_state.get("train_teacher_key", ""))
+    st.session_state[ui.TEACHER_FLAG] = ok
+    st.session_state["train_teacher_key"] = ""
+    message = "Teacher mode: you can cancel, rename and delete everyone's jobs and models."
+    st.session_state[NOTICE_KEY] = ("success", message) if ok else ("error", "Wrong key.")
+
+
+def teacher_panel() -> None:
+    """On a shared server: who may act on what, and the teacher's key."""
+    if not shared_server():
+        return
+    if ui.visitor().teacher:
+        st.caption("Teacher mode: you can act on every job and model.")
+        return
+    with st.expander("Teacher"):
+        st.caption(
+            "Students can cancel, rename and delete only their own jobs and models. "
+            "The teacher's key allows all of it, for this browser tab."
+        )
+        st.text_input("Teacher key", type="password", key="train_teacher_key")
+        st.button("Enter", key="train_teacher_enter", on_click=enter_teacher_key)
 
 
 def models_panel() -> None:
@@ -255,14 +288,20 @@ def models_panel() -> None:
             }
         )
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
-    names = [info.path.stem for info in infos]
+    visitor = ui.visitor()
+    names = [
+        info.path.stem for info in infos if visitor.may_act_on(str(info.metadata.get("owner", "")))
+    ]
+    if not names:
+        st.caption("Models trained by other students can be picked in the sidebar, not changed.")
+        return
     pick, rename, delete = st.columns([2, 3, 2], vertical_alignment="bottom")
     chosen = pick.selectbox("Model", names, key="train_manage_model")
     rename.text_input("New name", key="train_new_name", placeholder="letters, digits, _ and -")
-    rename.button("Rename", key="train_rename", on_click=rename_model, args=(chosen,))
+    rename.button("Rename", key="train_rename", on_click=rename_callback, args=(chosen,))
     confirm = delete.checkbox("Really delete", key="train_delete_confirm")
     delete.button(
-        "Delete", key="train_delete", on_click=delete_model, args=(chosen,), disabled=not confirm
+        "Delete", key="train_delete", on_click=delete_callback, args=(chosen,), disabled=not confirm
     )
 
 
@@ -369,12 +408,14 @@ if st.button("Start training", key="train_start", type="primary", icon=":materia
             n_eval_samples=int(n_eval_samples),
             **settings,
         )
-        st.session_state[JOB_KEY] = st.session_state["train_watch"] = queue.submit(request)
+        job_id = queue.submit(request, ui.visitor())
+        st.session_state[JOB_KEY] = st.session_state["train_watch"] = job_id
     except ValueError as exc:
         st.error("The job was not started.")
         st.text(str(exc))  # may quote the typed name: never Markdown
 
 st.subheader("3. Jobs")
+teacher_panel()
 active = any(j.status.active for j in queue.jobs())
 st.session_state["train_polling"] = active
 st.fragment(run_every=POLL_SECONDS if active else None)(jobs_panel)()

@@ -207,3 +207,39 @@ def test_every_method_offers_its_settings(paused, kind):
         assert {"train_pi", "train_sigma1", "train_sigma2"} <= {
             w.key for w in at.main if getattr(w, "key", None)
         }
+
+
+def test_on_a_shared_server_a_student_acts_only_on_their_own(paused, monkeypatch):
+    """Two browser sessions: B sees A's job and model but gets no control over them until
+    the teacher key is entered; A keeps full control of its own."""
+    monkeypatch.setenv("BNN_TEACHER_KEY", "s3cret")
+    anna = page()
+    job_id = start(anna, "annas")
+    assert paused.reached.wait(120)
+    ben = page()
+    assert job_table(ben).loc["annas", "yours"] == ""
+    ben.selectbox(key="train_watch").set_value(job_id).run()
+    with pytest.raises(KeyError):
+        ben.button(key=f"train_cancel_{job_id}")  # no control over another's job
+    anna.run()
+    assert job_table(anna).loc["annas", "yours"] == "yes"
+    assert anna.button(key=f"train_cancel_{job_id}")
+    paused.release.set()
+    assert training_queue().wait(job_id, 120).status is JobStatus.DONE
+    ben.run()
+    assert "Models trained by other students can be picked in the sidebar, not changed." in [
+        c.value for c in ben.caption
+    ]
+    with pytest.raises(KeyError):
+        ben.button(key="train_delete")
+    ben.text_input(key="train_teacher_key").set_value("wrong")
+    ben.button(key="train_teacher_enter").click().run()
+    assert "Wrong key." in [t.value for t in ben.text]
+    ben.text_input(key="train_teacher_key").set_value("s3cret")
+    ben.button(key="train_teacher_enter").click().run()
+    assert not ben.exception, ben.exception
+    assert ben.selectbox(key="train_manage_model").options == ["annas"]  # the teacher may
+    anna.run()
+    anna.text_input(key="train_new_name").set_value("anna_final")
+    anna.button(key="train_rename").click().run()
+    assert "Renamed annas to anna_final." in [t.value for t in anna.text]

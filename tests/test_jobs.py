@@ -12,6 +12,7 @@ import sys
 import textwrap
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -150,8 +151,9 @@ def test_finished_run_is_a_user_checkpoint_with_the_shipped_metadata(user_dir, m
     (info,) = list_user_checkpoints()
     assert info.available and info.spec.name == "user:tiny"
     assert info.spec.title == "tiny (user-trained)" and info.spec.dataset == "mnist"
-    again = run_training(request)  # never overwrites: saved under a free name
+    again = run_training(replace(request, owner="anna"))  # never overwrites: a free name
     assert again.path == user_dir / "tiny-2.pt" and outcome.path.is_file()
+    assert "owner" not in meta and read_metadata(again.path)["owner"] == "anna"
 
 
 def test_cancelled_run_saves_nothing(user_dir, mnist_available):

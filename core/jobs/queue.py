@@ -31,12 +31,13 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 
 from core import settings
 from core.engine.device import default_device, device_name
+from core.jobs.owners import Visitor, check_request
 from core.jobs.training import TrainOutcome, TrainRequest, run_training
 from core.storage.checkpoints import checkpoint_path
 from core.storage.paths import user_model_dir
@@ -44,6 +45,7 @@ from core.training import EpochStats, StepStats
 
 WORKERS_ENV = "BNN_TRAIN_WORKERS"
 THREADS_ENV = "BNN_TRAIN_THREADS"
+NOBODY = Visitor()  # the command line, or a laptop's one user
 KEEP_FINISHED = 50  # finished jobs remembered for display
 MAX_STEP_POINTS = 2000  # running-average points kept per job for the live curves
 
@@ -114,6 +116,11 @@ class TrainJob:
     error: str = ""
     details: str = ""
     cancel: threading.Event = field(default_factory=threading.Event, repr=False)
+
+    @property
+    def owner(self) -> str:
+        """Who asked for the job (:attr:`core.jobs.owners.Visitor.id`)."""
+        return self.request.owner
 
     def elapsed(self, now: float | None = None) -> float:
         """Seconds spent training so far (0 while queued).
@@ -187,26 +194,31 @@ class JobQueue:
         """
         return self._directory or user_model_dir()
 
-    def submit(self, request: TrainRequest) -> int:
-        """Queue a training request.
+    def submit(self, request: TrainRequest, visitor: Visitor = NOBODY) -> int:
+        """Queue a training request on behalf of ``visitor``, who then owns the job and model.
 
         Args:
             request: What to train.
+            visitor: Who asks (:mod:`core.jobs.owners`); the command line's by default.
 
         Returns:
             The job's id.
 
         Raises:
             ValueError: If a user model of that name exists, another active job will save
-                under that name, or the queue is shut down.
+                under that name, the visitor has the most jobs allowed or the job is too large
+                (:func:`~core.jobs.owners.check_request`), or the queue is shut down.
         """
         if checkpoint_path(request.name, self.folder()).exists():
             raise ValueError(f"a model named {request.name!r} exists already; choose another name")
+        request = replace(request, owner=visitor.id)
         with self._lock:
             if self._closed:
                 raise ValueError("the training queue is shut down")
             if any(j.status.active and j.request.name == request.name for j in self._jobs.values()):
                 raise ValueError(f"a queued or running job is named {request.name!r} already")
+            active = sum(j.status.active and j.owner == visitor.id for j in self._jobs.values())
+            check_request(request.n_train, request.training.epochs, active)
             job = TrainJob(self._next_id, request)
             self._next_id += 1
             self._jobs[job.id] = job
@@ -216,19 +228,28 @@ class JobQueue:
             self._lock.notify_all()
             return job.id
 
-    def cancel(self, job_id: int) -> bool:
+    def cancel(self, job_id: int, visitor: Visitor = NOBODY) -> bool:
         """Cancel a job: a queued one leaves the queue, a running one stops within one step.
 
         Args:
             job_id: The job.
+            visitor: Who asks; only the job's owner or the teacher may (on a shared server).
 
         Returns:
             True if the job was queued or running.
+
+        Raises:
+            PermissionError: If the job is another visitor's.
         """
         with self._lock:
             job = self._jobs.get(job_id)
             if job is None or not job.status.active:
                 return False
+            if not visitor.may_act_on(job.owner):
+                raise PermissionError(
+                    f"job #{job_id} was started by another student: only they or the teacher "
+                    "can cancel it"
+                )
             job.cancel.set()
             if job.status is JobStatus.QUEUED:
                 self._waiting.remove(job_id)

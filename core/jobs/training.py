@@ -54,6 +54,8 @@ class TrainRequest:
             for the whole test set. The saved test error always uses the whole test set.
         n_eval_samples: Passes of the predictive mean for the saved test error and NLL.
         title: Human-readable name stored in the metadata ("" for the name).
+        owner: Who asked (:attr:`core.jobs.owners.Visitor.id`; "" for nobody in particular),
+            recorded with the saved model.
 
     Raises:
         ValueError: If the name is invalid, the dataset is not a task dataset, or a size is
@@ -68,6 +70,7 @@ class TrainRequest:
     n_test: int | None = None
     n_eval_samples: int = 100
     title: str = ""
+    owner: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "name", validate_model_name(self.name))
@@ -360,6 +363,8 @@ def run_training(
         n_eval_samples=request.n_eval_samples,
     )
     meta |= {"user_trained": True, "train_subset": request.n_train, **extra}
+    if request.owner:
+        meta["owner"] = request.owner
     path = save_checkpoint(free_name(request.name, folder), model, meta, folder)
     report(progress, 1.0, "saved")
     return TrainOutcome(path, False, history, metrics, seconds)

@@ -1,0 +1,87 @@
+"""Owners and limits of training jobs and user models: on a shared server (a teacher key is
+set) a student acts only on their own; the teacher on all; a laptop (no key) as one user."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.jobs import JobQueue, JobStatus, make_request
+from core.jobs.owners import Visitor, delete_model, is_teacher_key, model_owner, rename_model
+from core.methods import ModelConfig, build_model
+from core.storage.checkpoints import save_checkpoint
+from tests.test_jobs import Gate, wait_for
+
+ANNA, BEN = Visitor("anna"), Visitor("ben")
+TEACHER = Visitor("ben", teacher=True)
+SMALL = {"n_train": 1000, "epochs": 2}
+
+
+@pytest.fixture
+def shared(monkeypatch):
+    monkeypatch.setenv("BNN_TEACHER_KEY", "s3cret")
+
+
+@pytest.fixture
+def queue(tmp_path):
+    gate = Gate()
+    queue = JobQueue(workers=1, threads=1, runner=gate, directory=tmp_path)
+    yield queue
+    gate.release.set()
+    queue.shutdown()
+
+
+def test_only_the_owner_or_the_teacher_cancels_a_job_on_a_shared_server(shared, queue):
+    running = queue.submit(make_request("annas", "mlp", **SMALL), ANNA)
+    waiting = queue.submit(make_request("annas_next", "mlp", **SMALL), ANNA)
+    wait_for(lambda: queue.get(running).status is JobStatus.RUNNING)
+    assert queue.get(running).owner == "anna"
+    for job in (running, waiting):
+        with pytest.raises(PermissionError, match="another student"):
+            queue.cancel(job, BEN)
+        assert queue.get(job).status.active  # untouched
+    assert queue.cancel(waiting, ANNA)
+    assert queue.cancel(running, TEACHER)
+    wait_for(lambda: queue.get(running).status is JobStatus.CANCELLED)
+
+
+def test_without_a_teacher_key_everyone_acts_as_one_user(queue):
+    job = queue.submit(make_request("annas", "mlp", **SMALL), ANNA)
+    assert queue.cancel(job, BEN)
+
+
+def test_limits_refuse_too_many_jobs_and_too_large_ones_with_one_line(queue, monkeypatch):
+    monkeypatch.setenv("BNN_JOBS_PER_VISITOR", "2")
+    for name in ("a1", "a2"):
+        queue.submit(make_request(name, "mlp", **SMALL), ANNA)
+    with pytest.raises(ValueError, match="2 jobs queued or running"):
+        queue.submit(make_request("a3", "mlp", **SMALL), ANNA)
+    queue.submit(make_request("b1", "mlp", **SMALL), BEN)  # another student's own allowance
+    with pytest.raises(ValueError, match=r"12,000,000 images .* at most 6,000,000"):
+        queue.submit(make_request("huge", "mlp", epochs=200), BEN)  # 200 × 60,000
+    assert [j.request.name for j in queue.jobs()] == ["a1", "a2", "b1"]
+
+
+def test_models_record_their_owner_and_only_they_or_the_teacher_change_them(shared, tmp_path):
+    model = build_model(ModelConfig(kind="mlp", hidden=(8,)))
+    save_checkpoint("annas", model, {"dataset": "mnist", "owner": "anna"}, tmp_path)
+    save_checkpoint("old", model, {"dataset": "mnist"}, tmp_path)  # before owners
+    assert model_owner("annas", tmp_path) == "anna"
+    for act in (
+        lambda v: rename_model(v, "annas", "mine", tmp_path),
+        lambda v: delete_model(v, "annas", tmp_path),
+        lambda v: delete_model(v, "old", tmp_path),
+    ):
+        with pytest.raises(PermissionError, match="another student"):
+            act(BEN)
+    assert (tmp_path / "annas.pt").exists() and (tmp_path / "old.pt").exists()
+    assert rename_model(ANNA, "annas", "mine", tmp_path).stem == "mine"
+    delete_model(TEACHER, "old", tmp_path)
+    delete_model(ANNA, "mine", tmp_path)
+    assert not list(tmp_path.glob("*.pt"))
+
+
+def test_the_teacher_key_is_checked_exactly(shared, monkeypatch):
+    assert is_teacher_key("s3cret") and is_teacher_key(" s3cret ")
+    assert not is_teacher_key("s3cre") and not is_teacher_key("")
+    monkeypatch.delenv("BNN_TEACHER_KEY")
+    assert not is_teacher_key("")  # no key set: nobody is the teacher
