@@ -353,18 +353,41 @@ TEACHER_FLAG = "visitor_teacher"
 XSRF_COOKIE = "_streamlit_xsrf"  # set once per browser by the server, kept across reloads
 
 
-def visitor() -> Visitor:
-    """This browser session as the owner of its jobs and models (:mod:`core.jobs.owners`).
+def browser_token(cookie: str) -> str:
+    """A stable id of the browser from its XSRF cookie ("" when it has none).
 
-    Its id is a hash of the browser's XSRF cookie, which the server sets once and the browser
-    keeps across reloads and tabs; without it (e.g. a headless test), a random token for this
-    session.
+    The server (Tornado) keeps one random token per browser in the cookie but writes it masked,
+    ``2|mask|token XOR mask|time``, with a fresh mask on every page load: the token itself is
+    the XOR of the two, and this hashes it.
+
+    Args:
+        cookie: The cookie's value.
+
+    Returns:
+        16 hex digits, or "" for a missing or unreadable cookie.
+    """
+    try:
+        version, mask, masked, _ = cookie.split("|")
+        key, data = bytes.fromhex(mask), bytes.fromhex(masked)
+    except ValueError:
+        return ""
+    if version != "2" or not key:
+        return ""
+    token = bytes(b ^ key[i % len(key)] for i, b in enumerate(data))
+    return hashlib.sha256(token).hexdigest()[:16]
+
+
+def visitor() -> Visitor:
+    """This browser as the owner of its jobs and models (:mod:`core.jobs.owners`).
+
+    Its id is :func:`browser_token` of the XSRF cookie, the same for every tab and reload of
+    one browser; without it (e.g. a headless test), a random token for this session.
 
     Returns:
         The visitor, a teacher once the teacher key was entered in this session.
     """
     if VISITOR_KEY not in st.session_state:
-        cookie = st.context.cookies.get(XSRF_COOKIE, "") if st.context.cookies else ""
-        token = hashlib.sha256(cookie.encode()).hexdigest()[:16] if cookie else ""
+        cookies = st.context.cookies or {}
+        token = browser_token(cookies.get(XSRF_COOKIE, ""))
         st.session_state[VISITOR_KEY] = token or secrets.token_hex(8)
     return Visitor(st.session_state[VISITOR_KEY], bool(st.session_state.get(TEACHER_FLAG)))

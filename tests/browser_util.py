@@ -137,6 +137,26 @@ def chromium_page(width: int = 1600, height: int = 1200) -> Iterator:
             browser.close()
 
 
+@contextmanager
+def chromium_browsers(n: int, width: int = 1600, height: int = 1200) -> Iterator[list]:
+    """``n`` pages in separate browser contexts: each its own cookies, as ``n`` students."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
+        )
+        try:
+            pages = []
+            for _ in range(n):
+                page = browser.new_context(viewport={"width": width, "height": height}).new_page()
+                page.set_default_timeout(WAIT_MS)
+                pages.append(page)
+            yield pages
+        finally:
+            browser.close()
+
+
 # Timestamps (performance.now()) of every websocket message the page sends and of every time
 # the app's script state becomes "notRunning", for rerun_latency_ms().
 _TIMING_SCRIPT = """

@@ -8,6 +8,7 @@ import time
 import pytest
 
 from tests.browser_util import (
+    chromium_browsers,
     chromium_page,
     require_chromium,
     serve_app,
@@ -84,3 +85,33 @@ def test_a_method_from_a_shared_link_trains_with_its_own_controls(tmp_path, mnis
     model, meta = load_checkpoint(models / "swag_run.pt")
     assert meta["model_config"]["kind"] == "swag" and model.config.rank == 3
     assert int(model.n_collected) == 6  # 2·K iterates in the second half
+
+
+def test_a_second_browser_cannot_cancel_the_first_ones_job(tmp_path, mnist_small):
+    """On a server with a teacher key, a job belongs to the browser that started it, across
+    reloads; another browser sees it in the queue without a Cancel button."""
+    env = {
+        "BNN_MODELS_DIR": str(tmp_path / "models"),
+        "BNN_CACHE_DIR": str(tmp_path / "cache"),
+        "BNN_TEACHER_KEY": "s3cret",
+    }
+    query = "train_epochs=50&train_subset=1000&train_name=annas"
+    with serve_app(env=env) as url, chromium_browsers(2) as (anna, ben):
+        anna.goto(f"{url}/train?{query}")
+        wait_for_script(anna)
+        wait_for_setting(anna, "train_epochs", "50")
+        anna.get_by_role("button", name="Start training").click()
+        wait_for_text(anna, "Job #1")
+        anna.get_by_text("running").first.wait_for()
+        anna.reload()  # a new session of the same browser: still the owner
+        wait_for_script(anna)
+        wait_for_text(anna, "Job #1")
+        cancel = anna.get_by_role("button", name="Cancel")
+        cancel.wait_for()
+        ben.goto(f"{url}/train")
+        wait_for_script(ben)
+        wait_for_text(ben, "Job #1")
+        ben.get_by_text("running").first.wait_for()
+        assert ben.get_by_role("button", name="Cancel").count() == 0
+        cancel.click()
+        wait_for_text(anna, "Cancelled: nothing was saved.")

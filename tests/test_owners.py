@@ -85,3 +85,17 @@ def test_the_teacher_key_is_checked_exactly(shared, monkeypatch):
     assert not is_teacher_key("s3cre") and not is_teacher_key("")
     monkeypatch.delenv("BNN_TEACHER_KEY")
     assert not is_teacher_key("")  # no key set: nobody is the teacher
+
+
+def test_the_browser_token_is_the_same_under_every_mask():
+    from app.ui import browser_token
+
+    def cookie(token: bytes, mask: bytes) -> str:
+        masked = bytes(b ^ mask[i % 4] for i, b in enumerate(token))
+        return f"2|{mask.hex()}|{masked.hex()}|1795630725"
+
+    token = bytes.fromhex("14c15fbb25a3")
+    first = browser_token(cookie(token, b"\x04\xb2\x14\x26"))
+    assert first == browser_token(cookie(token, b"\x99\x01\x02\x03")) and len(first) == 16
+    assert browser_token(cookie(bytes.fromhex("15c15fbb25a3"), b"\x04\xb2\x14\x26")) != first
+    assert browser_token("") == browser_token("garbage") == browser_token("1|ab|cd|1") == ""
