@@ -123,9 +123,9 @@ def test_a_refresh_without_new_drawings_reuses_the_evaluation(small_models, monk
     submit_some("physics1", [1, 2])
     at = class_page()
     calls = []
-    real = report_module.predictive_samples
+    real = report_module.seeded_summary
     monkeypatch.setattr(
-        report_module, "predictive_samples", lambda *a, **k: (calls.append(1), real(*a, **k))[1]
+        report_module, "seeded_summary", lambda *a, **k: (calls.append(1), real(*a, **k))[1]
     )
     at.run()
     assert not at.exception and calls == []  # cached by the set of drawings

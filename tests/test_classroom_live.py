@@ -45,13 +45,13 @@ def key(name: str = "m", code: str = "lab") -> CacheKey:
 def rows_seen(monkeypatch) -> list[int]:
     """How many drawings each call of the sampler received."""
     seen: list[int] = []
-    real = report_module.predictive_samples
+    real = report_module.seeded_summary
 
-    def counting(model, images, n_samples, **kwargs):
+    def counting(model, images, n_samples, *args, **kwargs):
         seen.append(len(images))
-        return real(model, images, n_samples, **kwargs)
+        return real(model, images, n_samples, *args, **kwargs)
 
-    monkeypatch.setattr(report_module, "predictive_samples", counting)
+    monkeypatch.setattr(report_module, "seeded_summary", counting)
     return seen
 
 
