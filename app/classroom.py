@@ -16,7 +16,8 @@ import numpy as np
 import streamlit as st
 import torch
 
-from core.classroom.store import ClassFullError, ClassStore, ClassStoreError, check_class_code
+from core.classroom.store import ClassFullError, ClassStore, check_class_code
+from core.storage.database import DatabaseError
 
 TITLE = "Send my drawing to the class"
 LABEL_KEY = "class_label"
@@ -80,7 +81,7 @@ def _send(image: torch.Tensor | np.ndarray, label: int, code: str, state: dict) 
         st.error("The drawing was not sent.")
         st.text(str(exc))
         return
-    except ClassStoreError as exc:
+    except DatabaseError as exc:
         st.error("The class database cannot take the drawing right now; nothing stored is lost.")
         st.text(str(exc))
         return

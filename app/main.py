@@ -168,6 +168,7 @@ def main() -> None:
 
     from app import share
     from app.ui import render_sidebar
+    from core.jobs import training_queue
 
     st.set_page_config(
         page_title="Bayesian neural network lab",
@@ -176,6 +177,7 @@ def main() -> None:
         initial_sidebar_state="collapsed" if share.presenter() else "auto",
     )
     thread_policy()
+    training_queue()  # this server's workers: jobs queued before a restart, or by any replica
     pages = [
         st.Page(p.path, title=p.title, icon=p.icon, default=i == 0) for i, p in enumerate(PAGES)
     ]

@@ -38,7 +38,11 @@ SETTINGS: dict[str, Setting] = {
         Setting("BNN_MODELS_DIR", "<data folder>/models", "where user-trained models are saved"),
         Setting("BNN_CHECKPOINT_DIR", "<repo>/checkpoints", "the shipped checkpoints"),
         Setting("BNN_BENCH_DIR", "<repo>/benchmarks", "stored benchmark and reference results"),
-        Setting("BNN_CLASS_DB", "SQLite in the data folder", "the class drawings' database URL"),
+        Setting(
+            "BNN_CLASS_DB",
+            "SQLite in the data folder",
+            "the lab's database URL: class drawings and training jobs (sqlite or postgresql)",
+        ),
         Setting("BNN_CLASS_LIMIT", "2000", "most drawings one class may hold"),
         Setting("BNN_TORCH_THREADS", "1", "torch threads of the app's server process"),
         Setting("BNN_TRAIN_WORKERS", "1", "training jobs the Train page runs at once"),

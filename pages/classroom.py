@@ -23,17 +23,10 @@ from app.figures.classroom import confusion_figure, thumbnails
 from core.classroom import export
 from core.classroom.live import LiveReport, PredictionCache, live_reports
 from core.classroom.report import ModelReport
-from core.classroom.store import (
-    DEFAULT_CLASS,
-    ClassStore,
-    ClassStoreError,
-    Drawing,
-    check_class_code,
-    database_url,
-    describe,
-)
+from core.classroom.store import DEFAULT_CLASS, ClassStore, Drawing, check_class_code
 from core.data import DatasetUnavailable
 from core.evaluation.uncertainty import SCORES
+from core.storage.database import DatabaseError, database_url, describe
 
 CODE_KEY = "classroom_code"
 LIVE_KEY = "classroom_live"
@@ -99,7 +92,7 @@ def clear_class(code: str, database: str) -> None:
         deleted = ClassStore(database).clear(code)
         prediction_cache().forget(database, code)
         st.session_state[MESSAGE_KEY] = ("success", f"Deleted {deleted} drawing(s) of `{code}`.")
-    except ClassStoreError as exc:
+    except DatabaseError as exc:
         st.session_state[MESSAGE_KEY] = ("error", str(exc))
     st.session_state[CONFIRM_KEY] = False
 
@@ -248,7 +241,7 @@ def live_view(code: str, models: list, n_samples: int, limits: dict, live: bool)
     try:
         store = ClassStore(database)
         records = store.records(code)
-    except ClassStoreError as exc:
+    except DatabaseError as exc:
         st.error("The class's drawings cannot be read.")
         st.text(str(exc))
         return

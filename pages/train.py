@@ -26,6 +26,7 @@ from core.storage.checkpoints import (
     partial_note,
     task_title,
 )
+from core.storage.database import DatabaseError
 
 POLL_SECONDS = 1.0
 LEARNING_RATES = (1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3, 0.5)
@@ -81,12 +82,12 @@ def model_settings(kind: str) -> dict:
     return values
 
 
-def status_text(job: TrainJob, position: int | None) -> str:
+def status_text(job: TrainJob) -> str:
     """One phrase on a job's state: queue position, progress and ETA, or the outcome."""
     if job.status is JobStatus.QUEUED:
-        return f"queued, position {position}" if position else "queued"
+        return f"queued, position {job.position}" if job.position else "queued"
     if job.status is JobStatus.RUNNING:
-        if job.cancel.is_set():
+        if job.cancelling:
             return "cancelling…"
         eta = job.eta()
         left = "" if eta is None else f", about {eta:.0f} s left"
@@ -111,12 +112,12 @@ def curve_data(job: TrainJob) -> tuple[dict, dict]:
     return epochs, steps
 
 
-def show_job(job: TrainJob, position: int | None) -> None:
+def show_job(job: TrainJob) -> None:
     """The watched job: progress bar with ETA, cancel button, outcome and live curves."""
     request = job.request
     head, button = st.columns([5, 1], vertical_alignment="bottom")
     with head:
-        st.markdown(f"**Job #{job.id}** ({request.describe()}): {status_text(job, position)}")
+        st.markdown(f"**Job #{job.id}** ({request.describe()}): {status_text(job)}")
         st.text(f"name: {request.name}")  # user text: never Markdown
         if job.status is JobStatus.RUNNING:
             eta = job.eta()
@@ -124,14 +125,14 @@ def show_job(job: TrainJob, position: int | None) -> None:
             label += "" if eta is None else f" · ETA {eta:.0f} s"
             st.progress(job.fraction, text=label)
         elif job.status is JobStatus.QUEUED:
-            st.progress(0.0, text=f"waiting, position {position} in the queue")
+            st.progress(0.0, text=f"waiting, position {job.position} in the queue")
     if job.status.active and ui.visitor().may_act_on(job.owner):
         button.button(
             "Cancel",
             key=f"train_cancel_{job.id}",
             on_click=cancel_job,
             args=(job.id,),
-            disabled=job.cancel.is_set(),
+            disabled=job.cancelling,
             icon=":material/stop_circle:",
         )
     if job.status is JobStatus.DONE and job.path is not None:
@@ -174,17 +175,21 @@ def model_has_kl(job: TrainJob) -> bool:
 def jobs_panel() -> None:
     """The queue and the watched job; polled while a job is active (a fragment)."""
     queue = training_queue()
-    jobs = queue.jobs()
+    try:
+        jobs = queue.jobs()
+    except DatabaseError as exc:
+        st.error("The list of jobs cannot be read right now; nothing was lost, try again soon.")
+        st.text(str(exc))
+        return
     if not jobs:
         st.caption("No training job yet.")
         return
-    positions = {j.id: queue.position(j.id) for j in jobs}
     rows = [
         {
             "job": f"#{j.id}",
             "name": j.request.name,
             "what": j.request.describe(),
-            "status": status_text(j, positions[j.id]),
+            "status": status_text(j),
             "yours": "yes" if j.owner == ui.visitor().id else "",
         }
         for j in reversed(jobs)
@@ -201,8 +206,8 @@ def jobs_panel() -> None:
         format_func=lambda i: f"#{i}",
         key="train_watch",
     )
-    job = next(j for j in jobs if j.id == watched)
-    show_job(job, positions[job.id])
+    job = queue.get(watched) or next(j for j in jobs if j.id == watched)
+    show_job(job)
     if st.session_state.get("train_polling") and not any(j.status.active for j in jobs):
         st.session_state["train_polling"] = False
         st.rerun()  # the last job ended: refresh the model lists and stop polling
@@ -212,7 +217,7 @@ def cancel_job(job_id: int) -> None:
     """Cancel callback: only this session's jobs (or any, for the teacher)."""
     try:
         training_queue().cancel(job_id, ui.visitor())
-    except PermissionError as exc:
+    except (PermissionError, DatabaseError) as exc:
         st.session_state[NOTICE_KEY] = ("error", str(exc))
 
 
@@ -410,13 +415,16 @@ if st.button("Start training", key="train_start", type="primary", icon=":materia
         )
         job_id = queue.submit(request, ui.visitor())
         st.session_state[JOB_KEY] = st.session_state["train_watch"] = job_id
-    except ValueError as exc:
+    except (ValueError, DatabaseError) as exc:
         st.error("The job was not started.")
         st.text(str(exc))  # may quote the typed name: never Markdown
 
 st.subheader("3. Jobs")
 teacher_panel()
-active = any(j.status.active for j in queue.jobs())
+try:
+    active = any(j.status.active for j in queue.jobs())
+except DatabaseError:
+    active = False  # the panel says why
 st.session_state["train_polling"] = active
 st.fragment(run_every=POLL_SECONDS if active else None)(jobs_panel)()
 

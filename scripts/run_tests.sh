@@ -6,12 +6,16 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh --dev
 
 # Headless Chromium for the real-browser tests (Debian package; Playwright's own browser
-# download does not work offline).
-if [ ! -x /usr/bin/chromium ]; then
-  echo "== installing chromium"
+# download does not work offline), and
+# PostgreSQL's server binaries (Debian package) for the tests that start a throw-away cluster.
+missing=()
+[ -x /usr/bin/chromium ] || missing+=(chromium)
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "== installing ${missing[*]}"
   sudo=""
   [ "$(id -u)" -ne 0 ] && sudo=sudo
-  $sudo apt-get update -qq && $sudo apt-get install -y -qq chromium >/dev/null
+  $sudo apt-get update -qq && $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
 echo "== ruff"

@@ -86,7 +86,7 @@ def serve_app_process(
         "--browser.gatherUsageStats=false",
         "--server.fileWatcherType=none",
     ]
-    log = (REPO_ROOT / ".pytest_cache").joinpath(f"streamlit-{port}.log")
+    log = server_log(port)
     log.parent.mkdir(exist_ok=True)
     with open(log, "wb") as out:
         proc = subprocess.Popen(
@@ -103,6 +103,11 @@ def serve_app_process(
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def server_log(port: int) -> Path:
+    """Where :func:`serve_app_process` writes the output of the server on ``port``."""
+    return REPO_ROOT / ".pytest_cache" / f"streamlit-{port}.log"
 
 
 def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float, log: Path) -> None:

@@ -37,3 +37,22 @@ def _class_db_in_tmp(tmp_path_factory, monkeypatch):
     """Every test gets its own class-drawings database (never the data folder's)."""
     db = tmp_path_factory.mktemp("class_db") / "class.sqlite"
     monkeypatch.setenv("BNN_CLASS_DB", f"sqlite:///{db}")
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A throw-away PostgreSQL cluster for the session (base URL); see tests/cluster_util.py."""
+    from tests.cluster_util import postgres_cluster
+
+    with postgres_cluster() as url:
+        yield url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def lab_db(request, tmp_path) -> str:
+    """An empty lab database: a SQLite file, then a PostgreSQL database of a real server."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'lab.sqlite'}"
+    from tests.cluster_util import new_database
+
+    return new_database(request.getfixturevalue("postgres_server"))

@@ -18,10 +18,11 @@ import core.studies.evaluations
 from app.ui import SAMPLES_KEY
 from core.catalogue import REGISTRY
 from core.classroom.report import model_report
-from core.classroom.store import DB_ENV, ClassStore
+from core.classroom.store import ClassStore
 from core.engine.sampler import predictive_samples
 from core.evaluation.uncertainty import SCORES
 from core.storage.checkpoints import load_checkpoint
+from core.storage.database import DB_ENV
 from tests.checkpoint_util import save_small_checkpoints
 
 PAGE = "../pages/classroom.py"

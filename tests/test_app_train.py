@@ -32,7 +32,11 @@ TINY = {
 
 
 class Paused:
-    """``run_training`` that stops at its first progress report until released."""
+    """``run_training`` that stops at its first progress report until released.
+
+    :meth:`wait` returns once that report has reached the database (the worker reports every
+    ``REPORT_S``), so the page shows it.
+    """
 
     def __init__(self) -> None:
         self.reached = threading.Event()
@@ -46,6 +50,12 @@ class Paused:
                 assert self.release.wait(120), "the test never released the job"
 
         return run_training(request, progress=held, **kwargs)
+
+    def wait(self, job_id: int) -> bool:
+        if not self.reached.wait(120):
+            return False
+        wait_until(lambda: training_queue().get(job_id).fraction > 0)
+        return True
 
 
 @pytest.fixture
@@ -95,7 +105,7 @@ def test_tiny_job_shows_progress_then_appears_in_the_model_lists(paused):
     at = page()
     assert "No training job yet." in [c.value for c in at.caption]
     job_id = start(at, "tiny")
-    assert paused.reached.wait(120)
+    assert paused.wait(job_id)
     at.run()
     assert not at.exception, at.exception
     assert job_table(at).loc["tiny", "status"].startswith("running, ")
@@ -121,7 +131,7 @@ def test_tiny_job_shows_progress_then_appears_in_the_model_lists(paused):
 def test_cancel_leaves_no_checkpoint(paused, tmp_path):
     at = page(train_kind="bbb")
     job_id = start(at, "doomed")
-    assert paused.reached.wait(120)
+    assert paused.wait(job_id)
     at.run()
     at.button(key=f"train_cancel_{job_id}").click().run()
     assert not at.exception, at.exception
@@ -138,7 +148,7 @@ def test_cancel_leaves_no_checkpoint(paused, tmp_path):
 def test_second_job_queues_behind_the_first_and_a_new_session_reattaches(paused):
     at = page()
     first = start(at, "first")
-    assert paused.reached.wait(120)
+    assert paused.wait(first)
     second = start(at, "second")
     at.run()
     table = job_table(at)
@@ -215,7 +225,7 @@ def test_on_a_shared_server_a_student_acts_only_on_their_own(paused, monkeypatch
     monkeypatch.setenv("BNN_TEACHER_KEY", "s3cret")
     anna = page()
     job_id = start(anna, "annas")
-    assert paused.reached.wait(120)
+    assert paused.wait(job_id)
     ben = page()
     assert job_table(ben).loc["annas", "yours"] == ""
     ben.selectbox(key="train_watch").set_value(job_id).run()

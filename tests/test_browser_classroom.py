@@ -11,7 +11,8 @@ import zipfile
 
 import pytest
 
-from core.classroom.store import DB_ENV, ClassStore
+from core.classroom.store import ClassStore
+from core.storage.database import DB_ENV
 from tests.browser_util import (
     chromium_page,
     draw,

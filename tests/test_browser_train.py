@@ -3,15 +3,21 @@ still there, and it finishes into a user checkpoint."""
 
 from __future__ import annotations
 
+import signal
 import time
+from urllib.parse import urlparse
 
 import pytest
 
+from core.jobs import JobStatus, JobStore, make_request
+from core.jobs.queue import STOPPED
 from tests.browser_util import (
     chromium_browsers,
     chromium_page,
     require_chromium,
     serve_app,
+    serve_app_process,
+    server_log,
     wait_for_script,
     wait_for_setting,
     wait_for_text,
@@ -115,3 +121,46 @@ def test_a_second_browser_cannot_cancel_the_first_ones_job(tmp_path, mnist_small
         assert ben.get_by_role("button", name="Cancel").count() == 0
         cancel.click()
         wait_for_text(anna, "Cancelled: nothing was saved.")
+
+
+def test_a_stopped_server_says_what_happened_to_each_job_and_the_next_one_runs_the_queue(
+    tmp_path, mnist_small
+):
+    """SIGTERM while a job trains and another waits: the running job is failed with one line
+    (the server stops it cleanly), the waiting one stays queued, and the restarted server shows
+    both and trains the waiting one."""
+    db = f"sqlite:///{tmp_path / 'lab.sqlite'}"
+    models = tmp_path / "models"
+    env = {
+        "BNN_CLASS_DB": db,
+        "BNN_MODELS_DIR": str(models),
+        "BNN_CACHE_DIR": str(tmp_path / "cache"),
+    }
+    small = {"n_train": 1000, "n_test": 200, "n_eval_samples": 1}
+    store = JobStore(db)
+    long = store.add(make_request("long", "mlp", epochs=100, **small))
+    short = store.add(make_request("short", "mlp", epochs=1, **small))
+    with serve_app_process(env=env) as (url, server), chromium_page() as page:
+        page.goto(f"{url}/train")  # the first visit starts the server's workers
+        wait_for_text(page, "Job #1")
+        deadline = time.monotonic() + 300
+        while store.get(long).fraction == 0 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert store.get(long).status is JobStatus.RUNNING and store.get(long).fraction > 0
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(60) == 0
+        log = server_log(urlparse(url).port).read_text()
+    assert "terminate called" not in log, log[-2000:]
+    stopped = store.get(long)
+    assert stopped.status is JobStatus.FAILED and stopped.error == STOPPED
+    assert store.get(short).status is JobStatus.QUEUED
+    with serve_app(env=env) as url, chromium_page() as page:
+        page.goto(f"{url}/train")
+        wait_for_text(page, "Job #2")
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and not (models / "short.pt").is_file():
+            time.sleep(0.5)
+        assert store.get(short).status is JobStatus.DONE and (models / "short.pt").is_file()
+        page.get_by_role("combobox", name="Show job").click()
+        page.get_by_role("option", name="#1").click()
+        wait_for_text(page, STOPPED)

@@ -22,10 +22,10 @@ from core.classroom.store import (
     LIMIT_ENV,
     ClassFullError,
     ClassStore,
-    ClassStoreError,
     class_limit,
     to_pixels,
 )
+from core.storage.database import Database, DatabaseError
 from tests.class_writer import drawing_of, own_id, run_threads, shared_ids
 
 WRITER = Path(__file__).resolve().parent / "class_writer.py"
@@ -51,13 +51,12 @@ def wait_for(condition, what: str) -> None:
         time.sleep(0.02)
 
 
-def test_writer_processes_one_killed_mid_burst_lose_no_confirmed_drawing(tmp_path):
+def test_writer_processes_one_killed_mid_burst_lose_no_confirmed_drawing(lab_db, tmp_path):
     """4 writer processes × 4 threads (plus one killed by SIGKILL while it writes), each drawing
     also sent under ids every process shares: every confirmed drawing is stored exactly once,
     under the row id it was confirmed with and with the pixels and digit sent; no submission
-    fails; the file passes SQLite's integrity check."""
-    db = tmp_path / "class.sqlite"
-    url = f"sqlite:///{db}"
+    fails; a SQLite file passes SQLite's integrity check. On SQLite and on PostgreSQL."""
+    url = lab_db
     threads, each, n_shared = 4, 12, 7
     survivors, victim = range(4), 4
     logs = {w: tmp_path / f"writer-{w}.log" for w in (*survivors, victim)}
@@ -98,12 +97,14 @@ def test_writer_processes_one_killed_mid_burst_lose_no_confirmed_drawing(tmp_pat
             if r[0] == "ok":
                 confirmed.setdefault(r[1], set()).add(int(r[2]))
 
-    with sqlite3.connect(db) as conn:
-        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
-        rows = conn.execute("SELECT id, label, pixels, submission_id FROM drawings").fetchall()
+    db = Database(url)
+    if db.path is not None:
+        with sqlite3.connect(db.path) as conn:
+            assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    rows = db.rows("SELECT id, label, pixels, submission_id FROM drawings")
     by_key: dict[str, list[tuple[int, int, bytes]]] = {}
     for row_id, label, pixels, key in rows:
-        by_key.setdefault(key, []).append((row_id, label, pixels))
+        by_key.setdefault(key, []).append((row_id, label, bytes(pixels)))
     assert all(len(stored) == 1 for stored in by_key.values())  # UNIQUE held
     for key, row_ids in confirmed.items():
         assert len(row_ids) == 1, f"{key} was confirmed under several rows {row_ids}"
@@ -134,9 +135,9 @@ def test_a_full_class_refuses_new_drawings_with_one_line_and_keeps_the_rest(tmp_
     store.submit(digit(4), 4, "small", str(uuid.uuid4()))  # room again after a clear
 
 
-def test_concurrent_writers_cannot_overshoot_the_limit(tmp_path):
+def test_concurrent_writers_cannot_overshoot_the_limit(lab_db):
     limit, threads, each = 10, 6, 5
-    url = f"sqlite:///{tmp_path / 'c.sqlite'}"
+    url = lab_db
     stored, full, errors = [], [], []
     barrier = threading.Barrier(threads)
     lock = threading.Lock()
@@ -168,7 +169,7 @@ def test_the_limit_is_configurable(monkeypatch):
     assert class_limit() == 250 == ClassStore().limit
     for bad in ("0", "-3", "many", "2.5"):
         monkeypatch.setenv(LIMIT_ENV, bad)
-        with pytest.raises(ClassStoreError, match=LIMIT_ENV) as info:
+        with pytest.raises(DatabaseError, match=LIMIT_ENV) as info:
             ClassStore()
         assert "\n" not in str(info.value)
 
@@ -233,7 +234,7 @@ def test_a_folder_sqlite_cannot_write_in_gets_its_own_message(read_only_folder):
         lambda: store.records("a"),
     ):
         text = outcome_as_another_user(action)
-        assert text.startswith("ClassStoreError: ") and "\n" not in text, text
+        assert text.startswith("DatabaseError: ") and "\n" not in text, text
         assert "folder is not writable" in text and "-wal" in text, text
         assert "not a usable" not in text
     assert db.read_bytes() == before
@@ -241,5 +242,5 @@ def test_a_folder_sqlite_cannot_write_in_gets_its_own_message(read_only_folder):
     text = outcome_as_another_user(
         lambda: ClassStore(f"sqlite:///{new}").submit(digit(1), 2, "a", str(uuid.uuid4()))
     )
-    assert text.startswith("ClassStoreError: ") and "cannot open or create" in text, text
+    assert text.startswith("DatabaseError: ") and "cannot open or create" in text, text
     assert not new.exists()

@@ -14,16 +14,14 @@ from core.classroom.export import csv_png_zip, idx_pair, idx_zip
 from core.classroom.live import LiveReport, PredictionCache, live_reports
 from core.classroom.report import ModelReport, Predictions, class_report, model_report
 from core.classroom.store import (
-    DB_ENV,
     DEFAULT_CLASS,
     ClassDrawings,
     ClassFullError,
     ClassStore,
-    ClassStoreError,
     Drawing,
     check_class_code,
-    database_url,
 )
+from core.storage.database import DB_ENV, DatabaseError, database_url
 
 __all__ = [
     "DB_ENV",
@@ -31,7 +29,7 @@ __all__ = [
     "ClassDrawings",
     "ClassFullError",
     "ClassStore",
-    "ClassStoreError",
+    "DatabaseError",
     "Drawing",
     "LiveReport",
     "ModelReport",

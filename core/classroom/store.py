@@ -5,40 +5,24 @@ digit the student meant (0–9), the 28×28 input the models saw as 784 uint8 by
 0 = black, 255 = white ink), the UTC time it was stored and the client's submission id (a UUID,
 ``UNIQUE``: a double click or a retried submit is stored exactly once). No names, no addresses.
 
-Where: ``BNN_CLASS_DB`` is a database URL, ``sqlite:///relative/path.db``,
-``sqlite:////absolute/path.db`` (SQLAlchemy's convention), a plain file path, or
-``postgresql://user:password@host/dbname`` for a deployment with several app replicas (needs
-the ``psycopg`` package, which this project does not install; not tested here). By default it
-is the SQLite file ``class_drawings.sqlite`` in the writable data folder
-(:func:`core.storage.paths.data_dir`).
-
-SQLite runs in WAL mode (readers never wait for a writer; one writer at a time), with a busy
-timeout, and every submission is one short ``BEGIN IMMEDIATE … COMMIT`` transaction, so any
-number of threads and processes on one host may write the file at once. The store reaches the
-file only through SQLite: opening and closing it with anything else would drop the process's
-POSIX locks on it and let two writers corrupt it. A locked database (busy beyond the timeout), a
-file that is not a SQLite database or a folder SQLite cannot write in raises
-:class:`ClassStoreError` with one clear line, chosen by SQLite's own error name; such a file is
-never replaced, and reading a database that does not exist yet creates nothing (only a
-submission creates the file).
+Where: the lab's database (:mod:`core.storage.database`: SQLite by default, PostgreSQL for
+several app replicas, one URL in ``BNN_CLASS_DB``), table ``drawings``. Every submission is one
+short write transaction keyed by its class code, so any number of threads, processes and
+replicas may submit at once.
 
 A class holds at most ``BNN_CLASS_LIMIT`` drawings (default :data:`DEFAULT_LIMIT`); past it a
 new drawing is refused with :class:`ClassFullError` (counted inside the write transaction, so
 concurrent writers cannot overshoot it).
 
-The SQL is plain ``INSERT``/``SELECT``/``DELETE`` with ``?`` placeholders, rewritten per
-dialect, and ``INSERT … ON CONFLICT (submission_id) DO NOTHING`` (SQLite ≥ 3.24, PostgreSQL ≥
-9.5); only the schema differs.
+The SQL is plain ``INSERT``/``SELECT``/``DELETE`` and ``INSERT … ON CONFLICT (submission_id) DO
+NOTHING`` (SQLite ≥ 3.24, PostgreSQL ≥ 9.5); only the schema differs.
 """
 
 from __future__ import annotations
 
 import re
-import sqlite3
-import threading
 import uuid
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -48,10 +32,8 @@ import numpy as np
 import torch
 
 from core import settings
-from core.storage.paths import data_dir
+from core.storage.database import BUSY_TIMEOUT_S, Database, DatabaseError, Table
 
-DB_ENV = "BNN_CLASS_DB"
-DEFAULT_FILE = "class_drawings.sqlite"
 DEFAULT_CLASS = "default"
 CLASS_CODE_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,32}")
 SIDE = 28
@@ -60,45 +42,40 @@ NUM_CLASSES = 10
 EMPTY_INK = 0.05
 """A drawing whose brightest pixel is below this (in [0, 1]) is empty (as
 :data:`core.data.preprocess.BLANK`)."""
-BUSY_TIMEOUT_S = 5.0
 LIMIT_ENV = "BNN_CLASS_LIMIT"
 DEFAULT_LIMIT = 2000
 """Most drawings one class holds unless ``BNN_CLASS_LIMIT`` says otherwise."""
 
-_SQLITE_SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS drawings (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        class_code TEXT NOT NULL,
-        label INTEGER NOT NULL CHECK (label BETWEEN 0 AND 9),
-        pixels BLOB NOT NULL CHECK (length(pixels) = 784),
-        created TEXT NOT NULL,
-        submission_id TEXT NOT NULL UNIQUE
-    )""",
-    "CREATE INDEX IF NOT EXISTS drawings_by_class ON drawings (class_code, id)",
-)
-_POSTGRES_SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS drawings (
-        id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-        class_code TEXT NOT NULL,
-        label INTEGER NOT NULL CHECK (label BETWEEN 0 AND 9),
-        pixels BYTEA NOT NULL CHECK (octet_length(pixels) = 784),
-        created TEXT NOT NULL,
-        submission_id TEXT NOT NULL UNIQUE
-    )""",
-    "CREATE INDEX IF NOT EXISTS drawings_by_class ON drawings (class_code, id)",
+DRAWINGS = Table(
+    "drawings",
+    sqlite=(
+        """CREATE TABLE IF NOT EXISTS drawings (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            class_code TEXT NOT NULL,
+            label INTEGER NOT NULL CHECK (label BETWEEN 0 AND 9),
+            pixels BLOB NOT NULL CHECK (length(pixels) = 784),
+            created TEXT NOT NULL,
+            submission_id TEXT NOT NULL UNIQUE
+        )""",
+        "CREATE INDEX IF NOT EXISTS drawings_by_class ON drawings (class_code, id)",
+    ),
+    postgres=(
+        """CREATE TABLE IF NOT EXISTS drawings (
+            id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            class_code TEXT NOT NULL,
+            label INTEGER NOT NULL CHECK (label BETWEEN 0 AND 9),
+            pixels BYTEA NOT NULL CHECK (octet_length(pixels) = 784),
+            created TEXT NOT NULL,
+            submission_id TEXT NOT NULL UNIQUE
+        )""",
+        "CREATE INDEX IF NOT EXISTS drawings_by_class ON drawings (class_code, id)",
+    ),
 )
 _COLUMNS = "id, class_code, label, pixels, created"
 
 
 class ClassFullError(ValueError):
     """The class already holds as many drawings as a class may; nothing was stored."""
-
-
-class ClassStoreError(RuntimeError):
-    """The class database cannot be used (busy, corrupt, unreachable); its message is one line.
-
-    Nothing already stored is lost when it is raised: the failed operation changed nothing.
-    """
 
 
 @dataclass(frozen=True)
@@ -207,16 +184,7 @@ def to_pixels(image: torch.Tensor | np.ndarray) -> bytes:
     return (x * 255).round().to(torch.uint8).numpy().tobytes()
 
 
-# --- database URLs -------------------------------------------------------------------------
-
-
-def database_url() -> str:
-    """Give the configured database URL.
-
-    Returns:
-        ``BNN_CLASS_DB``, or ``sqlite:///<data folder>/class_drawings.sqlite`` (absolute).
-    """
-    return settings.text(DB_ENV) or f"sqlite:///{data_dir() / DEFAULT_FILE}"
+# --- the store ------------------------------------------------------------------------------
 
 
 def class_limit() -> int:
@@ -226,216 +194,54 @@ def class_limit() -> int:
         ``BNN_CLASS_LIMIT``, or :data:`DEFAULT_LIMIT`.
 
     Raises:
-        ClassStoreError: If ``BNN_CLASS_LIMIT`` is not a whole number ≥ 1.
+        DatabaseError: If ``BNN_CLASS_LIMIT`` is not a whole number ≥ 1.
     """
     text = settings.text(LIMIT_ENV)
     if not text:
         return DEFAULT_LIMIT
     if not text.isdigit() or int(text) < 1:
-        raise ClassStoreError(f"{LIMIT_ENV} must be a whole number ≥ 1, got {text[:20]!r}")
+        raise DatabaseError(f"{LIMIT_ENV} must be a whole number ≥ 1, got {text[:20]!r}")
     return int(text)
 
 
-def sqlite_path(url: str) -> Path | None:
-    """Give the SQLite file a database URL names.
-
-    Args:
-        url: ``sqlite:///relative.db``, ``sqlite:////absolute.db`` or a plain path.
-
-    Returns:
-        The file's absolute path; None for a ``postgresql://`` URL.
-
-    Raises:
-        ClassStoreError: For another scheme, or an in-memory or empty SQLite URL.
-    """
-    if url.startswith(("postgresql://", "postgres://")):
-        return None
-    if url.startswith("sqlite:"):
-        if not url.startswith("sqlite:///"):
-            raise ClassStoreError(f"{DB_ENV}: write sqlite:///path/to/file.db, got {url[:60]!r}")
-        path = url.removeprefix("sqlite:///")
-    elif "://" in url:
-        scheme = url.split("://", 1)[0]
-        raise ClassStoreError(
-            f"{DB_ENV}: unsupported database {scheme!r}: use sqlite or postgresql"
-        )
-    else:
-        path = url
-    if path in ("", ":memory:"):
-        raise ClassStoreError(f"{DB_ENV}: an in-memory or empty SQLite path keeps nothing")
-    return Path(path).expanduser().absolute()
-
-
-def describe(url: str) -> str:
-    """Name a database for display, without credentials.
-
-    Args:
-        url: A database URL.
-
-    Returns:
-        The SQLite file's path, or ``postgresql://host/dbname`` with the user and password left
-        out.
-    """
-    try:
-        path = sqlite_path(url)
-    except ClassStoreError:
-        path = None
-    if path is not None:
-        return str(path)
-    scheme, _, rest = url.partition("://")
-    return f"{scheme}://{rest.rpartition('@')[2]}"
-
-
-# --- connections ---------------------------------------------------------------------------
-
-_initialised: set[str] = set()  # PostgreSQL URLs whose schema this process has ensured
-_init_lock = threading.Lock()
-
-
-def _has_table(conn: sqlite3.Connection) -> bool:
-    query = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'drawings'"
-    return conn.execute(query).fetchone() is not None
-
-
-def _translate(exc: Exception, where: str, timeout: float) -> ClassStoreError:
-    """One clear line for a database exception (SQLite's own error name decides which)."""
-    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    name = getattr(exc, "sqlite_errorname", "") or ""
-    keep = f"it was left untouched (move it away or point {DB_ENV} elsewhere)"
-    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
-        return ClassStoreError(
-            f"{where}: the class database is busy (locked by another writer for more than "
-            f"{timeout:g} s); nothing was changed, try again"
-        )
-    if name == "SQLITE_READONLY_DIRECTORY":
-        return ClassStoreError(
-            f"{where}: the folder is not writable, and SQLite must create its -wal and -shm "
-            f"files beside the database; nothing was changed (let the server's user write "
-            f"in {Path(where).parent} or point {DB_ENV} elsewhere)"
-        )
-    if name.startswith("SQLITE_READONLY"):
-        return ClassStoreError(
-            f"{where}: the class database is read-only for this server; nothing was changed "
-            f"(let the server's user write it or point {DB_ENV} elsewhere)"
-        )
-    if name.startswith("SQLITE_CANTOPEN"):
-        return ClassStoreError(
-            f"{where}: cannot open or create the class database (is the folder missing or "
-            f"not writable?); point {DB_ENV} elsewhere"
-        )
-    if name == "SQLITE_NOTADB":
-        return ClassStoreError(f"{where}: file is not a SQLite database; {keep}")
-    if isinstance(exc, sqlite3.DatabaseError):
-        return ClassStoreError(f"{where}: not a usable SQLite database ({text}); {keep}")
-    return ClassStoreError(f"{where}: class database error ({text})")
-
-
 class ClassStore:
-    """The class's drawings in one database (see the module's description).
+    """The class's drawings in the lab's database (see the module's description).
 
     Every call opens its own short-lived connection, so one store may be shared by all threads
-    (Streamlit sessions) of a server, and several processes on one host may share the SQLite
-    file (not over a network file system: use PostgreSQL for replicas on several hosts).
+    (Streamlit sessions) of a server and by several processes.
 
     Args:
-        url: A database URL; None for :func:`database_url`.
-        timeout: Seconds a write waits for another writer before :class:`ClassStoreError`.
+        url: A database URL; None for :func:`~core.storage.database.database_url`.
+        timeout: Seconds a write waits for another writer before :class:`DatabaseError`.
         limit: Most drawings one class may hold; None for :func:`class_limit`.
+
+    Raises:
+        DatabaseError: If the URL is not a supported database.
     """
 
     def __init__(
         self, url: str | None = None, timeout: float = BUSY_TIMEOUT_S, limit: int | None = None
     ):
-        self.url = url or database_url()
-        self.timeout = float(timeout)
+        self.db = Database(url, (DRAWINGS,), timeout)
         self.limit = class_limit() if limit is None else int(limit)
-        self.path = sqlite_path(self.url)
-        self._param = "?" if self.path is not None else "%s"
 
     def __repr__(self) -> str:
         """The store's database, without credentials."""
-        return f"ClassStore({describe(self.url)!r})"
+        return f"ClassStore({self.db!r})"
 
-    # -- connections --
+    @property
+    def url(self) -> str:
+        """The database's URL."""
+        return self.db.url
+
+    @property
+    def path(self) -> Path | None:
+        """The SQLite file, or None on PostgreSQL."""
+        return self.db.path
 
     def exists(self) -> bool:
-        """Tell whether the database may hold drawings.
-
-        Returns:
-            False when the SQLite file does not exist yet (reading then creates nothing); always
-            True for PostgreSQL.
-        """
-        return self.path is None or self.path.exists()
-
-    @contextmanager
-    def _connection(self, create: bool) -> Iterator[Any]:
-        where = describe(self.url)
-        try:
-            if self.path is None:
-                conn = self._postgres()
-            else:
-                conn = self._sqlite(create)
-            try:
-                yield conn
-            finally:
-                conn.close()
-        except ClassStoreError:
-            raise
-        except (sqlite3.Error, OSError) as exc:
-            raise _translate(exc, where, self.timeout) from exc
-        except Exception as exc:  # psycopg's errors, when PostgreSQL is used
-            if type(exc).__module__.split(".")[0] != "psycopg":
-                raise
-            raise _translate(exc, where, self.timeout) from exc
-
-    def _sqlite(self, create: bool) -> sqlite3.Connection:
-        path = self.path
-        if create:
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise ClassStoreError(
-                    f"{path}: cannot create the folder {path.parent} ({exc.strerror}); point "
-                    f"{DB_ENV} elsewhere"
-                ) from exc
-        mode = "rwc" if create else "rw"
-        conn = sqlite3.connect(
-            f"{path.as_uri()}?mode={mode}",
-            uri=True,
-            timeout=self.timeout,
-            isolation_level=None,  # transactions are explicit: BEGIN IMMEDIATE … COMMIT
-            check_same_thread=False,
-        )
-        try:
-            conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
-            if not _has_table(conn):
-                with _init_lock:  # one thread of this process sets the file up
-                    if not _has_table(conn):
-                        conn.execute("PRAGMA journal_mode = WAL")
-                        for statement in _SQLITE_SCHEMA:
-                            conn.execute(statement)
-        except BaseException:
-            conn.close()
-            raise
-        return conn
-
-    def _postgres(self) -> Any:
-        try:
-            import psycopg  # optional: only PostgreSQL deployments install it
-        except ImportError:
-            raise ClassStoreError(
-                f"{DB_ENV} is a PostgreSQL URL, which needs the psycopg package "
-                "(pip install 'psycopg[binary]'); it is not installed"
-            ) from None
-        conn = psycopg.connect(self.url, autocommit=True, connect_timeout=int(self.timeout) or 1)
-        if self.url not in _initialised:
-            for statement in _POSTGRES_SCHEMA:
-                conn.execute(statement)
-            _initialised.add(self.url)
-        return conn
-
-    def _sql(self, statement: str) -> str:
-        return statement.replace("?", self._param)
+        """Tell whether the database may hold drawings (:meth:`Database.exists`)."""
+        return self.db.exists()
 
     # -- the API --
 
@@ -463,51 +269,33 @@ class ClassStore:
                 :class:`ValueError`).
             ValueError: On an empty drawing, a wrong shape, a label out of range, a bad class
                 code or submission id.
-            ClassStoreError: If the database is busy, corrupt or cannot be opened.
+            DatabaseError: If the database is busy, corrupt or cannot be opened.
         """
         pixels = to_pixels(image)
         label = _label(label)
         code = check_class_code(class_code)
         key = _submission_id(submission_id)
         created = datetime.now(UTC).isoformat(timespec="milliseconds")
-        find = self._sql("SELECT id FROM drawings WHERE submission_id = ?")
-        with self._connection(create=True) as conn:
-            self._begin(conn, code)
-            try:
+        sql = self.db.sql
+        find = sql("SELECT id FROM drawings WHERE submission_id = ?")
+        with self.db.transaction(code) as conn:
+            row = conn.execute(find, (key,)).fetchone()
+            if row is None:
+                self._check_room(conn, code)
+                conn.execute(
+                    sql(
+                        "INSERT INTO drawings (class_code, label, pixels, created, "
+                        "submission_id) VALUES (?, ?, ?, ?, ?) "
+                        "ON CONFLICT (submission_id) DO NOTHING"
+                    ),
+                    (code, label, pixels, created, key),
+                )
                 row = conn.execute(find, (key,)).fetchone()
-                if row is None:
-                    self._check_room(conn, code)
-                    conn.execute(
-                        self._sql(
-                            "INSERT INTO drawings (class_code, label, pixels, created, "
-                            "submission_id) VALUES (?, ?, ?, ?, ?) "
-                            "ON CONFLICT (submission_id) DO NOTHING"
-                        ),
-                        (code, label, pixels, created, key),
-                    )
-                    row = conn.execute(find, (key,)).fetchone()
-                conn.execute("COMMIT")
-            except BaseException:
-                self._rollback(conn)
-                raise
         return int(row[0])
-
-    def _begin(self, conn: Any, class_code: str) -> None:
-        """Start a write transaction that no other writer of the class runs beside.
-
-        SQLite's ``BEGIN IMMEDIATE`` takes the database's one write lock; on PostgreSQL a
-        transaction-scoped advisory lock on the class code serialises its writers, so the
-        count that :meth:`_check_room` reads stays true until the commit.
-        """
-        if self.path is not None:
-            conn.execute("BEGIN IMMEDIATE")
-            return
-        conn.execute("BEGIN")
-        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (class_code,))
 
     def _check_room(self, conn: Any, class_code: str) -> None:
         """Raise :class:`ClassFullError` when the class already holds :attr:`limit` drawings."""
-        query = self._sql("SELECT COUNT(*) FROM drawings WHERE class_code = ?")
+        query = self.db.sql("SELECT COUNT(*) FROM drawings WHERE class_code = ?")
         (held,) = conn.execute(query, (class_code,)).fetchone()
         if int(held) >= self.limit:
             raise ClassFullError(
@@ -515,19 +303,6 @@ class ClassStore:
                 "class may hold; nothing was stored (the teacher can export and clear it, or "
                 "use a new class code)"
             )
-
-    @staticmethod
-    def _rollback(conn: Any) -> None:
-        try:
-            conn.execute("ROLLBACK")
-        except Exception:  # the connection is closed next; the first error is the one raised
-            pass
-
-    def _rows(self, statement: str, params: Sequence[Any] = ()) -> list[tuple]:
-        if not self.exists():
-            return []
-        with self._connection(create=False) as conn:
-            return conn.execute(self._sql(statement), tuple(params)).fetchall()
 
     def records(self, class_code: str | None, limit: int | None = None) -> list[Drawing]:
         """List a class's drawings as records.
@@ -541,7 +316,7 @@ class ClassStore:
 
         Raises:
             ValueError: On a bad class code.
-            ClassStoreError: If the database is busy, corrupt or cannot be opened.
+            DatabaseError: If the database is busy, corrupt or cannot be opened.
         """
         code = check_class_code(class_code)
         query = f"SELECT {_COLUMNS} FROM drawings WHERE class_code = ? ORDER BY id DESC"
@@ -549,7 +324,7 @@ class ClassStore:
         if limit is not None:
             query += " LIMIT ?"
             params = (code, max(int(limit), 0))
-        rows = self._rows(query, params)
+        rows = self.db.rows(query, params)
         return [
             Drawing(int(i), str(c), int(y), bytes(p), datetime.fromisoformat(t))
             for i, c, y, p, t in reversed(rows)
@@ -566,7 +341,7 @@ class ClassStore:
 
         Raises:
             ValueError: On a bad class code.
-            ClassStoreError: If the database is busy, corrupt or cannot be opened.
+            DatabaseError: If the database is busy, corrupt or cannot be opened.
         """
         return as_tensors(self.records(class_code))
 
@@ -581,13 +356,13 @@ class ClassStore:
 
         Raises:
             ValueError: On a bad class code.
-            ClassStoreError: If the database is busy, corrupt or cannot be opened.
+            DatabaseError: If the database is busy, corrupt or cannot be opened.
         """
         if class_code is None:
-            rows = self._rows("SELECT COUNT(*) FROM drawings")
+            rows = self.db.rows("SELECT COUNT(*) FROM drawings")
         else:
             code = check_class_code(class_code)
-            rows = self._rows("SELECT COUNT(*) FROM drawings WHERE class_code = ?", (code,))
+            rows = self.db.rows("SELECT COUNT(*) FROM drawings WHERE class_code = ?", (code,))
         return int(rows[0][0]) if rows else 0
 
     def classes(self) -> dict[str, int]:
@@ -597,9 +372,9 @@ class ClassStore:
             Class code → number of drawings, sorted by code.
 
         Raises:
-            ClassStoreError: If the database is busy, corrupt or cannot be opened.
+            DatabaseError: If the database is busy, corrupt or cannot be opened.
         """
-        rows = self._rows(
+        rows = self.db.rows(
             "SELECT class_code, COUNT(*) FROM drawings GROUP BY class_code ORDER BY class_code"
         )
         return {str(code): int(n) for code, n in rows}
@@ -615,21 +390,15 @@ class ClassStore:
 
         Raises:
             ValueError: On a bad class code.
-            ClassStoreError: If the database is busy, corrupt or cannot be opened.
+            DatabaseError: If the database is busy, corrupt or cannot be opened.
         """
         code = check_class_code(class_code)
         if not self.exists():
             return 0
-        with self._connection(create=False) as conn:
-            self._begin(conn, code)
-            try:
-                deleted = conn.execute(
-                    self._sql("DELETE FROM drawings WHERE class_code = ?"), (code,)
-                ).rowcount
-                conn.execute("COMMIT")
-            except BaseException:
-                self._rollback(conn)
-                raise
+        with self.db.transaction(code) as conn:
+            deleted = conn.execute(
+                self.db.sql("DELETE FROM drawings WHERE class_code = ?"), (code,)
+            ).rowcount
         return int(deleted)
 
 
@@ -658,12 +427,12 @@ def store() -> ClassStore:
     """Open the configured store (``BNN_CLASS_DB`` is read at each call).
 
     Returns:
-        A :class:`ClassStore` on :func:`database_url`.
+        A :class:`ClassStore` on :func:`~core.storage.database.database_url`.
 
     Raises:
-        ClassStoreError: If the URL is not a supported database.
+        DatabaseError: If the URL is not a supported database.
     """
-    return ClassStore(database_url())
+    return ClassStore()
 
 
 def submit(

@@ -3,18 +3,15 @@
 * :mod:`core.jobs.training`: :class:`TrainRequest` (an ad-hoc configuration via
   :func:`make_request`, or a registered spec via :func:`spec_request`) and
   :func:`run_training`, which trains it and saves a user checkpoint atomically when it finishes.
+* :mod:`core.jobs.store`: :class:`JobStore`, the jobs in the lab's database (status, progress,
+  live-curve points, owner), shared by every replica and kept across restarts;
 * :mod:`core.jobs.queue`: :class:`JobQueue`, worker threads owned by the server process that run
-  requests one at a time (configurable), with progress, live curves and cancel;
+  the stored jobs one at a time (configurable), with progress, live curves and cancel;
   :func:`training_queue` is the process's one queue.
 """
 
-from core.jobs.queue import (
-    JobQueue,
-    JobStatus,
-    TrainJob,
-    set_training_queue,
-    training_queue,
-)
+from core.jobs.queue import JobQueue, set_training_queue, training_queue
+from core.jobs.store import JobStatus, JobStore, TrainJob
 from core.jobs.training import (
     TrainOutcome,
     TrainRequest,
@@ -28,6 +25,7 @@ from core.jobs.training import (
 __all__ = [
     "JobQueue",
     "JobStatus",
+    "JobStore",
     "TrainJob",
     "TrainOutcome",
     "TrainRequest",

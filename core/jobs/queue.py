@@ -1,11 +1,14 @@
-"""The server's training queue: worker threads that run :class:`TrainRequest` s one at a time.
+"""The training queue: jobs kept in the lab's database, trained by worker threads of the server.
 
-One :class:`JobQueue` per process (:func:`training_queue`) is owned by the server, not by a
-page's script run: a job keeps running when the browser tab closes or the page reruns, and any
-later script run (a reload, another tab, another student) sees the same jobs and re-attaches by
-reading :meth:`JobQueue.jobs`. A classroom shares one server, so by default one job trains at a
-time (``BNN_TRAIN_WORKERS``) and later jobs wait in a first-in-first-out queue whose positions
-:meth:`JobQueue.position` tells.
+Jobs live in the database (:mod:`core.jobs.store`), not in a process's memory: every app replica
+on the same database lists, follows and cancels every job, and a restarted server shows what
+happened to each (a job whose server stopped while it trained is marked failed with one line;
+queued jobs start again). One :class:`JobQueue` per process (:func:`training_queue`) owns that
+process's workers: a job keeps running when the browser tab closes or the page reruns. A
+classroom shares one server, so by default one job trains at a time per process
+(``BNN_TRAIN_WORKERS``) and later jobs wait in a first-in-first-out queue whose positions
+:meth:`JobQueue.position` tells. A running job reports its progress and live-curve points to the
+database every :data:`REPORT_S` seconds, which is also its sign of life.
 
 **Threads.** Each worker is a daemon thread that sets torch's intra-op thread count *once*, when
 it starts, to ``BNN_TRAIN_THREADS`` (default 1, the app's default too). With OpenMP (torch's CPU
@@ -18,152 +21,94 @@ it to a script run starting alongside; keep ``BNN_TRAIN_THREADS`` equal to ``BNN
 (both 1 by default) unless the machine is yours alone. Training on CUDA, when present, uses the
 GPU.
 
-**Cancel.** :meth:`JobQueue.cancel` removes a queued job at once and sets a running job's
-:class:`threading.Event`; the training loop stops within one step and nothing is saved
-(:func:`~core.jobs.training.run_training` saves only a finished run, atomically).
+**Cancel.** :meth:`JobQueue.cancel` ends a queued job at once and marks a running one in the
+database; the process training it reads the mark at its next report and the training loop stops
+within one step. Nothing is saved (:func:`~core.jobs.training.run_training` saves only a
+finished run, atomically). A server that stops (``atexit``, e.g. after SIGTERM) stops its jobs
+the same way and marks them failed.
 """
 
 from __future__ import annotations
 
-import copy
+import atexit
+import logging
 import threading
 import time
 import traceback
-from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from enum import StrEnum
+from dataclasses import replace
 from pathlib import Path
 
 from core import settings
 from core.engine.device import default_device, device_name
-from core.jobs.owners import Visitor, check_request
+from core.jobs.owners import Visitor
+from core.jobs.store import PROCESS, JobStatus, JobStore, Report, TrainJob
 from core.jobs.training import TrainOutcome, TrainRequest, run_training
 from core.storage.checkpoints import checkpoint_path
+from core.storage.database import DatabaseError
 from core.storage.paths import user_model_dir
 from core.training import EpochStats, StepStats
 
 WORKERS_ENV = "BNN_TRAIN_WORKERS"
 THREADS_ENV = "BNN_TRAIN_THREADS"
 NOBODY = Visitor()  # the command line, or a laptop's one user
-KEEP_FINISHED = 50  # finished jobs remembered for display
-MAX_STEP_POINTS = 2000  # running-average points kept per job for the live curves
+REPORT_S = 0.5
+"""Seconds between a running job's reports to the database (progress, points, cancel)."""
+IDLE_POLL_S = 1.0
+"""Seconds an idle worker waits before it looks for jobs other processes queued."""
+STOPPED = "the server stopped while this job trained; nothing was saved — start it again"
 
-
-class JobStatus(StrEnum):
-    """Where a job is in its life.
-
-    Attributes:
-        QUEUED: Waiting for a free worker.
-        RUNNING: Training.
-        DONE: Finished and saved.
-        CANCELLED: Stopped by a user; nothing saved.
-        FAILED: Stopped by an error; nothing saved.
-    """
-
-    QUEUED = "queued"
-    RUNNING = "running"
-    DONE = "done"
-    CANCELLED = "cancelled"
-    FAILED = "failed"
-
-    @property
-    def active(self) -> bool:
-        """Whether the job is queued or running."""
-        return self in (JobStatus.QUEUED, JobStatus.RUNNING)
-
-
-@dataclass
-class TrainJob:
-    """One training job and everything the page shows about it.
-
-    Read jobs through :meth:`JobQueue.jobs` / :meth:`JobQueue.get`, which return copies; the
-    worker updates the originals.
-
-    Attributes:
-        id: Job number, 1, 2, ... in order of submission.
-        request: What is trained.
-        status: Where the job is.
-        submitted: Submission time (seconds since the epoch).
-        started: When it started training, or None.
-        finished: When it ended, or None.
-        fraction: Fraction done, in [0, 1].
-        message: The last progress message.
-        device: Where it trains ("" until it starts).
-        history: Every finished epoch's stats.
-        steps: Running averages within epochs, every 20 steps (at most
-            :data:`MAX_STEP_POINTS`, thinned evenly).
-        path: The saved checkpoint, once done.
-        metrics: The saved model's whole-test-set metrics, once done.
-        error: What went wrong, for a failed job (one line).
-        details: The failed job's traceback, for the server log.
-        cancel: Set to stop the job.
-    """
-
-    id: int
-    request: TrainRequest
-    status: JobStatus = JobStatus.QUEUED
-    submitted: float = field(default_factory=time.time)
-    started: float | None = None
-    finished: float | None = None
-    fraction: float = 0.0
-    message: str = "queued"
-    device: str = ""
-    history: list[EpochStats] = field(default_factory=list)
-    steps: list[StepStats] = field(default_factory=list)
-    path: Path | None = None
-    metrics: dict = field(default_factory=dict)
-    error: str = ""
-    details: str = ""
-    cancel: threading.Event = field(default_factory=threading.Event, repr=False)
-
-    @property
-    def owner(self) -> str:
-        """Who asked for the job (:attr:`core.jobs.owners.Visitor.id`)."""
-        return self.request.owner
-
-    def elapsed(self, now: float | None = None) -> float:
-        """Seconds spent training so far (0 while queued).
-
-        Args:
-            now: The current time; None for :func:`time.time`.
-
-        Returns:
-            The training time, up to now or to the end.
-        """
-        if self.started is None:
-            return 0.0
-        return (self.finished or now or time.time()) - self.started
-
-    def eta(self, now: float | None = None) -> float | None:
-        """Estimated seconds left, extrapolated from the fraction done so far.
-
-        Args:
-            now: The current time; None for :func:`time.time`.
-
-        Returns:
-            The estimate, or None before any progress or once the job ended.
-        """
-        if self.status is not JobStatus.RUNNING or self.fraction <= 0.0:
-            return None
-        elapsed = self.elapsed(now)
-        return elapsed * (1.0 - self.fraction) / self.fraction
-
-
+log = logging.getLogger(__name__)
 Runner = Callable[..., TrainOutcome]
 
 
+class _Running:
+    """A job this process trains: its cancel flag and what it has not reported yet."""
+
+    def __init__(self, job_id: int) -> None:
+        self.job_id = job_id
+        self.cancel = threading.Event()
+        self.asked = False  # a user asked to cancel (not the server stopping)
+        self.report = Report()
+        self.lock = threading.Lock()  # guards ``report``
+        self.writing = threading.Lock()  # one write of this job's reports at a time
+
+    def take(self) -> Report:
+        """What happened since the last report (and forget it here)."""
+        with self.lock:
+            taken = self.report
+            self.report = Report(taken.fraction, taken.message)
+            return taken
+
+    def progress(self, fraction: float, message: str) -> None:
+        with self.lock:
+            self.report.fraction, self.report.message = fraction, message
+
+    def on_epoch(self, stats: EpochStats) -> None:
+        with self.lock:
+            self.report.epochs.append(stats)
+
+    def on_step(self, stats: StepStats) -> None:
+        with self.lock:
+            self.report.steps.append(stats)
+
+
 class JobQueue:
-    """Training jobs run by a fixed number of worker threads, first in, first out.
+    """Training jobs in the lab's database, run first in, first out by this process's workers.
+
+    Every process (app replica) with a queue on the same database sees, follows and cancels
+    the same jobs, and its workers take queued jobs whoever submitted them.
 
     Args:
-        workers: Jobs trained at the same time; None for ``BNN_TRAIN_WORKERS`` (default 1).
+        workers: Jobs this process trains at the same time; None for ``BNN_TRAIN_WORKERS``
+            (default 1).
         threads: torch intra-op threads of each worker; None for ``BNN_TRAIN_THREADS``
             (default 1); 0 leaves the worker's count alone.
         runner: Runs one request (:func:`~core.jobs.training.run_training`'s signature);
             tests pass another.
         directory: The user-model folder; None for
             :func:`~core.storage.paths.user_model_dir` at submission time.
+        url: The database; None for :func:`~core.storage.database.database_url`.
     """
 
     def __init__(
@@ -172,16 +117,16 @@ class JobQueue:
         threads: int | None = None,
         runner: Runner = run_training,
         directory: Path | None = None,
+        url: str | None = None,
     ) -> None:
         self.workers = workers or settings.positive_int(WORKERS_ENV, 1)
         self.threads = settings.positive_int(THREADS_ENV, 1) if threads is None else threads
+        self.store = JobStore(url)
         self._runner = runner
         self._directory = directory
         self._lock = threading.Condition()
-        self._jobs: dict[int, TrainJob] = {}
-        self._waiting: deque[int] = deque()
+        self._running: dict[int, _Running] = {}
         self._threads: list[threading.Thread] = []
-        self._next_id = 1
         self._closed = False
 
     # --- submitting and cancelling --------------------------------------------------------
@@ -208,28 +153,18 @@ class JobQueue:
             ValueError: If a user model of that name exists, another active job will save
                 under that name, the visitor has the most jobs allowed or the job is too large
                 (:func:`~core.jobs.owners.check_request`), or the queue is shut down.
+            DatabaseError: If the database cannot be used (nothing was queued).
         """
+        if self._closed:
+            raise ValueError("the training queue is shut down")
         if checkpoint_path(request.name, self.folder()).exists():
             raise ValueError(f"a model named {request.name!r} exists already; choose another name")
-        request = replace(request, owner=visitor.id)
-        with self._lock:
-            if self._closed:
-                raise ValueError("the training queue is shut down")
-            if any(j.status.active and j.request.name == request.name for j in self._jobs.values()):
-                raise ValueError(f"a queued or running job is named {request.name!r} already")
-            active = sum(j.status.active and j.owner == visitor.id for j in self._jobs.values())
-            check_request(request.n_train, request.training.epochs, active)
-            job = TrainJob(self._next_id, request)
-            self._next_id += 1
-            self._jobs[job.id] = job
-            self._waiting.append(job.id)
-            self._forget_old()
-            self._start_workers()
-            self._lock.notify_all()
-            return job.id
+        job_id = self.store.add(replace(request, owner=visitor.id))
+        self._start_workers()
+        return job_id
 
     def cancel(self, job_id: int, visitor: Visitor = NOBODY) -> bool:
-        """Cancel a job: a queued one leaves the queue, a running one stops within one step.
+        """Cancel a job: a queued one leaves the queue, a running one stops within a second.
 
         Args:
             job_id: The job.
@@ -241,24 +176,14 @@ class JobQueue:
         Raises:
             PermissionError: If the job is another visitor's.
         """
+        cancelled = self.store.cancel(job_id, visitor)
         with self._lock:
-            job = self._jobs.get(job_id)
-            if job is None or not job.status.active:
-                return False
-            if not visitor.may_act_on(job.owner):
-                raise PermissionError(
-                    f"job #{job_id} was started by another student: only they or the teacher "
-                    "can cancel it"
-                )
-            job.cancel.set()
-            if job.status is JobStatus.QUEUED:
-                self._waiting.remove(job_id)
-                job.status, job.finished, job.message = (
-                    JobStatus.CANCELLED,
-                    time.time(),
-                    "cancelled",
-                )
-            return True
+            running = self._running.get(job_id)
+            if cancelled and running is not None:  # trained here: stop it now
+                running.asked = True
+                running.cancel.set()
+            self._lock.notify_all()
+        return cancelled
 
     def forget(self, job_id: int) -> None:
         """Drop a finished job from the list (its checkpoint, if any, stays).
@@ -266,24 +191,20 @@ class JobQueue:
         Args:
             job_id: The job; active jobs are kept.
         """
-        with self._lock:
-            job = self._jobs.get(job_id)
-            if job is not None and not job.status.active:
-                del self._jobs[job_id]
+        self.store.forget(job_id)
 
     # --- reading --------------------------------------------------------------------------
 
     def jobs(self) -> list[TrainJob]:
-        """Copies of every remembered job, oldest first.
+        """Every remembered job, oldest first, without live-curve points (:meth:`get` has them).
 
         Returns:
-            The jobs (safe to read while the workers go on).
+            The jobs, with queue positions; a job whose worker died is failed first.
         """
-        with self._lock:
-            return [self._copy(j) for j in self._jobs.values()]
+        return self.store.jobs()
 
     def get(self, job_id: int) -> TrainJob | None:
-        """A copy of one job.
+        """One job, with its live-curve points.
 
         Args:
             job_id: The job.
@@ -291,9 +212,7 @@ class JobQueue:
         Returns:
             The job, or None if unknown or forgotten.
         """
-        with self._lock:
-            job = self._jobs.get(job_id)
-            return None if job is None else self._copy(job)
+        return self.store.get(job_id)
 
     def position(self, job_id: int) -> int | None:
         """Where a queued job waits.
@@ -304,86 +223,81 @@ class JobQueue:
         Returns:
             1 for the next to start, 2, ...; None if it is not waiting.
         """
-        with self._lock:
-            try:
-                return self._waiting.index(job_id) + 1
-            except ValueError:
-                return None
+        job = self.store.get(job_id)
+        return None if job is None else job.position
 
     def wait(self, job_id: int, timeout: float | None = None) -> TrainJob | None:
-        """Block until a job has ended.
+        """Block until a job has ended (whichever process runs it).
 
         Args:
             job_id: The job.
             timeout: Seconds to wait at most; None for no limit.
 
         Returns:
-            A copy of the job (still active if the timeout passed), or None if unknown.
+            The job (still active if the timeout passed), or None if unknown.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
-        with self._lock:
-            while True:
-                job = self._jobs.get(job_id)
-                if job is None or not job.status.active:
-                    return None if job is None else self._copy(job)
-                left = None if deadline is None else deadline - time.monotonic()
-                if left is not None and left <= 0:
-                    return self._copy(job)
-                self._lock.wait(left)
+        while True:
+            job = self.store.get(job_id)
+            if job is None or not job.status.active:
+                return job
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return job
+            with self._lock:
+                self._lock.wait(0.1 if left is None else min(left, 0.1))
+
+    def resume(self) -> JobQueue:
+        """Fail jobs whose worker died and start this process's workers (e.g. after a restart).
+
+        The workers then take queued jobs whoever queued them, checking every
+        :data:`IDLE_POLL_S` while idle.
+
+        Returns:
+            The queue.
+        """
+        try:
+            self.store.jobs()  # reading fails the jobs of dead workers
+        except DatabaseError as exc:  # the pages say so; the workers keep trying
+            log.warning("training queue: %s", exc)
+        self._start_workers()
+        return self
 
     def shutdown(self, timeout: float | None = 30.0) -> None:
-        """Cancel every job and stop the workers (tests; the server simply exits).
+        """Stop this process's workers; queued jobs stay queued for any other (or later) process.
+
+        A job training here stops within one step and is marked failed ("the server stopped").
 
         Args:
             timeout: Seconds to wait for each worker.
         """
         with self._lock:
             self._closed = True
-            for job_id in list(self._waiting):
-                self.cancel(job_id)
-            for job in self._jobs.values():
-                job.cancel.set()
+            for running in self._running.values():
+                running.cancel.set()
             self._lock.notify_all()
         for thread in self._threads:
             thread.join(timeout)
 
     # --- workers --------------------------------------------------------------------------
 
-    @staticmethod
-    def _copy(job: TrainJob) -> TrainJob:
-        clone = copy.copy(job)
-        clone.history, clone.steps, clone.metrics = (
-            list(job.history),
-            list(job.steps),
-            dict(job.metrics),
-        )
-        return clone
-
-    def _forget_old(self) -> None:
-        finished = [j.id for j in self._jobs.values() if not j.status.active]
-        for job_id in finished[: max(len(finished) - KEEP_FINISHED, 0)]:
-            del self._jobs[job_id]
-
     def _start_workers(self) -> None:
-        self._threads = [t for t in self._threads if t.is_alive()]
-        while len(self._threads) < self.workers:
-            thread = threading.Thread(
-                target=self._work, name=f"bnn-train-{len(self._threads) + 1}", daemon=True
-            )
-            self._threads.append(thread)
-            thread.start()
-
-    def _next(self) -> TrainJob | None:
         with self._lock:
-            while not self._waiting and not self._closed:
-                self._lock.wait()
             if self._closed:
-                return None
-            job = self._jobs[self._waiting.popleft()]
-            job.status, job.started, job.message = JobStatus.RUNNING, time.time(), "starting"
-            device = default_device()
-            job.device = device_name(device)
-            return job
+                return
+            if not self._threads:
+                atexit.register(self.shutdown, 10.0)  # a stopping server marks its jobs
+                self._start("bnn-report", self._report_loop)
+            self._threads = [t for t in self._threads if t.is_alive()]
+            workers = sum(t.name.startswith("bnn-train") for t in self._threads)
+            for n in range(workers, self.workers):
+                self._start(f"bnn-train-{n + 1}", self._work)
+            self._lock.notify_all()
+
+    def _start(self, name: str, target: Callable[[], None]) -> None:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        self._threads.append(thread)
+        thread.start()
 
     def _work(self) -> None:
         if self.threads:
@@ -391,49 +305,82 @@ class JobQueue:
 
             # Once per worker thread: with OpenMP the count is per thread (see module doc).
             torch.set_num_threads(self.threads)
-        while (job := self._next()) is not None:
+        device = device_name(default_device())
+        while not self._closed:
+            try:
+                job = self.store.claim(PROCESS, device)
+            except DatabaseError as exc:
+                log.warning("training worker: %s", exc)
+                job = None
+            if job is None:
+                with self._lock:
+                    if not self._closed:
+                        self._lock.wait(IDLE_POLL_S)
+                continue
             self._run(job)
 
+    def _report_loop(self) -> None:
+        while True:
+            with self._lock:
+                if self._closed and not self._running:
+                    return
+                self._lock.wait(REPORT_S)
+                running = list(self._running.values())
+            for job in running:
+                with job.writing:
+                    try:
+                        stop = self.store.report(job.job_id, job.take())
+                    except DatabaseError as exc:
+                        log.warning("training job #%d: %s", job.job_id, exc)
+                        continue
+                if stop and not job.cancel.is_set():
+                    job.asked = True
+                    job.cancel.set()
+
     def _run(self, job: TrainJob) -> None:
-        def progress(fraction: float, message: str) -> None:
-            with self._lock:
-                job.fraction, job.message = fraction, message
-
-        def on_epoch(stats: EpochStats) -> None:
-            with self._lock:
-                job.history.append(stats)
-
-        def on_step(stats: StepStats) -> None:
-            with self._lock:
-                job.steps.append(stats)
-                if len(job.steps) > MAX_STEP_POINTS:
-                    job.steps = job.steps[::2]
-
+        running = _Running(job.id)
+        with self._lock:
+            self._running[job.id] = running
         try:
             outcome = self._runner(
                 job.request,
-                progress=progress,
-                on_epoch=on_epoch,
-                on_step=on_step,
-                cancel=job.cancel,
+                progress=running.progress,
+                on_epoch=running.on_epoch,
+                on_step=running.on_step,
+                cancel=running.cancel,
                 directory=self.folder(),
             )
         except Exception as exc:  # a failed job is reported on the page, the worker goes on
-            with self._lock:
-                job.status, job.error = JobStatus.FAILED, f"{type(exc).__name__}: {exc}"
-                job.message = "failed"
-                job.finished = time.time()
-                job.details = traceback.format_exc()
-                self._lock.notify_all()
-            return
-        with self._lock:
-            job.finished = time.time()
-            if outcome.cancelled:
-                job.status, job.message = JobStatus.CANCELLED, "cancelled; nothing saved"
+            status, end = (
+                JobStatus.FAILED,
+                {
+                    "message": "failed",
+                    "error": f"{type(exc).__name__}: {exc}",
+                    "details": traceback.format_exc(),
+                },
+            )
+        else:
+            if not outcome.cancelled:
+                status = JobStatus.DONE
+                end = {"message": "saved", "path": outcome.path, "metrics": dict(outcome.metrics)}
+            elif running.asked:
+                status, end = JobStatus.CANCELLED, {"message": "cancelled; nothing saved"}
             else:
-                job.status, job.fraction, job.message = JobStatus.DONE, 1.0, "saved"
-                job.path, job.metrics = outcome.path, dict(outcome.metrics)
+                status, end = JobStatus.FAILED, {"message": "failed", "error": STOPPED}
+        with running.writing:
+            self._finish(job.id, status, running.take(), end)
+        with self._lock:
+            del self._running[job.id]
             self._lock.notify_all()
+
+    def _finish(self, job_id: int, status: JobStatus, report: Report, end: dict) -> None:
+        for attempt in range(5):  # a busy database gets a few more tries
+            try:
+                self.store.finish(job_id, status, report, **end)
+                return
+            except DatabaseError as exc:
+                log.warning("training job #%d: %s (try %d of 5)", job_id, exc, attempt + 1)
+                time.sleep(1.0)
 
 
 _QUEUE: JobQueue | None = None
@@ -444,12 +391,13 @@ def training_queue() -> JobQueue:
     """The process's one training queue, created on first use.
 
     Returns:
-        The queue (``BNN_TRAIN_WORKERS`` workers, ``BNN_TRAIN_THREADS`` threads each).
+        The queue (``BNN_TRAIN_WORKERS`` workers, ``BNN_TRAIN_THREADS`` threads each), resumed:
+        jobs that waited before a restart start again.
     """
     global _QUEUE
     with _QUEUE_LOCK:
         if _QUEUE is None:
-            _QUEUE = JobQueue()
+            _QUEUE = JobQueue().resume()
         return _QUEUE
 
 

@@ -106,6 +106,19 @@ class TrainRequest:
         d["model"], d["training"] = self.model.to_dict(), self.training.to_dict()
         return d
 
+    @classmethod
+    def from_dict(cls, d: dict) -> TrainRequest:
+        """The request stored by :meth:`to_dict` (e.g. in the job table).
+
+        Args:
+            d: Field values by name, the configurations as dicts.
+
+        Returns:
+            The validated request.
+        """
+        model, training = ModelConfig.from_dict(d["model"]), TrainConfig(**d["training"])
+        return cls(**d | {"model": model, "training": training})
+
 
 def kind_template(kind: str) -> CheckpointSpec | None:
     """The registered MNIST spec a new model of ``kind`` takes its defaults from.

@@ -1,0 +1,367 @@
+"""The lab's one database: SQLite by default, PostgreSQL for several app replicas.
+
+The class's drawings (:mod:`core.classroom.store`) and the training jobs (:mod:`core.jobs.store`)
+live in the same database, named by one URL, ``BNN_CLASS_DB``: ``sqlite:///relative/path.db``,
+``sqlite:////absolute/path.db`` (SQLAlchemy's convention), a plain file path, or
+``postgresql://user:password@host/dbname`` (needs ``psycopg``, from
+``requirements-cluster.txt``). By default it is the SQLite file ``class_drawings.sqlite`` in the
+writable data folder (:func:`core.storage.paths.data_dir`).
+
+SQLite runs in WAL mode (readers never wait for a writer; one writer at a time), with a busy
+timeout, and every write is one short ``BEGIN IMMEDIATE … COMMIT`` transaction, so any number of
+threads and processes on one host may write the file at once. The file is reached only through
+SQLite: opening and closing it with anything else would drop the process's POSIX locks on it and
+let two writers corrupt it. On PostgreSQL a write transaction takes a transaction-scoped advisory
+lock on a key its caller names, so writers of one key (a class, the job queue) run one after
+another and a count read inside the transaction stays true until the commit.
+
+A locked database (busy beyond the timeout), a file that is not a SQLite database, a folder
+SQLite cannot write in or a server that cannot be reached raises :class:`DatabaseError` with one
+clear line, chosen by SQLite's own error name; such a file is never replaced, and reading a
+database that does not exist yet creates nothing (only a write creates the file).
+
+Each store declares its tables (:class:`Table`, one statement list per dialect); they are created
+on first use. The SQL is written with ``?`` placeholders and rewritten per dialect.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import closing, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from core import settings
+from core.storage.paths import data_dir
+
+DB_ENV = "BNN_CLASS_DB"
+DEFAULT_FILE = "class_drawings.sqlite"
+BUSY_TIMEOUT_S = 5.0
+
+
+class DatabaseError(RuntimeError):
+    """The lab's database cannot be used (busy, corrupt, unreachable); its message is one line.
+
+    Nothing already stored is lost when it is raised: the failed operation changed nothing.
+    """
+
+
+@dataclass(frozen=True)
+class Table:
+    """One table a store keeps in the database, created on first use.
+
+    Attributes:
+        name: The table's name (checked for existence on SQLite).
+        sqlite: Its ``CREATE … IF NOT EXISTS`` statements for SQLite.
+        postgres: The same for PostgreSQL.
+    """
+
+    name: str
+    sqlite: tuple[str, ...]
+    postgres: tuple[str, ...]
+
+
+# --- database URLs -------------------------------------------------------------------------
+
+
+def database_url() -> str:
+    """Give the configured database URL.
+
+    Returns:
+        ``BNN_CLASS_DB``, or ``sqlite:///<data folder>/class_drawings.sqlite`` (absolute).
+    """
+    return settings.text(DB_ENV) or f"sqlite:///{data_dir() / DEFAULT_FILE}"
+
+
+def sqlite_path(url: str) -> Path | None:
+    """Give the SQLite file a database URL names.
+
+    Args:
+        url: ``sqlite:///relative.db``, ``sqlite:////absolute.db`` or a plain path.
+
+    Returns:
+        The file's absolute path; None for a ``postgresql://`` URL.
+
+    Raises:
+        DatabaseError: For another scheme, or an in-memory or empty SQLite URL.
+    """
+    if url.startswith(("postgresql://", "postgres://")):
+        return None
+    if url.startswith("sqlite:"):
+        if not url.startswith("sqlite:///"):
+            raise DatabaseError(f"{DB_ENV}: write sqlite:///path/to/file.db, got {url[:60]!r}")
+        path = url.removeprefix("sqlite:///")
+    elif "://" in url:
+        scheme = url.split("://", 1)[0]
+        raise DatabaseError(f"{DB_ENV}: unsupported database {scheme!r}: use sqlite or postgresql")
+    else:
+        path = url
+    if path in ("", ":memory:"):
+        raise DatabaseError(f"{DB_ENV}: an in-memory or empty SQLite path keeps nothing")
+    return Path(path).expanduser().absolute()
+
+
+def describe(url: str) -> str:
+    """Name a database for display, without credentials.
+
+    Args:
+        url: A database URL.
+
+    Returns:
+        The SQLite file's path, or ``postgresql://host/dbname`` with the user and password left
+        out.
+    """
+    try:
+        path = sqlite_path(url)
+    except DatabaseError:
+        path = None
+    if path is not None:
+        return str(path)
+    scheme, _, rest = url.partition("://")
+    return f"{scheme}://{rest.rpartition('@')[2]}"
+
+
+# --- errors ----------------------------------------------------------------------------------
+
+
+def _translate(exc: Exception, where: str, timeout: float) -> DatabaseError:
+    """One clear line for a database exception (SQLite's own error name decides which)."""
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    keep = f"it was left untouched (move it away or point {DB_ENV} elsewhere)"
+    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+        return DatabaseError(
+            f"{where}: the lab's database is busy (locked by another writer for more than "
+            f"{timeout:g} s); nothing was changed, try again"
+        )
+    if name == "SQLITE_READONLY_DIRECTORY":
+        return DatabaseError(
+            f"{where}: the folder is not writable, and SQLite must create its -wal and -shm "
+            f"files beside the database; nothing was changed (let the server's user write "
+            f"in {Path(where).parent} or point {DB_ENV} elsewhere)"
+        )
+    if name.startswith("SQLITE_READONLY"):
+        return DatabaseError(
+            f"{where}: the lab's database is read-only for this server; nothing was changed "
+            f"(let the server's user write it or point {DB_ENV} elsewhere)"
+        )
+    if name.startswith("SQLITE_CANTOPEN"):
+        return DatabaseError(
+            f"{where}: cannot open or create the lab's database (is the folder missing or "
+            f"not writable?); point {DB_ENV} elsewhere"
+        )
+    if name == "SQLITE_NOTADB":
+        return DatabaseError(f"{where}: file is not a SQLite database; {keep}")
+    if isinstance(exc, sqlite3.DatabaseError):
+        return DatabaseError(f"{where}: not a usable SQLite database ({text}); {keep}")
+    return DatabaseError(f"{where}: database error ({text})")
+
+
+def _driver_error(exc: Exception) -> bool:
+    """Whether an exception comes from the database driver (sqlite3 or psycopg)."""
+    return isinstance(exc, sqlite3.Error) or type(exc).__module__.split(".")[0] == "psycopg"
+
+
+# --- connections -----------------------------------------------------------------------------
+
+_initialised: set[tuple[str, str]] = set()  # (PostgreSQL URL, table) this process has ensured
+_init_lock = threading.Lock()
+
+
+def _has_table(conn: sqlite3.Connection, name: str) -> bool:
+    query = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
+    return conn.execute(query, (name,)).fetchone() is not None
+
+
+class Database:
+    """The lab's database at one URL, with the tables one store needs.
+
+    Every call opens its own short-lived connection, so one object may be shared by all threads
+    of a server, and several processes on one host may share the SQLite file (not over a network
+    file system: use PostgreSQL for replicas on several hosts).
+
+    Args:
+        url: A database URL; None for :func:`database_url`.
+        tables: The tables the caller uses, created on first use.
+        timeout: Seconds a write waits for another writer (and a connection for the server)
+            before :class:`DatabaseError`.
+
+    Raises:
+        DatabaseError: If the URL is not a supported database.
+    """
+
+    def __init__(
+        self, url: str | None = None, tables: Sequence[Table] = (), timeout: float = BUSY_TIMEOUT_S
+    ):
+        self.url = url or database_url()
+        self.tables = tuple(tables)
+        self.timeout = float(timeout)
+        self.path = sqlite_path(self.url)
+        self._param = "?" if self.path is not None else "%s"
+
+    def __repr__(self) -> str:
+        """The database, without credentials."""
+        return f"Database({describe(self.url)!r})"
+
+    def exists(self) -> bool:
+        """Tell whether the database may hold rows.
+
+        Returns:
+            False when the SQLite file does not exist yet (reading then creates nothing); always
+            True for PostgreSQL.
+        """
+        return self.path is None or self.path.exists()
+
+    def sql(self, statement: str) -> str:
+        """Rewrite a statement's ``?`` placeholders for this database's dialect.
+
+        Args:
+            statement: SQL with ``?`` placeholders.
+
+        Returns:
+            The statement as this database's driver takes it.
+        """
+        return statement.replace("?", self._param)
+
+    @contextmanager
+    def connect(self, create: bool) -> Iterator[Any]:
+        """Open a connection (autocommit; write through :meth:`transaction`).
+
+        Args:
+            create: Create the SQLite file and folder if missing (only writes should).
+
+        Yields:
+            A DB-API connection whose ``execute`` returns a cursor.
+
+        Raises:
+            DatabaseError: With one line, if the database cannot be used.
+        """
+        where = describe(self.url)
+        try:
+            conn = self._postgres() if self.path is None else self._sqlite(create)
+        except DatabaseError:
+            raise
+        except Exception as exc:
+            if not (isinstance(exc, OSError) or _driver_error(exc)):
+                raise
+            raise _translate(exc, where, self.timeout) from exc
+        try:
+            with closing(conn):
+                yield conn
+        except (DatabaseError, OSError):
+            raise  # ours, or the caller's own (PermissionError is an OSError)
+        except Exception as exc:  # SQLite's, or psycopg's when PostgreSQL is used
+            if not _driver_error(exc):
+                raise
+            raise _translate(exc, where, self.timeout) from exc
+
+    @contextmanager
+    def transaction(self, key: str) -> Iterator[Any]:
+        """Run one write transaction that no other writer of ``key`` runs beside.
+
+        SQLite's ``BEGIN IMMEDIATE`` takes the database's one write lock; on PostgreSQL a
+        transaction-scoped advisory lock on ``key`` serialises the writers of that key. The
+        transaction commits when the block ends and rolls back if it raises.
+
+        Args:
+            key: What the transaction writes (e.g. a class code, ``"jobs"``).
+
+        Yields:
+            The connection, inside the transaction.
+
+        Raises:
+            DatabaseError: With one line, if the database cannot be used.
+        """
+        with self.connect(create=True) as conn:
+            if self.path is not None:
+                conn.execute("BEGIN IMMEDIATE")
+            else:
+                conn.execute("BEGIN")
+                conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (key,))
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                try:
+                    conn.execute("ROLLBACK")
+                except Exception:  # the connection closes next; the first error is raised
+                    pass
+                raise
+
+    def rows(self, statement: str, params: Sequence[Any] = ()) -> list[tuple]:
+        """Run one query (``?`` placeholders) outside a transaction.
+
+        Args:
+            statement: A ``SELECT``.
+            params: Its parameters.
+
+        Returns:
+            Every row; none when the SQLite file does not exist yet (nothing is created).
+
+        Raises:
+            DatabaseError: With one line, if the database cannot be used.
+        """
+        if not self.exists():
+            return []
+        with self.connect(create=False) as conn:
+            return conn.execute(self.sql(statement), tuple(params)).fetchall()
+
+    def _sqlite(self, create: bool) -> sqlite3.Connection:
+        path = self.path
+        if create:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise DatabaseError(
+                    f"{path}: cannot create the folder {path.parent} ({exc.strerror}); point "
+                    f"{DB_ENV} elsewhere"
+                ) from exc
+        mode = "rwc" if create else "rw"
+        conn = sqlite3.connect(
+            f"{path.as_uri()}?mode={mode}",
+            uri=True,
+            timeout=self.timeout,
+            isolation_level=None,  # transactions are explicit: BEGIN IMMEDIATE … COMMIT
+            check_same_thread=False,
+        )
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+            missing = [t for t in self.tables if not _has_table(conn, t.name)]
+            if missing:
+                with _init_lock:  # one thread of this process sets the file up
+                    conn.execute("PRAGMA journal_mode = WAL")
+                    for table in missing:
+                        for statement in table.sqlite:
+                            conn.execute(statement)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _postgres(self) -> Any:
+        try:
+            import psycopg  # optional: only PostgreSQL deployments install it
+        except ImportError:
+            raise DatabaseError(
+                f"{DB_ENV} is a PostgreSQL URL, which needs the psycopg package "
+                "(pip install -r requirements-cluster.txt); it is not installed"
+            ) from None
+        conn = psycopg.connect(self.url, autocommit=True, connect_timeout=int(self.timeout) or 1)
+        try:
+            for table in self.tables:
+                if (self.url, table.name) not in _initialised:
+                    with _init_lock:
+                        conn.execute("SELECT pg_advisory_lock(hashtext('bnn-lab-schema'))")
+                        try:
+                            for statement in table.postgres:
+                                conn.execute(statement)
+                        finally:
+                            conn.execute("SELECT pg_advisory_unlock(hashtext('bnn-lab-schema'))")
+                        _initialised.add((self.url, table.name))
+        except BaseException:
+            conn.close()
+            raise
+        return conn
