@@ -57,6 +57,13 @@ SETTINGS: dict[str, Setting] = {
             "BNN_JOBS_PER_VISITOR", "3", "training jobs one session may have queued or running"
         ),
         Setting("BNN_JOB_IMAGES", "6000000", "most images one job trains on (epochs × images)"),
+        Setting(
+            "BNN_RAY_ADDRESS",
+            "none (jobs train in the server's threads)",
+            "a Ray cluster that trains the jobs instead, e.g. auto or ray://host:10001",
+        ),
+        Setting("BNN_RAY_CPUS", "1", "CPUs each training job asks Ray for"),
+        Setting("BNN_RAY_GPUS", "0", "GPUs each training job asks Ray for (1: GPU machines)"),
     )
 }
 
@@ -112,3 +119,12 @@ def enabled(name: str) -> bool:
         KeyError: If ``name`` is not declared.
     """
     return text(name) != "0"
+
+
+def environment() -> dict[str, str]:
+    """Give every declared setting that is set, e.g. to hand the server's settings to a worker.
+
+    Returns:
+        Name → value as written, for the ``BNN_*`` variables that are set and not blank.
+    """
+    return {name: os.environ[name] for name in SETTINGS if text(name)}

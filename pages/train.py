@@ -13,7 +13,6 @@ import streamlit as st
 from app import share, ui
 from app.figures import show_figure
 from app.figures.train import error_figure, kl_figure, loss_figure
-from core.engine.device import default_device, device_name
 from core.jobs import JobStatus, TrainJob, kind_template, make_request, training_queue
 from core.jobs.owners import delete_model, is_teacher_key, rename_model, shared_server
 from core.jobs.training import free_name
@@ -320,11 +319,9 @@ st.markdown(
     "appears in the sidebar, marked user-trained, on every page that fits its task."
 )
 queue = training_queue()
-device = default_device()
-where = "the GPU" if device.type == "cuda" else f"{queue.threads} CPU thread(s) per job"
 st.caption(
-    f"Device: {device_name(device)}. Jobs train on {where}, {queue.workers} at a time; "
-    "models are saved in the user-model folder (never over the shipped ones)."
+    f"Jobs train on {queue.executor.where}, {queue.workers} at a time; models are saved in "
+    "the user-model folder (never over the shipped ones)."
 )
 
 st.subheader("1. Task and method")

@@ -1,16 +1,19 @@
-"""Real servers for tests: a throw-away PostgreSQL cluster on a free loopback port.
+"""Real servers for tests: a throw-away PostgreSQL cluster and a Ray head on free loopback ports.
 
-The tests that use it skip on a machine without PostgreSQL's binaries or ``psycopg`` (a laptop
-that never installed ``requirements-cluster.txt``), and fail in CI (``CI=true``), where
-``scripts/run_tests.sh`` installs both.
+The tests that use them skip on a machine without PostgreSQL's binaries, ``psycopg`` or ``ray``
+(a laptop that never installed ``requirements-cluster.txt``), and fail in CI (``CI=true``),
+where ``scripts/run_tests.sh`` installs them.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
+import sys
 import tempfile
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -86,3 +89,56 @@ def new_database(server: str) -> str:
     with psycopg.connect(f"{server}/postgres", autocommit=True) as conn:
         conn.execute(f"CREATE DATABASE {name}")
     return f"{server}/{name}"
+
+
+@contextmanager
+def ray_head() -> Iterator[str]:
+    """Start a one-CPU Ray head on loopback for the block; yields its address (``host:port``).
+
+    Skips (fails in CI) without ``ray``. The head is stopped by its own PID (``ray stop`` would
+    end every Ray process of the user), and this process's Ray connection is closed.
+    """
+    try:
+        import ray
+    except ImportError:
+        _missing("ray is not installed (pip install -r requirements-cluster.txt)")
+    port = free_port()
+    command = [
+        str(Path(sys.executable).parent / "ray"),
+        "start",
+        "--head",
+        "--block",
+        "--node-ip-address=127.0.0.1",
+        f"--port={port}",
+        "--num-cpus=1",
+        "--num-gpus=0",
+        "--include-dashboard=false",
+        "--object-store-memory=200000000",
+        "--disable-usage-stats",
+    ]
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    log = Path(tempfile.mkdtemp(prefix="bnn-ray-")) / "head.log"
+    with open(log, "wb") as out:
+        head = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
+    address = f"127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while not _listening(port):
+            if head.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the Ray head did not start:\n{log.read_text()[-3000:]}")
+            time.sleep(0.2)
+        yield address
+    finally:
+        ray.shutdown()
+        head.terminate()
+        try:
+            head.wait(60)
+        except subprocess.TimeoutExpired:
+            head.kill()
+            head.wait()
+        shutil.rmtree(log.parent, ignore_errors=True)
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0

@@ -56,3 +56,12 @@ def lab_db(request, tmp_path) -> str:
     from tests.cluster_util import new_database
 
     return new_database(request.getfixturevalue("postgres_server"))
+
+
+@pytest.fixture(scope="session")
+def ray_address():
+    """A one-CPU Ray head for the session (its address); see tests/cluster_util.py."""
+    from tests.cluster_util import ray_head
+
+    with ray_head() as address:
+        yield address

@@ -10,7 +10,7 @@ from urllib.parse import urlparse
 import pytest
 
 from core.jobs import JobStatus, JobStore, make_request
-from core.jobs.queue import STOPPED
+from core.jobs.executors import STOPPED
 from tests.browser_util import (
     chromium_browsers,
     chromium_page,

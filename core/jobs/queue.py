@@ -34,63 +34,25 @@ import atexit
 import logging
 import threading
 import time
-import traceback
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 from core import settings
-from core.engine.device import default_device, device_name
+from core.jobs.executors import Runner, cancel_here, make_executor
 from core.jobs.owners import Visitor
-from core.jobs.store import PROCESS, JobStatus, JobStore, Report, TrainJob
-from core.jobs.training import TrainOutcome, TrainRequest, run_training
+from core.jobs.store import PROCESS, JobStore, TrainJob
+from core.jobs.training import TrainRequest, run_training
 from core.storage.checkpoints import checkpoint_path
 from core.storage.database import DatabaseError
 from core.storage.paths import user_model_dir
-from core.training import EpochStats, StepStats
 
 WORKERS_ENV = "BNN_TRAIN_WORKERS"
 THREADS_ENV = "BNN_TRAIN_THREADS"
 NOBODY = Visitor()  # the command line, or a laptop's one user
-REPORT_S = 0.5
-"""Seconds between a running job's reports to the database (progress, points, cancel)."""
 IDLE_POLL_S = 1.0
 """Seconds an idle worker waits before it looks for jobs other processes queued."""
-STOPPED = "the server stopped while this job trained; nothing was saved — start it again"
 
 log = logging.getLogger(__name__)
-Runner = Callable[..., TrainOutcome]
-
-
-class _Running:
-    """A job this process trains: its cancel flag and what it has not reported yet."""
-
-    def __init__(self, job_id: int) -> None:
-        self.job_id = job_id
-        self.cancel = threading.Event()
-        self.asked = False  # a user asked to cancel (not the server stopping)
-        self.report = Report()
-        self.lock = threading.Lock()  # guards ``report``
-        self.writing = threading.Lock()  # one write of this job's reports at a time
-
-    def take(self) -> Report:
-        """What happened since the last report (and forget it here)."""
-        with self.lock:
-            taken = self.report
-            self.report = Report(taken.fraction, taken.message)
-            return taken
-
-    def progress(self, fraction: float, message: str) -> None:
-        with self.lock:
-            self.report.fraction, self.report.message = fraction, message
-
-    def on_epoch(self, stats: EpochStats) -> None:
-        with self.lock:
-            self.report.epochs.append(stats)
-
-    def on_step(self, stats: StepStats) -> None:
-        with self.lock:
-            self.report.steps.append(stats)
 
 
 class JobQueue:
@@ -104,8 +66,9 @@ class JobQueue:
             (default 1).
         threads: torch intra-op threads of each worker; None for ``BNN_TRAIN_THREADS``
             (default 1); 0 leaves the worker's count alone.
-        runner: Runs one request (:func:`~core.jobs.training.run_training`'s signature);
-            tests pass another.
+        runner: Runs one request in-process (:func:`~core.jobs.training.run_training`'s
+            signature); tests pass another. With ``BNN_RAY_ADDRESS`` set, jobs are Ray tasks
+            instead (:mod:`core.jobs.executors`).
         directory: The user-model folder; None for
             :func:`~core.storage.paths.user_model_dir` at submission time.
         url: The database; None for :func:`~core.storage.database.database_url`.
@@ -122,12 +85,11 @@ class JobQueue:
         self.workers = workers or settings.positive_int(WORKERS_ENV, 1)
         self.threads = settings.positive_int(THREADS_ENV, 1) if threads is None else threads
         self.store = JobStore(url)
-        self._runner = runner
         self._directory = directory
+        self.executor = make_executor(runner, self.folder, self.threads)
         self._lock = threading.Condition()
-        self._running: dict[int, _Running] = {}
+        self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
-        self._closed = False
 
     # --- submitting and cancelling --------------------------------------------------------
 
@@ -155,7 +117,7 @@ class JobQueue:
                 (:func:`~core.jobs.owners.check_request`), or the queue is shut down.
             DatabaseError: If the database cannot be used (nothing was queued).
         """
-        if self._closed:
+        if self._stop.is_set():
             raise ValueError("the training queue is shut down")
         if checkpoint_path(request.name, self.folder()).exists():
             raise ValueError(f"a model named {request.name!r} exists already; choose another name")
@@ -176,14 +138,10 @@ class JobQueue:
         Raises:
             PermissionError: If the job is another visitor's.
         """
-        cancelled = self.store.cancel(job_id, visitor)
-        with self._lock:
-            running = self._running.get(job_id)
-            if cancelled and running is not None:  # trained here: stop it now
-                running.asked = True
-                running.cancel.set()
-            self._lock.notify_all()
-        return cancelled
+        if not self.store.cancel(job_id, visitor):
+            return False
+        cancel_here(job_id)
+        return True
 
     def forget(self, job_id: int) -> None:
         """Drop a finished job from the list (its checkpoint, if any, stays).
@@ -244,8 +202,7 @@ class JobQueue:
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
                 return job
-            with self._lock:
-                self._lock.wait(0.1 if left is None else min(left, 0.1))
+            time.sleep(0.1 if left is None else min(left, 0.1))
 
     def resume(self) -> JobQueue:
         """Fail jobs whose worker died and start this process's workers (e.g. after a restart).
@@ -272,9 +229,7 @@ class JobQueue:
             timeout: Seconds to wait for each worker.
         """
         with self._lock:
-            self._closed = True
-            for running in self._running.values():
-                running.cancel.set()
+            self._stop.set()
             self._lock.notify_all()
         for thread in self._threads:
             thread.join(timeout)
@@ -283,21 +238,16 @@ class JobQueue:
 
     def _start_workers(self) -> None:
         with self._lock:
-            if self._closed:
+            if self._stop.is_set():
                 return
             if not self._threads:
                 atexit.register(self.shutdown, 10.0)  # a stopping server marks its jobs
-                self._start("bnn-report", self._report_loop)
             self._threads = [t for t in self._threads if t.is_alive()]
-            workers = sum(t.name.startswith("bnn-train") for t in self._threads)
-            for n in range(workers, self.workers):
-                self._start(f"bnn-train-{n + 1}", self._work)
+            for n in range(len(self._threads), self.workers):
+                thread = threading.Thread(target=self._work, name=f"bnn-train-{n + 1}", daemon=True)
+                self._threads.append(thread)
+                thread.start()
             self._lock.notify_all()
-
-    def _start(self, name: str, target: Callable[[], None]) -> None:
-        thread = threading.Thread(target=target, name=name, daemon=True)
-        self._threads.append(thread)
-        thread.start()
 
     def _work(self) -> None:
         if self.threads:
@@ -305,82 +255,18 @@ class JobQueue:
 
             # Once per worker thread: with OpenMP the count is per thread (see module doc).
             torch.set_num_threads(self.threads)
-        device = device_name(default_device())
-        while not self._closed:
+        while not self._stop.is_set():
             try:
-                job = self.store.claim(PROCESS, device)
+                job = self.store.claim(PROCESS, "")
             except DatabaseError as exc:
                 log.warning("training worker: %s", exc)
                 job = None
             if job is None:
-                with self._lock:
-                    if not self._closed:
+                with self._lock:  # woken by a submission here, or the next look
+                    if not self._stop.is_set():
                         self._lock.wait(IDLE_POLL_S)
                 continue
-            self._run(job)
-
-    def _report_loop(self) -> None:
-        while True:
-            with self._lock:
-                if self._closed and not self._running:
-                    return
-                self._lock.wait(REPORT_S)
-                running = list(self._running.values())
-            for job in running:
-                with job.writing:
-                    try:
-                        stop = self.store.report(job.job_id, job.take())
-                    except DatabaseError as exc:
-                        log.warning("training job #%d: %s", job.job_id, exc)
-                        continue
-                if stop and not job.cancel.is_set():
-                    job.asked = True
-                    job.cancel.set()
-
-    def _run(self, job: TrainJob) -> None:
-        running = _Running(job.id)
-        with self._lock:
-            self._running[job.id] = running
-        try:
-            outcome = self._runner(
-                job.request,
-                progress=running.progress,
-                on_epoch=running.on_epoch,
-                on_step=running.on_step,
-                cancel=running.cancel,
-                directory=self.folder(),
-            )
-        except Exception as exc:  # a failed job is reported on the page, the worker goes on
-            status, end = (
-                JobStatus.FAILED,
-                {
-                    "message": "failed",
-                    "error": f"{type(exc).__name__}: {exc}",
-                    "details": traceback.format_exc(),
-                },
-            )
-        else:
-            if not outcome.cancelled:
-                status = JobStatus.DONE
-                end = {"message": "saved", "path": outcome.path, "metrics": dict(outcome.metrics)}
-            elif running.asked:
-                status, end = JobStatus.CANCELLED, {"message": "cancelled; nothing saved"}
-            else:
-                status, end = JobStatus.FAILED, {"message": "failed", "error": STOPPED}
-        with running.writing:
-            self._finish(job.id, status, running.take(), end)
-        with self._lock:
-            del self._running[job.id]
-            self._lock.notify_all()
-
-    def _finish(self, job_id: int, status: JobStatus, report: Report, end: dict) -> None:
-        for attempt in range(5):  # a busy database gets a few more tries
-            try:
-                self.store.finish(job_id, status, report, **end)
-                return
-            except DatabaseError as exc:
-                log.warning("training job #%d: %s (try %d of 5)", job_id, exc, attempt + 1)
-                time.sleep(1.0)
+            self.executor.run(self.store, job, self._stop)
 
 
 _QUEUE: JobQueue | None = None

@@ -414,6 +414,48 @@ class JobStore:
             ).fetchone()
         return self._job(found)
 
+    def begin(self, job_id: int, worker: str, device: str) -> None:
+        """Record the process that trains a claimed job (it may not be the one that claimed it).
+
+        Args:
+            job_id: The job.
+            worker: The training process (:data:`PROCESS` there).
+            device: Where it trains, for display.
+        """
+        with self.db.transaction(f"job-{job_id}") as conn:
+            conn.execute(
+                self.db.sql(
+                    "UPDATE jobs SET worker = ?, device = ?, heartbeat = ? "
+                    "WHERE id = ? AND status = 'running'"
+                ),
+                (worker, device, time.time(), job_id),
+            )
+
+    def touch(self, job_id: int, worker: str) -> bool:
+        """A sign of life from ``worker`` for a running job it was given but has not begun.
+
+        Args:
+            job_id: The job.
+            worker: The process that claimed it; the heartbeat is written only while the job is
+                still recorded as that process's.
+
+        Returns:
+            Whether someone asked to cancel the job (or it is no longer running).
+        """
+        sql = self.db.sql
+        with self.db.transaction(f"job-{job_id}") as conn:
+            conn.execute(
+                sql(
+                    "UPDATE jobs SET heartbeat = ? WHERE id = ? AND status = 'running' "
+                    "AND worker = ?"
+                ),
+                (time.time(), job_id, worker),
+            )
+            row = conn.execute(
+                sql("SELECT status, cancel_asked FROM jobs WHERE id = ?"), (job_id,)
+            ).fetchone()
+        return row is None or row[0] != JobStatus.RUNNING or bool(row[1])
+
     def report(self, job_id: int, report: Report) -> bool:
         """Store a running job's progress and new points, as a sign of its worker's life.
 

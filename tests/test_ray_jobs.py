@@ -1,0 +1,41 @@
+"""Training jobs as Ray tasks on a real (one-CPU, loopback) Ray head: a job trains in a Ray
+worker process and reports through the database like an in-process one, a second job waits in
+Ray for the CPU, and a cancel reaches the running task."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from core.jobs import JobQueue, JobStatus, make_request
+from core.jobs.executors import RayExecutor
+from core.jobs.owners import Visitor
+from tests.test_jobs import wait_for
+
+SMALL = {"n_train": 1000, "n_test": 200, "n_eval_samples": 1}
+
+
+@pytest.mark.slow
+def test_jobs_train_as_ray_tasks_and_a_cancel_reaches_a_running_one(
+    ray_address, lab_db, tmp_path, monkeypatch, mnist_small
+):
+    monkeypatch.setenv("BNN_RAY_ADDRESS", ray_address)
+    models = tmp_path / "models"
+    queue = JobQueue(workers=2, threads=1, directory=models, url=lab_db)
+    assert isinstance(queue.executor, RayExecutor) and "Ray at" in queue.executor.where
+    try:
+        short = queue.submit(make_request("ray_short", "mlp", epochs=2, **SMALL), Visitor("a"))
+        long = queue.submit(make_request("ray_long", "mlp", epochs=3000, **SMALL), Visitor("b"))
+        done = queue.wait(short, 300)
+        assert done.status is JobStatus.DONE, done.error
+        assert (models / "ray_short.pt").is_file() and done.path == models / "ray_short.pt"
+        assert [e.epoch for e in done.history] == [1, 2] and done.steps  # reported from Ray
+        assert int(done.worker.split(":")[1]) != os.getpid()  # a Ray worker process trained it
+        wait_for(lambda: queue.get(long).fraction > 0, timeout=300)  # the CPU was free again
+        assert queue.cancel(long, Visitor("b")), queue.get(long)
+        stopped = queue.wait(long, 60)
+        assert stopped.status is JobStatus.CANCELLED and stopped.fraction < 1
+        assert not (models / "ray_long.pt").exists()
+    finally:
+        queue.shutdown()
