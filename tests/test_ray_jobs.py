@@ -16,6 +16,11 @@ from tests.test_jobs import wait_for
 SMALL = {"n_train": 1000, "n_test": 200, "n_eval_samples": 1}
 
 
+def in_ray(worker: str) -> bool:
+    """Whether a job's worker is a process other than this one (a Ray worker)."""
+    return worker.count(":") == 2 and worker.split(":")[1] != str(os.getpid())
+
+
 @pytest.mark.slow
 def test_jobs_train_as_ray_tasks_and_a_cancel_reaches_a_running_one(
     ray_address, lab_db, tmp_path, monkeypatch, mnist_small
@@ -26,12 +31,13 @@ def test_jobs_train_as_ray_tasks_and_a_cancel_reaches_a_running_one(
     assert isinstance(queue.executor, RayExecutor) and "Ray at" in queue.executor.where
     try:
         short = queue.submit(make_request("ray_short", "mlp", epochs=2, **SMALL), Visitor("a"))
+        wait_for(lambda: in_ray(queue.get(short).worker), timeout=120)  # then one waits in Ray
         long = queue.submit(make_request("ray_long", "mlp", epochs=3000, **SMALL), Visitor("b"))
         done = queue.wait(short, 300)
         assert done.status is JobStatus.DONE, done.error
         assert (models / "ray_short.pt").is_file() and done.path == models / "ray_short.pt"
         assert [e.epoch for e in done.history] == [1, 2] and done.steps  # reported from Ray
-        assert int(done.worker.split(":")[1]) != os.getpid()  # a Ray worker process trained it
+        assert in_ray(done.worker)  # a Ray worker process trained it
         wait_for(lambda: queue.get(long).fraction > 0, timeout=300)  # the CPU was free again
         assert queue.cancel(long, Visitor("b")), queue.get(long)
         stopped = queue.wait(long, 60)
