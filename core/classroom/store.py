@@ -46,30 +46,14 @@ LIMIT_ENV = "BNN_CLASS_LIMIT"
 DEFAULT_LIMIT = 2000
 """Most drawings one class holds unless ``BNN_CLASS_LIMIT`` says otherwise."""
 
-DRAWINGS = Table(
+DRAWINGS = Table.with_id(
     "drawings",
-    sqlite=(
-        """CREATE TABLE IF NOT EXISTS drawings (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            class_code TEXT NOT NULL,
-            label INTEGER NOT NULL CHECK (label BETWEEN 0 AND 9),
-            pixels BLOB NOT NULL CHECK (length(pixels) = 784),
-            created TEXT NOT NULL,
-            submission_id TEXT NOT NULL UNIQUE
-        )""",
-        "CREATE INDEX IF NOT EXISTS drawings_by_class ON drawings (class_code, id)",
-    ),
-    postgres=(
-        """CREATE TABLE IF NOT EXISTS drawings (
-            id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-            class_code TEXT NOT NULL,
-            label INTEGER NOT NULL CHECK (label BETWEEN 0 AND 9),
-            pixels BYTEA NOT NULL CHECK (octet_length(pixels) = 784),
-            created TEXT NOT NULL,
-            submission_id TEXT NOT NULL UNIQUE
-        )""",
-        "CREATE INDEX IF NOT EXISTS drawings_by_class ON drawings (class_code, id)",
-    ),
+    """class_code TEXT NOT NULL,
+    label INTEGER NOT NULL CHECK (label BETWEEN 0 AND 9),
+    pixels {bytes} NOT NULL CHECK ({length}(pixels) = 784),
+    created TEXT NOT NULL,
+    submission_id TEXT NOT NULL UNIQUE""",
+    ("CREATE INDEX IF NOT EXISTS drawings_by_class ON drawings (class_code, id)",),
 )
 _COLUMNS = "id, class_code, label, pixels, created"
 

@@ -43,75 +43,31 @@ HOST = socket.gethostname()
 PROCESS = f"{HOST}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 """This process's worker name: host, process id and a token new at every start."""
 
-JOBS = Table(
+JOBS = Table.with_id(
     "jobs",
-    sqlite=(
-        """CREATE TABLE IF NOT EXISTS jobs (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            name TEXT NOT NULL,
-            owner TEXT NOT NULL,
-            request TEXT NOT NULL,
-            status TEXT NOT NULL,
-            submitted DOUBLE PRECISION NOT NULL,
-            started DOUBLE PRECISION,
-            finished DOUBLE PRECISION,
-            fraction DOUBLE PRECISION NOT NULL DEFAULT 0,
-            message TEXT NOT NULL DEFAULT 'queued',
-            device TEXT NOT NULL DEFAULT '',
-            worker TEXT NOT NULL DEFAULT '',
-            heartbeat DOUBLE PRECISION,
-            cancel_asked INTEGER NOT NULL DEFAULT 0,
-            path TEXT NOT NULL DEFAULT '',
-            metrics TEXT NOT NULL DEFAULT '{}',
-            error TEXT NOT NULL DEFAULT '',
-            details TEXT NOT NULL DEFAULT ''
-        )""",
-        "CREATE INDEX IF NOT EXISTS jobs_by_status ON jobs (status, id)",
-    ),
-    postgres=(
-        """CREATE TABLE IF NOT EXISTS jobs (
-            id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-            name TEXT NOT NULL,
-            owner TEXT NOT NULL,
-            request TEXT NOT NULL,
-            status TEXT NOT NULL,
-            submitted DOUBLE PRECISION NOT NULL,
-            started DOUBLE PRECISION,
-            finished DOUBLE PRECISION,
-            fraction DOUBLE PRECISION NOT NULL DEFAULT 0,
-            message TEXT NOT NULL DEFAULT 'queued',
-            device TEXT NOT NULL DEFAULT '',
-            worker TEXT NOT NULL DEFAULT '',
-            heartbeat DOUBLE PRECISION,
-            cancel_asked INTEGER NOT NULL DEFAULT 0,
-            path TEXT NOT NULL DEFAULT '',
-            metrics TEXT NOT NULL DEFAULT '{}',
-            error TEXT NOT NULL DEFAULT '',
-            details TEXT NOT NULL DEFAULT ''
-        )""",
-        "CREATE INDEX IF NOT EXISTS jobs_by_status ON jobs (status, id)",
-    ),
+    """name TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    request TEXT NOT NULL,
+    status TEXT NOT NULL,
+    submitted DOUBLE PRECISION NOT NULL,
+    started DOUBLE PRECISION,
+    finished DOUBLE PRECISION,
+    fraction DOUBLE PRECISION NOT NULL DEFAULT 0,
+    message TEXT NOT NULL DEFAULT 'queued',
+    device TEXT NOT NULL DEFAULT '',
+    worker TEXT NOT NULL DEFAULT '',
+    heartbeat DOUBLE PRECISION,
+    cancel_asked INTEGER NOT NULL DEFAULT 0,
+    path TEXT NOT NULL DEFAULT '',
+    metrics TEXT NOT NULL DEFAULT '{{}}',
+    error TEXT NOT NULL DEFAULT '',
+    details TEXT NOT NULL DEFAULT ''""",
+    ("CREATE INDEX IF NOT EXISTS jobs_by_status ON jobs (status, id)",),
 )
-POINTS = Table(
+POINTS = Table.with_id(
     "job_points",
-    sqlite=(
-        """CREATE TABLE IF NOT EXISTS job_points (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            job_id INTEGER NOT NULL,
-            kind TEXT NOT NULL,
-            data TEXT NOT NULL
-        )""",
-        "CREATE INDEX IF NOT EXISTS job_points_by_job ON job_points (job_id, id)",
-    ),
-    postgres=(
-        """CREATE TABLE IF NOT EXISTS job_points (
-            id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-            job_id BIGINT NOT NULL,
-            kind TEXT NOT NULL,
-            data TEXT NOT NULL
-        )""",
-        "CREATE INDEX IF NOT EXISTS job_points_by_job ON job_points (job_id, id)",
-    ),
+    "job_id BIGINT NOT NULL, kind TEXT NOT NULL, data TEXT NOT NULL",
+    ("CREATE INDEX IF NOT EXISTS job_points_by_job ON job_points (job_id, id)",),
 )
 _COLUMNS = (
     "id, request, status, submitted, started, finished, fraction, message, device, worker, "

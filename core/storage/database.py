@@ -63,6 +63,32 @@ class Table:
     sqlite: tuple[str, ...]
     postgres: tuple[str, ...]
 
+    @classmethod
+    def with_id(cls, name: str, columns: str, indexes: tuple[str, ...] = ()) -> Table:
+        """A table whose first column is an increasing ``id``, written once for both dialects.
+
+        Args:
+            name: The table's name.
+            columns: The other columns' definitions, where ``{bytes}`` stands for the binary
+                type and ``{length}`` for its length function.
+            indexes: ``CREATE INDEX IF NOT EXISTS`` statements.
+
+        Returns:
+            The table, with ``id`` an autoincrement key (SQLite) or identity (PostgreSQL).
+        """
+
+        def create(key: str, binary: str, length: str) -> tuple[str, ...]:
+            body = columns.format(bytes=binary, length=length)
+            return (f"CREATE TABLE IF NOT EXISTS {name} ({key}, {body})", *indexes)
+
+        return cls(
+            name,
+            sqlite=create("id INTEGER PRIMARY KEY AUTOINCREMENT", "BLOB", "length"),
+            postgres=create(
+                "id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", "BYTEA", "octet_length"
+            ),
+        )
+
 
 # --- database URLs -------------------------------------------------------------------------
 
