@@ -164,3 +164,51 @@ def test_a_stopped_server_says_what_happened_to_each_job_and_the_next_one_runs_t
         page.get_by_role("combobox", name="Show job").click()
         page.get_by_role("option", name="#1").click()
         wait_for_text(page, STOPPED)
+
+
+def test_two_replicas_on_one_postgresql_database_share_the_queue(
+    tmp_path, mnist_small, postgres_server
+):
+    """Two app servers (replicas) on one PostgreSQL database and one model folder: a job
+    started in a browser on the first shows on the second (without Cancel, for another
+    student), a cancel on the first shows on the second, and a job either replica trains ends
+    as a model both list."""
+    from tests.cluster_util import new_database
+
+    models = tmp_path / "models"
+    env = {
+        "BNN_CLASS_DB": new_database(postgres_server),
+        "BNN_MODELS_DIR": str(models),
+        "BNN_CACHE_DIR": str(tmp_path / "cache"),
+        "BNN_TEACHER_KEY": "s3cret",
+    }
+    long = "train_epochs=50&train_subset=1000&train_name=annas_long"
+    short = "train_epochs=1&train_subset=1000&train_name=annas_short"
+    with (
+        serve_app(env=env) as first,
+        serve_app(env=env) as second,
+        chromium_browsers(2) as (anna, ben),
+    ):
+        anna.goto(f"{first}/train?{long}")
+        wait_for_script(anna)
+        wait_for_setting(anna, "train_epochs", "50")
+        anna.get_by_role("button", name="Start training").click()
+        wait_for_text(anna, "Job #1")
+        ben.goto(f"{second}/train")
+        wait_for_text(ben, "Job #1")
+        ben.get_by_text("running").first.wait_for(timeout=120_000)
+        assert ben.get_by_role("button", name="Cancel").count() == 0
+        anna.get_by_role("button", name="Cancel").click()
+        wait_for_text(ben, "cancelled, nothing saved")
+        anna.goto(f"{first}/train?{short}")
+        wait_for_script(anna)
+        wait_for_setting(anna, "train_epochs", "1")
+        anna.get_by_role("button", name="Start training").click()
+        wait_for_text(anna, "Job #2")
+        deadline = time.monotonic() + 400
+        while time.monotonic() < deadline and not (models / "annas_short.pt").is_file():
+            time.sleep(1)
+        assert (models / "annas_short.pt").is_file()
+        ben.goto(f"{second}/train")
+        wait_for_text(ben, "done in")
+        wait_for_text(ben, "annas_short")
