@@ -245,6 +245,17 @@ def wait_for_text(page, text: str, deadline_s: float = 600, idle_s: float = 15) 
         page.wait_for_timeout(100)
 
 
+def wait_for_polled_text(page, text: str, deadline_s: float = 300) -> None:
+    """Wait until a page that polls (the Train page's job list, a fragment rerun every second)
+    shows ``text``.
+
+    Such a page is never idle for long, but each poll is a run of a few milliseconds that
+    :func:`wait_for_text`'s check of the script state can miss many times in a row; so this
+    wait only has a deadline.
+    """
+    page.get_by_text(text).first.wait_for(timeout=deadline_s * 1000)
+
+
 def draw(page, strokes: list[list[tuple[float, float]]]) -> None:
     """Draw polylines given in canvas fractions on the page's drawing canvas, with the mouse
     (a move event about every 8 pixels, as a hand would give)."""

@@ -20,6 +20,7 @@ from tests.browser_util import (
     server_log,
     wait_for_script,
     wait_for_setting,
+    wait_for_polled_text,
     wait_for_text,
 )
 
@@ -120,7 +121,7 @@ def test_a_second_browser_cannot_cancel_the_first_ones_job(tmp_path, mnist_small
         ben.get_by_text("running").first.wait_for()
         assert ben.get_by_role("button", name="Cancel").count() == 0
         cancel.click()
-        wait_for_text(anna, "Cancelled: nothing was saved.")
+        wait_for_polled_text(anna, "Cancelled: nothing was saved.")
 
 
 def test_a_stopped_server_says_what_happened_to_each_job_and_the_next_one_runs_the_queue(
@@ -199,7 +200,8 @@ def test_two_replicas_on_one_postgresql_database_share_the_queue(
         ben.get_by_text("running").first.wait_for(timeout=120_000)
         assert ben.get_by_role("button", name="Cancel").count() == 0
         anna.get_by_role("button", name="Cancel").click()
-        wait_for_text(ben, "cancelled, nothing saved")
+        wait_for_polled_text(anna, "Cancelled: nothing was saved.")
+        wait_for_polled_text(ben, "cancelled, nothing saved")
         anna.goto(f"{first}/train?{short}")
         wait_for_script(anna)
         wait_for_setting(anna, "train_epochs", "1")
