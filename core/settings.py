@@ -48,6 +48,7 @@ SETTINGS: dict[str, Setting] = {
         Setting("BNN_TRAIN_WORKERS", "1", "training jobs the Train page runs at once"),
         Setting("BNN_TRAIN_THREADS", "1", "torch threads of each training job"),
         Setting("BNN_NATIVE", "1", "0 turns the compiled CPU kernels off"),
+        Setting("BNN_CUDA_GRAPHS", "1", "0 turns the CUDA graphs of the training step off"),
         Setting(
             "BNN_TEACHER_KEY",
             "none (a laptop: no owners)",

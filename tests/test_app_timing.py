@@ -68,13 +68,18 @@ def run_page() -> AppTest:
     return at
 
 
+def fit_table(at: AppTest):
+    """The saved runs' table of fitted lines (one row per run and implementation)."""
+    return next(d.value for d in at.dataframe if "run" in d.value.columns)
+
+
 def test_saved_runs_and_reference_render_without_benchmarking(bench_folder):
     at = run_page()
     saved = at.multiselect(key="timing_saved")
     assert saved.value == ["nvidia-h100-2026-11-21.json"]  # newest first
     assert len(saved.options) == 2  # the reference is not offered as one of our runs
     assert "timing_result" not in at.session_state  # nothing was run
-    table = at.dataframe[-1].value
+    table = fit_table(at)
     assert len(table) == 6 and table["run"].str.startswith("Reference").sum() == 3
     ref_rows = table[table["run"].str.contains("A100")]
     assert sorted(ref_rows["slope (s/epoch per sample)"]) == [0.8, 4.1, 8.8]
@@ -83,8 +88,24 @@ def test_saved_runs_and_reference_render_without_benchmarking(bench_folder):
 
     saved.set_value(["nvidia-h100-2026-11-21.json", "cpu-2-threads-2026-11-20.json"]).run()
     assert not at.exception, at.exception
-    table = at.dataframe[-1].value
+    table = fit_table(at)
     assert len(table) == 9 and table["run"].nunique() == 3
+
+
+def test_gpu_rows_with_and_without_cuda_graphs_beside_the_cpu(bench_folder):
+    gpu = fake_result("NVIDIA H100", "2026-11-26T10:00:00+00:00", 0.1)
+    eager = fake_result("NVIDIA H100", "2026-11-26T10:00:00+00:00", 1.0)
+    gpu |= {"device_type": "cuda", "cuda_graphs": True, "eager": eager}
+    save_result(gpu, bench_folder)
+    at = run_page()
+    table = next(d.value for d in at.dataframe if "steps" in d.value.columns)
+    assert list(table["device"]) == ["cpu (2 threads)", "NVIDIA H100", "NVIDIA H100"]
+    assert list(table["steps"]) == ["eager", "CUDA graphs", "eager"]  # the newest H100 run
+    lrt = table["BBB vmap + LRT, S = 1"].tolist()
+    assert lrt[1:] == pytest.approx([4.01, 4.1])  # the graph row, then the eager one
+    assert table["BBB sequential, S = 10"].isna().all()  # not measured at S = 10
+    at.radio(key="timing_device_prior").set_value("mixture").run()
+    assert any("No saved MNIST runs" in i.value for i in at.info)
 
 
 def test_empty_folder_explains_how_to_save(tmp_path, monkeypatch):

@@ -81,9 +81,10 @@ def test_rounds_progress_and_no_thread_changes():
     threads = torch.get_num_threads()
     result = run_benchmark(config, progress=lambda f, m: seen.append(f))
     assert torch.get_num_threads() == threads and result["threads"] == threads
+    modes = 2 if result["cuda_graphs"] else 1  # on CUDA: with graphs and eager
     assert (
-        seen[0] == 0.0 and seen[-1] == 1.0 and seen == sorted(seen) and len(seen) == 7
-    )  # 2 points × 3 rounds + done
+        seen[0] == 0.0 and seen[-1] == 1.0 and seen == sorted(seen) and len(seen) == 6 * modes + 1
+    )  # 2 points × 3 rounds (× modes) + done
     (row,) = result["timings"]
     assert len(row["repeat_step_seconds"]) == 3
     assert row["step_seconds"] == sorted(row["repeat_step_seconds"])[1]  # the median
@@ -117,7 +118,8 @@ def test_config_validation():
 def test_save_and_load_round_trip(tiny_result, tmp_path):
     path = save_result(tiny_result, tmp_path)
     assert path.name == result_filename(tiny_result)
-    assert path.name.startswith("cpu-") and path.name.endswith(f"{tiny_result['date'][:10]}.json")
+    prefix = "cuda-" if tiny_result["device_type"] == "cuda" else "cpu-"
+    assert path.name.startswith(prefix) and path.name.endswith(f"{tiny_result['date'][:10]}.json")
     (tmp_path / "broken.json").write_text("{not json")
     assert load_results(tmp_path) == {path.name: tiny_result}
     assert not list(tmp_path.glob("*.tmp"))

@@ -18,9 +18,9 @@ from tests.browser_util import (
     serve_app,
     serve_app_process,
     server_log,
+    wait_for_polled_text,
     wait_for_script,
     wait_for_setting,
-    wait_for_polled_text,
     wait_for_text,
 )
 

@@ -36,6 +36,19 @@ def _impls(text: str) -> tuple[str, ...]:
     return tuple(t.strip() for t in text.split(",") if t.strip())
 
 
+def _epoch_table(timings: list[dict], mlp: dict | None, impls: list[str], digits: int) -> list:
+    """Lines of seconds per epoch: one row per S, one column per implementation, the floor."""
+    epoch = {(r["impl"], r["samples"]): r["epoch_seconds"] for r in timings}
+    lines = ["   S " + "".join(f"{i:>12s}" for i in impls)]
+    for s in sorted({r["samples"] for r in timings}):
+        lines.append(
+            f"{s:4d} " + "".join(f"{epoch.get((i, s), float('nan')):12.{digits}f}" for i in impls)
+        )
+    if mlp:
+        lines.append(f"plain MLP (floor): {mlp['epoch_seconds']:.{digits}f} s per epoch")
+    return lines
+
+
 def format_result(result: dict) -> str:
     """Summarise a benchmark result for people.
 
@@ -46,22 +59,18 @@ def format_result(result: dict) -> str:
         Text: seconds per epoch per S and implementation, the linear fits, the goals.
     """
     impls = list(result["fits"])
-    epoch = {(r["impl"], r["samples"]): r["epoch_seconds"] for r in result["timings"]}
-    digits = 1 if max(epoch.values()) >= 1 else 4  # regression epochs last milliseconds
-    samples = sorted({r["samples"] for r in result["timings"]})
+    digits = 1 if max(r["epoch_seconds"] for r in result["timings"]) >= 1 else 4
+    graphs = "on" if result.get("cuda_graphs") else "off"
     lines = [
         f"device {result['device']}, data {result['data']}, {result['config']['steps']} timed "
         f"steps → epoch of {result['epoch_steps']} steps; compiled CPU kernels: "
-        f"{result.get('native_kernels', 'not recorded')}; seconds per epoch:",
-        "   S " + "".join(f"{i:>12s}" for i in impls),
+        f"{result.get('native_kernels', 'not recorded')}; CUDA graphs: {graphs}; "
+        "seconds per epoch:",
+        *_epoch_table(result["timings"], result["mlp"], impls, digits),
     ]
-    for s in samples:
-        lines.append(
-            f"{s:4d} " + "".join(f"{epoch.get((i, s), float('nan')):12.{digits}f}" for i in impls)
-        )
-    if result["mlp"]:
-        floor = result["mlp"]["epoch_seconds"]
-        lines.append(f"plain MLP (floor): {floor:.{digits}f} s per epoch")
+    if result.get("eager"):
+        lines.append("without CUDA graphs (eager):")
+        lines += _epoch_table(result["eager"]["timings"], result["eager"]["mlp"], impls, digits)
     speed = slope_speedups(result["fits"])
     for impl, fit in result["fits"].items():
         if fit:

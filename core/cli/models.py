@@ -45,7 +45,7 @@ from core.storage.checkpoints import (
     user_key,
 )
 from core.storage.paths import user_model_dir
-from core.training import EpochStats, train
+from core.training import EpochStats, cuda_graphs_enabled, train
 
 
 def cmd_list(args) -> int:
@@ -266,6 +266,7 @@ def cmd_train(args) -> int:
     start = time.perf_counter()
 
     fitted: dict = {}
+    graphed = cuda_graphs_enabled(device) and method(spec.model.kind).procedure.graphable
 
     def metadata(metrics: dict, n_eval_samples: int) -> dict:
         seconds = seconds_before + time.perf_counter() - start
@@ -278,6 +279,7 @@ def cmd_train(args) -> int:
             device=device,
             metrics=metrics,
             n_eval_samples=n_eval_samples,
+            cuda_graphs=graphed,
         )
         base = {"base": spec.base} if spec.base else {}
         return meta | {"epochs_planned": done + epochs} | base | fitted
@@ -305,7 +307,7 @@ def cmd_train(args) -> int:
         on_epoch=on_epoch,
         procedure=method(spec.model.kind).procedure,
     )
-    fitted.update(result.info)
+    fitted.update(result.info, cuda_graphs=result.cuda_graphs)
     if result.info:
         print(f"{spec.name}: {result.info}")
     model.to(device).eval()

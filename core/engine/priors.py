@@ -27,8 +27,8 @@ def gaussian_log_prob(w: torch.Tensor, mean: torch.Tensor | float, sigma: torch.
     Returns:
         Log-densities (nats), same shape as ``w``.
     """
-    sigma = torch.as_tensor(sigma, dtype=w.dtype, device=w.device)
-    return -LOG_SQRT_2PI - torch.log(sigma) - (w - mean) ** 2 / (2.0 * sigma**2)
+    log_sigma = torch.log(sigma) if isinstance(sigma, torch.Tensor) else math.log(sigma)
+    return -LOG_SQRT_2PI - log_sigma - (w - mean) ** 2 / (2.0 * sigma**2)
 
 
 @dataclass(frozen=True)

@@ -106,7 +106,7 @@ def summarize(probs: torch.Tensor) -> PredictiveSummary:
     """
     if probs.dim() != 3:
         raise ValueError(f"probs must be (n, B, C), got shape {tuple(probs.shape)}")
-    probs = probs.detach().float().cpu()
+    probs = probs.detach().float()  # summarised where it is; only (B,)-sized results move
     n, _, c = probs.shape
     mean = probs.mean(0)
     predicted = mean.argmax(-1)
@@ -114,19 +114,19 @@ def summarize(probs: torch.Tensor) -> PredictiveSummary:
     top = probs.gather(-1, predicted.expand(n, -1).unsqueeze(-1)).squeeze(-1)
     total, expected = entropy(mean), entropy(probs).mean(0)
     agree = (probs == probs[:1]).all(-1).all(0)  # (B,) all passes identical
-    return PredictiveSummary(
-        n_samples=n,
-        mean=mean,
-        std=probs.std(0, correction=0),
-        predicted=predicted,
-        class_counts=counts,
-        top_scores=top,
-        top_std=top.std(0, correction=0),
-        entropy=total,
-        expected_entropy=expected,
-        mutual_information=(total - expected).clamp_min(0.0).masked_fill(agree, 0.0),
-        variation_ratio=1.0 - counts.max(-1).values.float() / n,
-    )
+    on_device = {
+        "mean": mean,
+        "std": probs.std(0, correction=0),
+        "predicted": predicted,
+        "class_counts": counts,
+        "top_scores": top,
+        "top_std": top.std(0, correction=0),
+        "entropy": total,
+        "expected_entropy": expected,
+        "mutual_information": (total - expected).clamp_min(0.0).masked_fill(agree, 0.0),
+        "variation_ratio": 1.0 - counts.max(-1).values.float() / n,
+    }
+    return PredictiveSummary(n_samples=n, **{k: v.cpu() for k, v in on_device.items()})
 
 
 @dataclass(frozen=True)

@@ -223,6 +223,7 @@ def training_metadata(
     device,
     metrics: dict,
     n_eval_samples: int,
+    cuda_graphs: bool = False,
 ) -> dict:
     """The JSON metadata of a trained checkpoint (the same for shipped and user models).
 
@@ -235,10 +236,11 @@ def training_metadata(
         device: Where it trained.
         metrics: ``test_error`` and ``nll`` of the saved model.
         n_eval_samples: Passes behind ``metrics``.
+        cuda_graphs: Whether its steps were replayed from a CUDA graph.
 
     Returns:
         Title, dataset, training config, epochs, test error, NLL, time, history, device,
-        library versions and date (UTC).
+        whether CUDA graphs were used, library versions and date (UTC).
     """
     return {
         "title": title,
@@ -251,6 +253,7 @@ def training_metadata(
         "train_seconds": seconds,
         "history": [s.__dict__ for s in history],
         "device": device_name(device),
+        "cuda_graphs": cuda_graphs,
         "versions": library_versions(),
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
     }
@@ -374,6 +377,7 @@ def run_training(
         device=device,
         metrics=metrics,
         n_eval_samples=request.n_eval_samples,
+        cuda_graphs=result.cuda_graphs,
     )
     meta |= {"user_trained": True, "train_subset": request.n_train, **extra}
     if request.owner:

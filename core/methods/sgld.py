@@ -42,6 +42,8 @@ TEMPERATURE = Setting(
 class LangevinProcedure(Procedure):
     """Langevin steps on the model's own parameters; keeps samples at :meth:`marks`."""
 
+    graphable = False  # its own optimiser and per-step hooks stay eager
+
     def network(self, model: torch.nn.Module) -> torch.nn.Module:
         """The model itself (it trains as its MLP); reads its prior and sample capacity."""
         self.prior = prior_from_dict(model.config.prior)

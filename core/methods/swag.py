@@ -28,6 +28,8 @@ MOMENTUM = 0.9
 class SWAGProcedure(Procedure):
     """SGD with momentum at a constant rate, collecting iterates into SWAG's moments."""
 
+    graphable = False  # its own optimiser and per-step hooks stay eager
+
     def network(self, model: torch.nn.Module) -> torch.nn.Module:
         """The model itself; plans the 2·K collection steps after the burn-in."""
         rank = model.config.rank

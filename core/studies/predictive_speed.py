@@ -58,7 +58,8 @@ def bench_predictive(
             timed one by one.
         n_samples: Monte-Carlo passes per image.
         repeats: Single images timed; the median is reported.
-        warmup: Untimed single-image runs first.
+        warmup: Untimed single-image runs first (and one untimed chunk of the sweep, so that
+            the device's memory for its tensors is allocated before the timing).
         progress: Called with (fraction done, message) during the sweep; None for silence.
 
     Returns:
@@ -76,8 +77,11 @@ def bench_predictive(
         one(i)
     single = [_timed(lambda i=i: one(i), device) for i in range(repeats)]
 
+    chunks = images.tensor_split(STEPS)
+    summarize(predictive_samples(model, chunks[0], n_samples))  # allocations of a chunk's size
+
     def sweep() -> None:
-        for k, batch in enumerate(images.tensor_split(STEPS)):
+        for k, batch in enumerate(chunks):
             report(progress, k / STEPS, f"{k * len(images) // STEPS}/{len(images)} images")
             summarize(predictive_samples(model, batch, n_samples))
         report(progress, 1.0, f"{len(images)} images")

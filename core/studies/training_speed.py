@@ -20,6 +20,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -27,13 +28,19 @@ import torch
 from core.catalogue import MIXTURE_PRIOR
 from core.engine import native
 from core.engine.device import default_device, device_name, library_versions, synchronize
-from core.engine.objective import IMPLEMENTATIONS, LIKELIHOODS, minibatch_objective
+from core.engine.objective import (
+    IMPLEMENTATIONS,
+    LIKELIHOODS,
+    ObjectiveTerms,
+    minibatch_objective,
+)
 from core.evaluation.linfit import fit_line
 from core.methods import ModelConfig, build_model
 from core.progress import ProgressFn, report
 from core.storage.atomic import atomic_write_text
 from core.storage.paths import bench_dir
-from core.training import make_optimizer
+from core.training import TrainStep, cuda_graphs_enabled, make_optimizer
+from core.training.step import WARMUP_STEPS
 
 SCHEMA = 1
 BBB_IMPLEMENTATIONS = (*IMPLEMENTATIONS, "fused")
@@ -69,6 +76,8 @@ class BenchConfig:
             :func:`regression_config`).
         include_mlp: Whether to time the plain-MLP floor too.
         seed: Seed of the batches and of the models' initialisation.
+        graphs: On CUDA (unless ``BNN_CUDA_GRAPHS=0``), time every point twice: its steps
+            replayed from a CUDA graph (the main rows) and eager (``result["eager"]``).
     """
 
     impls: tuple[str, ...] = IMPLEMENTATIONS
@@ -85,6 +94,7 @@ class BenchConfig:
     task: str = "mnist"
     include_mlp: bool = True
     seed: int = 0
+    graphs: bool = True
 
     def __post_init__(self) -> None:
         """Check the settings and normalise the sequences to tuples.
@@ -173,8 +183,13 @@ def _batches(config: BenchConfig, device: torch.device) -> tuple[torch.Tensor, t
 Stepper = Callable[[torch.Tensor, torch.Tensor, int], None]
 
 
-def _stepper(impl: str, config: BenchConfig, device: torch.device) -> Stepper:
-    """``step(x, y, n_samples)``: one seeded training step of ``impl`` (or ``"mlp"``), any S."""
+def _stepper(impl: str, config: BenchConfig, device: torch.device, graphs: bool) -> Stepper:
+    """``step(x, y, n_samples)``: one seeded training step of ``impl`` (or ``"mlp"``), any S.
+
+    The step is the training loop's own (:class:`~core.training.TrainStep`), one per S: with
+    ``graphs`` on CUDA, its first :data:`~core.training.step.WARMUP_STEPS` calls are eager, the
+    next captures the CUDA graph, and later ones replay it.
+    """
     torch.manual_seed(config.seed)
     kind = "mlp" if impl == "mlp" else "bbb"
     regression = config.task == "regression"
@@ -186,23 +201,31 @@ def _stepper(impl: str, config: BenchConfig, device: torch.device) -> Stepper:
     optimizer = make_optimizer(model, config.lr)
     weight = 1.0 / config.epoch_steps
     likelihood = "gaussian" if regression else "categorical"
+    lik = LIKELIHOODS[likelihood]
+
+    def plain(x: torch.Tensor, y: torch.Tensor, weight, n_samples: int) -> ObjectiveTerms:
+        out = model(x)
+        nll = lik.nll(out, y).sum()
+        return ObjectiveTerms(nll, nll, nll.new_zeros(()), lik.predict(out.detach()))
+
+    def bayes(x: torch.Tensor, y: torch.Tensor, weight, n_samples: int) -> ObjectiveTerms:
+        return minibatch_objective(
+            model, x, y, n_samples=n_samples, weight=weight, impl=impl, likelihood=likelihood
+        )
+
+    objective = plain if impl == "mlp" else bayes
+    by_samples: dict[int, TrainStep] = {}
 
     def step(xb: torch.Tensor, yb: torch.Tensor, n_samples: int) -> None:
-        if impl == "mlp":
-            loss = LIKELIHOODS[likelihood].nll(model(xb), yb).sum()
-        else:
-            loss = minibatch_objective(
-                model,
-                xb,
-                yb,
-                n_samples=n_samples,
-                weight=weight,
-                impl=impl,
-                likelihood=likelihood,
-            ).loss
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
+        if n_samples not in by_samples:
+            by_samples[n_samples] = TrainStep(
+                partial(objective, n_samples=n_samples),
+                lambda set_to_none: optimizer.zero_grad(set_to_none=set_to_none),
+                optimizer.step,
+                batch_size=config.batch_size,
+                graphs=graphs,
+            )
+        by_samples[n_samples](xb, yb, weight)
 
     return step
 
@@ -254,12 +277,14 @@ def run_benchmark(
     Returns:
         A JSON-serialisable dict with keys ``schema``, ``reference`` (False), ``source``,
         ``task``, ``device``, ``device_type``, ``threads``, ``native_kernels`` (``"on"``, or
-        why :mod:`core.engine.native` is off), ``versions``, ``date`` (ISO, UTC),
+        why :mod:`core.engine.native` is off), ``cuda_graphs`` (whether the main rows'
+        steps replayed CUDA graphs), ``versions``, ``date`` (ISO, UTC),
         ``config``, ``epoch_steps``, ``data``, ``timings`` (rows ``impl, samples,
         step_seconds, epoch_seconds, repeat_step_seconds``; ``samples`` is the row's S),
         ``mlp`` (the floor row, or None), ``fits`` (impl → ``intercept`` s, ``slope`` s per
         sample, ``r2``; None with a single S), ``speedups`` (rows ``impl, samples, speedup`` =
-        sequential time / impl time), and ``goals`` (see :func:`goals`).
+        sequential time / impl time), ``goals`` (see :func:`goals`), and with CUDA graphs
+        ``eager``: the same points without graphs (``timings``, ``mlp``, ``fits``).
     """
     return _run(config or BenchConfig(), device or default_device(), progress)
 
@@ -269,20 +294,23 @@ def _run(config: BenchConfig, device: torch.device, progress: ProgressFn | None)
     jobs = [(impl, s) for s in config.n_samples for impl in config.impls]
     if config.include_mlp:
         jobs.insert(0, ("mlp", None))
-    steppers = {impl: _stepper(impl, config, device) for impl, _ in jobs}
-    per_step: dict[tuple, list[float]] = {job: [] for job in jobs}
-    total = len(jobs) * config.repeats
+    modes = (True, False) if config.graphs and cuda_graphs_enabled(device) else (False,)
+    steppers = {(impl, g): _stepper(impl, config, device, g) for impl, _ in jobs for g in modes}
+    per_step: dict[tuple, list[float]] = {(*job, g): [] for job in jobs for g in modes}
+    total = len(jobs) * len(modes) * config.repeats
+    done = 0
     for r in range(config.repeats):
-        for k, (impl, s) in enumerate(jobs):
-            label = "plain MLP" if s is None else f"{impl}, S={s}"
-            report(progress, (r * len(jobs) + k) / total, f"round {r + 1}: {label}")
-            if r == 0:
-                for i in range(config.warmup):
-                    steppers[impl](x[i], y[i], s or 1)
-            per_step[(impl, s)].append(_time_block(steppers[impl], s or 1, config, x, y))
-    rows = [_row(impl, s, per_step[(impl, s)], config.epoch_steps) for impl, s in jobs]
-    timings = [row for row in rows if row["impl"] != "mlp"]
-    mlp = next((row for row in rows if row["impl"] == "mlp"), None)
+        for impl, s in jobs:
+            for graphed in modes:  # interleaved, so load changes hit both alike
+                label = "plain MLP" if s is None else f"{impl}, S={s}"
+                label += ", CUDA graph" if graphed else ""
+                report(progress, done / total, f"round {r + 1}: {label}")
+                done += 1
+                step = steppers[(impl, graphed)]
+                if r == 0:  # a graph is captured in the warm-up, never in a timed block
+                    for i in range(config.warmup + (WARMUP_STEPS + 1 if graphed else 0)):
+                        step(x[i % len(x)], y[i % len(y)], s or 1)
+                per_step[(impl, s, graphed)].append(_time_block(step, s or 1, config, x, y))
     report(progress, 1.0, "done")
     result = {
         "schema": SCHEMA,
@@ -293,16 +321,25 @@ def _run(config: BenchConfig, device: torch.device, progress: ProgressFn | None)
         "device_type": device.type,
         "threads": torch.get_num_threads(),
         "native_kernels": native.status() if device.type == "cpu" else "not used",
+        "cuda_graphs": modes[0],
         "versions": library_versions(),
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "config": config.to_dict(),
         "epoch_steps": config.epoch_steps,
         "data": source,
-        "timings": timings,
-        "mlp": mlp,
     }
-    result["fits"] = fits(timings)
-    result["speedups"] = speedups(timings)
+    for graphed in modes:
+        rows = [_row(impl, s, per_step[(impl, s, graphed)], config.epoch_steps) for impl, s in jobs]
+        part = {
+            "timings": [row for row in rows if row["impl"] != "mlp"],
+            "mlp": next((row for row in rows if row["impl"] == "mlp"), None),
+        }
+        part["fits"] = fits(part["timings"])
+        if graphed is modes[0]:
+            result |= part
+        else:
+            result["eager"] = part
+    result["speedups"] = speedups(result["timings"])
     result["goals"] = goals(result)
     result["speed_goals"] = speed_goals(result)
     return result
@@ -331,6 +368,42 @@ def speed_goals(result: dict) -> dict[str, dict]:
     if ("vmap_lrt", 10) in epoch and ("sequential", 10) in epoch:
         value = epoch[("sequential", 10)] / epoch[("vmap_lrt", 10)]
         out["vmap_lrt_S10_speedup_3_5"] = {"value": value, "target": 3.5, "met": value >= 3.5}
+    if result.get("device_type") == "cuda":
+        out |= cuda_goals(result)
+    return out
+
+
+def cuda_goals(result: dict) -> dict[str, dict]:
+    """Rate a CUDA result against the GPU targets, in seconds per MNIST epoch.
+
+    Plain MLP ≤ 0.15 s; the best BBB estimator at S = 1 ≤ 0.30 s; vmap+LRT at S = 10 ≤ 0.45 s
+    with the Gaussian prior (0.9 s with the mixture); sequential at S = 10 ≥ 5× vmap+LRT's.
+
+    Args:
+        result: A CUDA result with ``timings``, ``mlp`` and ``config``.
+
+    Returns:
+        Goal name → ``{"value", "target", "met"}`` (plus ``"impl"`` for the S = 1 goal).
+    """
+    epoch = {(r["impl"], r["samples"]): r["epoch_seconds"] for r in result["timings"]}
+    out = {}
+
+    def at_most(name: str, value: float, target: float) -> None:
+        out[name] = {"value": value, "target": target, "met": value <= target}
+
+    if result.get("mlp"):
+        at_most("cuda_mlp_epoch_s", result["mlp"]["epoch_seconds"], 0.15)
+    s1 = {impl: t for (impl, s), t in epoch.items() if s == 1}
+    if s1:
+        impl = min(s1, key=s1.get)
+        at_most("cuda_best_S1_epoch_s", s1[impl], 0.30)
+        out["cuda_best_S1_epoch_s"]["impl"] = impl
+    if ("vmap_lrt", 10) in epoch:
+        mixture = result["config"].get("prior") == "mixture"
+        at_most("cuda_vmap_lrt_S10_epoch_s", epoch[("vmap_lrt", 10)], 0.9 if mixture else 0.45)
+        if ("sequential", 10) in epoch:
+            value = epoch[("sequential", 10)] / epoch[("vmap_lrt", 10)]
+            out["cuda_sequential_over_lrt_S10"] = {"value": value, "target": 5.0, "met": value >= 5}
     return out
 
 
@@ -420,10 +493,13 @@ def result_filename(result: dict) -> str:
         result: A result with ``device`` and ``date``.
 
     Returns:
-        ``<device-slug>-[<task>-]<YYYY-MM-DD>.json``, e.g. ``cpu-2-threads-2026-11-21.json``
-        or ``cpu-1-threads-regression-2026-11-23.json``.
+        ``<device-slug>-[<task>-][<prior>-]<YYYY-MM-DD>.json``, e.g.
+        ``cpu-2-threads-2026-11-21.json``, ``cpu-1-threads-regression-2026-11-23.json`` or
+        ``cuda-nvidia-h100-80gb-hbm3-mixture-2026-11-26.json``.
     """
     slug = re.sub(r"[^a-z0-9]+", "-", result["device"].lower()).strip("-") or "device"
+    if result.get("device_type") == "cuda":
+        slug = f"cuda-{slug}"
     task = "" if result.get("task", "mnist") == "mnist" else f"{result['task']}-"
     prior = (result.get("config") or {}).get("prior", "gaussian")
     task += "" if prior == "gaussian" else f"{prior}-"
@@ -466,6 +542,50 @@ def load_results(folder: Path | None = None) -> dict[str, dict]:
         if isinstance(result, dict) and "fits" in result:
             out[path.name] = result
     return dict(sorted(out.items(), key=lambda kv: kv[1].get("date") or "", reverse=True))
+
+
+DEVICE_COLUMNS = {
+    "plain MLP": ("mlp", None),
+    "BBB fused, S = 1": ("fused", 1),
+    "BBB vmap + LRT, S = 1": ("vmap_lrt", 1),
+    "BBB vmap + LRT, S = 10": ("vmap_lrt", 10),
+    "BBB sequential, S = 10": ("sequential", 10),
+}
+"""Columns of :func:`device_table`: title → (implementation, S)."""
+
+
+def device_table(results: dict[str, dict], prior: str = "gaussian") -> list[dict]:
+    """Seconds per MNIST epoch on every device measured: the newest run of each.
+
+    A CUDA run gives two rows, its steps replayed from CUDA graphs and eager.
+
+    Args:
+        results: Saved results by file name, newest first (:func:`load_results`).
+        prior: The prior of the runs to compare (a key of :data:`PRIORS`).
+
+    Returns:
+        Rows ``{"device", "steps", <column title>: seconds or None, ...}`` over
+        :data:`DEVICE_COLUMNS`, CPU runs first.
+    """
+    newest: dict[str, dict] = {}
+    for result in results.values():
+        config = result.get("config") or {}
+        if result.get("reference") or result.get("task", "mnist") != "mnist":
+            continue
+        if config.get("prior", "gaussian") == prior and result.get("data") == "mnist":
+            newest.setdefault(result["device"], result)
+    rows = []
+    for device, result in sorted(newest.items(), key=lambda kv: kv[1].get("device_type") == "cuda"):
+        parts = [(result, "CUDA graphs" if result.get("cuda_graphs") else "eager")]
+        if result.get("eager"):
+            parts.append((result["eager"], "eager"))
+        for part, steps in parts:
+            epoch = {(r["impl"], r["samples"]): r["epoch_seconds"] for r in part["timings"]}
+            if part.get("mlp"):
+                epoch[("mlp", None)] = part["mlp"]["epoch_seconds"]
+            row = {"device": device, "steps": steps}
+            rows.append(row | {title: epoch.get(key) for title, key in DEVICE_COLUMNS.items()})
+    return rows
 
 
 def regression_config(**overrides) -> BenchConfig:

@@ -13,6 +13,7 @@ from core.training.loop import (
     make_optimizer,
     train,
 )
+from core.training.step import TrainStep, cuda_graphs_enabled
 
 __all__ = [
     "EpochStats",
@@ -20,6 +21,8 @@ __all__ = [
     "StepStats",
     "TrainConfig",
     "TrainResult",
+    "TrainStep",
     "make_optimizer",
+    "cuda_graphs_enabled",
     "train",
 ]

@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from functools import partial
 
 import torch
 
@@ -21,6 +22,7 @@ from core.engine.device import default_device
 from core.engine.objective import ESTIMATORS, KL_SCHEDULES, kl_weight, minibatch_objective
 from core.evaluation.metrics import evaluate_model
 from core.progress import ProgressFn, report
+from core.training.step import TrainStep, cuda_graphs_enabled
 
 
 @dataclass(frozen=True)
@@ -156,12 +158,14 @@ class TrainResult:
         seconds: Wall-clock time of the run.
         info: What the procedure's :meth:`Procedure.finish` reports (e.g. a post-hoc fit's
             prior precision), stored in the checkpoint metadata.
+        cuda_graphs: Whether the steps were replayed from a CUDA graph.
     """
 
     history: list[EpochStats] = field(default_factory=list)
     cancelled: bool = False
     seconds: float = 0.0
     info: dict = field(default_factory=dict)
+    cuda_graphs: bool = False
 
 
 def make_optimizer(
@@ -169,15 +173,24 @@ def make_optimizer(
 ) -> torch.optim.Adam:
     """The Adam optimiser used by training and by the speed benchmark (fused kernels).
 
+    On CUDA it is capturable (its step count and learning rate are device tensors, the decay
+    updates the rate in place), so a CUDA graph can hold its step (:mod:`core.training.step`).
+
     Args:
-        model: The network whose parameters are optimised.
+        model: The network whose parameters are optimised (already on their device).
         lr: Learning rate.
         weight_decay: L2 coefficient.
 
     Returns:
         The optimiser.
     """
-    return torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay, fused=True)
+    params = list(model.parameters())
+    if params and params[0].is_cuda:
+        rate = torch.tensor(lr, device=params[0].device)
+        return torch.optim.Adam(
+            params, lr=rate, weight_decay=weight_decay, fused=True, capturable=True
+        )
+    return torch.optim.Adam(params, lr=lr, weight_decay=weight_decay, fused=True)
 
 
 class Procedure:
@@ -194,7 +207,14 @@ class Procedure:
         config: The optimisation settings.
         num_data: N, the number of training images.
         total_steps: K, the number of steps of the run.
+
+    Attributes:
+        graphable: Whether a step (objective, backward, :meth:`step`) may be captured in a
+            CUDA graph (:mod:`core.training.step`): True for Adam; a procedure whose optimiser
+            is not capturable, or whose hooks change the step from Python, sets it False.
     """
+
+    graphable = True
 
     def __init__(self, config: TrainConfig, num_data: int, total_steps: int) -> None:
         self.config = config
@@ -239,10 +259,10 @@ class Procedure:
     def before_step(self, step: int) -> None:
         """Called before step ``step`` (1..K), e.g. to set its step size."""
 
-    def zero_grad(self) -> None:
-        """Clear the gradients of every optimiser's parameters."""
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Clear the gradients of every optimiser's parameters (to None, or zeros in place)."""
         for optimizer in self.optimizers:
-            optimizer.zero_grad(set_to_none=True)
+            optimizer.zero_grad(set_to_none=set_to_none)
 
     def step(self) -> None:
         """Take the step with the gradients of the objective (the optimiser's by default)."""
@@ -273,6 +293,10 @@ class Procedure:
             Facts for the checkpoint metadata ({} by default).
         """
         return {}
+
+
+def _objective(network, x, y, weight, **options):
+    return minibatch_objective(network, x, y, weight=weight, **options)
 
 
 def train(
@@ -323,6 +347,21 @@ def train(
     steps = procedure(config, n_train, total_steps)
     network = steps.network(model).to(device)
     steps.optimizer(network)
+    objective = partial(
+        _objective,
+        network,
+        n_samples=config.n_samples,
+        impl=config.impl,
+        alpha=config.alpha,
+        adversarial_eps=config.adversarial_eps,
+    )
+    take_step = TrainStep(
+        objective,
+        steps.zero_grad,
+        steps.step,
+        batch_size=config.batch_size,
+        graphs=steps.graphable and cuda_graphs_enabled(device),
+    )
     for epoch in range(1, config.epochs + 1):
         epoch_start = time.perf_counter()
         order = torch.randperm(n_train, generator=generator).to(device)
@@ -331,31 +370,14 @@ def train(
             if cancel is not None and cancel.is_set():
                 result.cancelled = True
                 result.seconds = time.perf_counter() - start
+                result.cuda_graphs = take_step.graphed
                 return result
             idx = order[(i - 1) * config.batch_size : i * config.batch_size]
-            xb, yb = x_train[idx], y_train[idx]
-            weight = config.beta * kl_weight(i, num_batches, config.kl_schedule)
             step = (epoch - 1) * num_batches + i
             steps.before_step(step)
-            terms = minibatch_objective(
-                network,
-                xb,
-                yb,
-                n_samples=config.n_samples,
-                weight=weight,
-                impl=config.impl,
-                alpha=config.alpha,
-                adversarial_eps=config.adversarial_eps,
-            )
-            steps.zero_grad()
-            terms.loss.backward()
-            steps.step()
+            weight = config.beta * kl_weight(i, num_batches, config.kl_schedule)
+            sums += take_step(x_train[idx], y_train[idx], weight)
             steps.after_step(network, step)
-            with torch.no_grad():
-                wrong = (terms.probs.argmax(-1) != yb).sum()
-                sums += torch.stack(
-                    [terms.loss.detach(), terms.nll.detach(), terms.kl.detach(), wrong]
-                )
             if i % 20 == 0 or i == num_batches:
                 report(progress, step / total_steps, f"epoch {epoch}/{config.epochs}")
                 if on_step is not None:
@@ -385,5 +407,6 @@ def train(
         if on_epoch is not None:
             on_epoch(stats)
     result.info = steps.finish(model, network, (x_train, y_train))
+    result.cuda_graphs = take_step.graphed
     result.seconds = time.perf_counter() - start
     return result
