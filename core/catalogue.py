@@ -45,7 +45,7 @@ REGISTRY: dict[str, CheckpointSpec] = {
             "BBB (scale-mixture prior)",
             "Bayes by Backprop, prior ½·N(0, 1) + ½·N(0, e^-12), KL weight β = 0.1.",
             ModelConfig(kind="bbb", prior=MIXTURE_PRIOR),
-            TrainConfig(epochs=30, impl="vmap", lr_decay=0.95, beta=0.1),
+            TrainConfig(epochs=600, impl="fused", lr_decay=0.995, beta=0.1),
         ),
         CheckpointSpec(
             "bbb_lrt",
