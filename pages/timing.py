@@ -26,6 +26,7 @@ from core.studies.training_speed import (
     BenchConfig,
     bench_dir,
     device_table,
+    gpu_trained_models,
     load_results,
     regression_config,
     run_benchmark,
@@ -218,6 +219,14 @@ def devices_section() -> None:
         "CUDA graph and replays it with one launch per step: the same numbers, five to ten "
         "times faster. On the CPU the step is eager."
     )
+    trained = gpu_trained_models()
+    if trained:
+        st.markdown(
+            "**Shipped models trained on a GPU.** At a fraction of a second per epoch, the "
+            "long schedules of the papers fit in minutes (Blundell et al. 2015 trained for 600 "
+            "epochs):"
+        )
+        st.dataframe(trained, hide_index=True)
 
 
 def peers_section() -> None:

@@ -108,6 +108,16 @@ def test_gpu_rows_with_and_without_cuda_graphs_beside_the_cpu(bench_folder):
     assert any("No saved MNIST runs" in i.value for i in at.info)
 
 
+def test_the_shipped_gpu_model_is_listed_beside_the_papers_error(bench_folder):
+    """The shipped scale-mixture BBB was trained for Blundell's 600 epochs on a GPU."""
+    at = run_page()
+    assert any("Shipped models trained on a GPU" in m.value for m in at.markdown)
+    table = next(d.value for d in at.dataframe if "published (%)" in d.value.columns)
+    row = table[table["model"] == "BBB (scale-mixture prior)"].iloc[0]
+    assert row["epochs"] == 600 and row["published (%)"] == 1.36
+    assert row["test error (%)"] < 1.6 and not row["device"].startswith("cpu")
+
+
 def test_empty_folder_explains_how_to_save(tmp_path, monkeypatch):
     monkeypatch.setenv("BNN_BENCH_DIR", str(tmp_path))
     at = run_page()

@@ -588,6 +588,36 @@ def device_table(results: dict[str, dict], prior: str = "gaussian") -> list[dict
     return rows
 
 
+def gpu_trained_models() -> list[dict]:
+    """The shipped models trained on a GPU, beside the published error of their family.
+
+    Returns:
+        Rows ``{"model", "device", "epochs", "training (s)", "test error (%)",
+        "published (%)"}`` (the published error of Blundell et al. 2015 and Gal 2016 where
+        :data:`core.studies.comparison.LITERATURE_ERROR` has one, else None), from the
+        checkpoints' metadata.
+    """
+    from core.catalogue import list_checkpoints
+    from core.studies.comparison import LITERATURE_ERROR
+
+    rows = []
+    for info in list_checkpoints():
+        meta = info.metadata
+        if not info.available or str(meta.get("device", "cpu")).startswith("cpu"):
+            continue
+        rows.append(
+            {
+                "model": info.spec.title,
+                "device": meta["device"],
+                "epochs": meta.get("epochs"),
+                "training (s)": round(meta.get("train_seconds", float("nan"))),
+                "test error (%)": round(100 * meta["test_error"], 2),
+                "published (%)": LITERATURE_ERROR.get(info.spec.name),
+            }
+        )
+    return rows
+
+
 def regression_config(**overrides) -> BenchConfig:
     """The regression column of the report seed's table 1: 1,000 points per epoch in one batch.
 
