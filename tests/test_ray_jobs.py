@@ -1,10 +1,12 @@
 """Training jobs as Ray tasks on a real (one-CPU, loopback) Ray head: a job trains in a Ray
 worker process and reports through the database like an in-process one, a second job waits in
-Ray for the CPU, and a cancel reaches the running task."""
+Ray for the CPU, a cancel reaches the running task, and a worker killed mid-job fails its job
+with one line and leaves no model."""
 
 from __future__ import annotations
 
 import os
+import signal
 
 import pytest
 
@@ -43,5 +45,25 @@ def test_jobs_train_as_ray_tasks_and_a_cancel_reaches_a_running_one(
         stopped = queue.wait(long, 60)
         assert stopped.status is JobStatus.CANCELLED and stopped.fraction < 1
         assert not (models / "ray_long.pt").exists()
+    finally:
+        queue.shutdown()
+
+
+@pytest.mark.slow
+def test_a_ray_worker_killed_mid_job_fails_the_job_and_saves_nothing(
+    ray_address, tmp_path, monkeypatch, mnist_small
+):
+    monkeypatch.setenv("BNN_RAY_ADDRESS", ray_address)
+    models = tmp_path / "models"
+    queue = JobQueue(workers=1, threads=1, directory=models, url=f"sqlite:///{tmp_path}/lab.db")
+    try:
+        job_id = queue.submit(make_request("doomed", "mlp", epochs=3000, **SMALL))
+        wait_for(lambda: in_ray(queue.get(job_id).worker) and queue.get(job_id).fraction > 0, 300)
+        worker = int(queue.get(job_id).worker.split(":")[1])
+        os.kill(worker, signal.SIGKILL)  # the Ray worker process, mid-epoch
+        failed = queue.wait(job_id, 120)
+        assert failed.status is JobStatus.FAILED, failed
+        assert failed.error.startswith("the Ray task failed") and "\n" not in failed.error
+        assert not models.exists() or not any(models.iterdir())  # nothing, not even a part
     finally:
         queue.shutdown()
