@@ -305,7 +305,7 @@ def train(
     train_data: tuple[torch.Tensor, torch.Tensor],
     test_data: tuple[torch.Tensor, torch.Tensor],
     *,
-    device: torch.device | None = None,
+    device: torch.device | str | None = None,
     progress: ProgressFn | None = None,
     on_epoch: Callable[[EpochStats], None] | None = None,
     cancel: threading.Event | None = None,
@@ -320,7 +320,8 @@ def train(
         train_data: Training images ``(N, 1, 28, 28)`` in [0, 1] and labels ``(N,)``.
         test_data: Test images ``(N, 1, 28, 28)`` in [0, 1] and labels ``(N,)``, evaluated
             after each epoch.
-        device: Where to train; None for :func:`~core.engine.device.default_device`.
+        device: Where to train (a device or its name, e.g. ``"cpu"``); None for
+            :func:`~core.engine.device.default_device`.
         progress: Gets the fraction of all steps done.
         on_epoch: Gets each epoch's stats.
         cancel: Setting it stops after the current step (the model keeps its last weights
@@ -334,7 +335,7 @@ def train(
         The per-epoch history, whether the run was cancelled, its duration and what the
         procedure reported.
     """
-    device = device or default_device()
+    device = torch.device(device) if device is not None else default_device()
     torch.manual_seed(config.seed)
     generator = torch.Generator(device="cpu").manual_seed(config.seed)
     model.to(device)
