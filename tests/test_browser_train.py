@@ -162,6 +162,10 @@ def test_a_stopped_server_says_what_happened_to_each_job_and_the_next_one_runs_t
         while time.monotonic() < deadline and not (models / "short.pt").is_file():
             time.sleep(0.5)
         assert store.get(short).status is JobStatus.DONE and (models / "short.pt").is_file()
+        # The page notices the end on its next poll and reruns once (which would close an open
+        # list): pick job #1 after that.
+        wait_for_polled_text(page, "Saved: test error")
+        wait_for_script(page)
         page.get_by_role("combobox", name="Show job").click()
         page.get_by_role("option", name="#1").click()
         wait_for_text(page, STOPPED)

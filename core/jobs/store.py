@@ -520,7 +520,7 @@ class JobStore:
                     else time.strftime("%H:%M:%S", time.localtime(job.heartbeat))
                 )
                 job.error = (
-                    f"the server process that trained it stopped (last sign of life {seen}); "
+                    f"the process that trained it stopped (last sign of life {seen}); "
                     "nothing was saved — start it again"
                 )
                 job.status, job.finished, job.message = JobStatus.FAILED, now, "failed"
