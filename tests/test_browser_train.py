@@ -159,8 +159,8 @@ def test_a_stopped_server_says_what_happened_to_each_job_and_the_next_one_runs_t
         page.goto(f"{url}/train")
         wait_for_text(page, "Job #2")
         deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and not (models / "short.pt").is_file():
-            time.sleep(0.5)
+        while time.monotonic() < deadline and store.get(short).status.active:
+            time.sleep(0.5)  # the model file is written just before the job is marked done
         assert store.get(short).status is JobStatus.DONE and (models / "short.pt").is_file()
         # The page notices the end on its next poll and reruns once (which would close an open
         # list): pick job #1 after that.
