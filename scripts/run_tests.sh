@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Set up (first run only) and run the whole test suite: lint, unit, app and browser tests.
+# Set up (first run only) and run the whole test suite: lint, the documentation build, unit,
+# app and browser tests.
 # Extra arguments go to pytest, e.g. bash scripts/run_tests.sh -k draw
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,5 +22,11 @@ fi
 echo "== ruff"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
+echo "== docs"
+# The documentation site with --strict (broken links fail), into a temporary folder so the
+# repository gets no site/; the variable silences Material's end-of-life banner.
+docs_site="$(mktemp -d)"
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$docs_site"
+rm -rf "$docs_site"
 echo "== pytest"
 .venv/bin/python -m pytest --durations=15 "$@"

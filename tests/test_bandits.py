@@ -325,8 +325,8 @@ def test_thompson_sampling_beats_greedy_on_a_small_wheel():
     greedy MLP clearly: with base seeds 0, 100, ..., 500 it had 0.18-0.43 of greedy's regret;
     asked here: below 0.7. BBB Thompson only has to beat uniform random (0.55-0.74 of its
     regret in the same runs; asked: below 0.8): over 500 steps with one update per step its
-    networks learn no faster than greedy's (0.53-1.31 of greedy's regret), which the README
-    reports.
+    networks learn no faster than greedy's (0.53-1.31 of greedy's regret), which
+    docs/bandits.md reports.
     """
     config = RunConfig(
         env="wheel", delta=0.5, agents=("lints", "bbb", "greedy"), steps=500, seeds=4

@@ -1,4 +1,4 @@
-"""Every shipped method side by side on one evaluation (the README's and the Home page's table).
+"""Every shipped method side by side on one evaluation (docs/methods.md and the Home page's table).
 
 Per checkpoint: MNIST test error, NLL and ECE of the predictive mean (all 10,000 test images,
 :data:`N_SAMPLES` passes); OOD AUROC against Fashion-MNIST, KMNIST, notMNIST and Omniglot by
