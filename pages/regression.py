@@ -28,13 +28,12 @@ from core.regression.data import (
     user_data,
 )
 from core.regression.likelihood import NOISE_MODELS
-from core.regression.methods import METHODS, FitSettings
+from core.regression.methods import DEFAULT_METHODS, METHODS, FitSettings
 from core.regression.metrics import band_difference
 from core.regression.study import fit_method, load_fit
 
 USER = "user"
 SOURCES = [*PRESETS, USER]
-DEFAULT_METHODS = ["bbb", "dropout", "ensemble", "hmc"]
 LAYOUTS = ("Side by side", "Overlaid")
 CANVAS_KEY = "reg_canvas"
 CANVAS_WIDTH, CANVAS_HEIGHT = 600, 300

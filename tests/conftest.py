@@ -12,6 +12,20 @@ if SHARED_DATASETS.is_dir() and not os.environ.get("BNN_DATA_PATH"):
     os.environ["BNN_DATA_PATH"] = str(SHARED_DATASETS)
 
 
+SERVER_FIXTURES = {"postgres_server", "ray_address", "lab_db"}
+"""Fixtures that start servers (PostgreSQL, a Ray head) once per test process."""
+
+
+def pytest_collection_modifyitems(config, items):
+    """Put every test that starts servers (the app and Chromium, PostgreSQL or Ray) into one
+    ``xdist_group``: with ``-n 2 --dist loadgroup`` they run one after another in one process
+    (one PostgreSQL cluster and one Ray head, whose fixed ports could not be shared), while the
+    other process runs the rest."""
+    for item in items:
+        if item.get_closest_marker("browser") or SERVER_FIXTURES & set(item.fixturenames):
+            item.add_marker(pytest.mark.xdist_group("servers"))
+
+
 @pytest.fixture(scope="session")
 def mnist_small():
     """(train (2000 images, labels), test (1000 images, labels)) of MNIST; skips if absent."""

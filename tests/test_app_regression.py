@@ -100,7 +100,7 @@ def test_hmc_runs_on_request_then_opens_from_the_cache(cache):
 def test_a_shipped_reference_opens_without_computing(cache):
     data = make_data("blundell")
     study.fit_method(data, "hmc", SMALL_SETTINGS)
-    study.ship_reference(data, SMALL_SETTINGS)
+    study.ship_fit(data, "hmc", SMALL_SETTINGS)
     for file in cache.iterdir():
         file.unlink()
     at = run_page(reg_methods=["hmc"])

@@ -171,50 +171,68 @@ def test_a_stopped_server_says_what_happened_to_each_job_and_the_next_one_runs_t
         wait_for_text(page, STOPPED)
 
 
-def test_two_replicas_on_one_postgresql_database_share_the_queue(
-    tmp_path, mnist_small, postgres_server
+def test_two_replicas_on_one_postgresql_database_and_ray_share_the_queue(
+    tmp_path, mnist_small, postgres_server, ray_address
 ):
-    """Two app servers (replicas) on one PostgreSQL database and one model folder: a job
-    started in a browser on the first shows on the second (without Cancel, for another
-    student), a cancel on the first shows on the second, and a job either replica trains ends
-    as a model both list."""
+    """Two app servers (replicas) on one PostgreSQL database, one Ray head and one model
+    folder: a job started in a browser on the first replica trains on a Ray worker, its live
+    curve shows on the second (without Cancel, for another student); the teacher cancels it
+    there and the first sees it stop; a job trained next ends as a model both replicas list."""
     from tests.cluster_util import new_database
 
+    db = new_database(postgres_server)
     models = tmp_path / "models"
     env = {
-        "BNN_CLASS_DB": new_database(postgres_server),
+        "BNN_CLASS_DB": db,
         "BNN_MODELS_DIR": str(models),
         "BNN_CACHE_DIR": str(tmp_path / "cache"),
         "BNN_TEACHER_KEY": "s3cret",
+        "BNN_RAY_ADDRESS": ray_address,
     }
-    long = "train_epochs=50&train_subset=1000&train_name=annas_long"
+    store = JobStore(db)
+    long = "train_epochs=200&train_subset=1000&train_name=annas_long"
     short = "train_epochs=1&train_subset=1000&train_name=annas_short"
     with (
-        serve_app(env=env) as first,
-        serve_app(env=env) as second,
+        serve_app_process(env=env) as (first, first_server),
+        serve_app_process(env=env) as (second, second_server),
         chromium_browsers(2) as (anna, ben),
     ):
         anna.goto(f"{first}/train?{long}")
         wait_for_script(anna)
-        wait_for_setting(anna, "train_epochs", "50")
+        wait_for_setting(anna, "train_epochs", "200")
         anna.get_by_role("button", name="Start training").click()
         wait_for_text(anna, "Job #1")
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and not store.get(1).steps:
+            time.sleep(0.5)
+        worker_pid = int(store.get(1).worker.split(":")[1])
+        assert worker_pid not in (first_server.pid, second_server.pid)  # a Ray worker trains it
         ben.goto(f"{second}/train")
         wait_for_text(ben, "Job #1")
-        ben.get_by_text("running").first.wait_for(timeout=120_000)
+        ben.locator('[data-testid="stPlotlyChart"]').first.wait_for(timeout=120_000)
         assert ben.get_by_role("button", name="Cancel").count() == 0
-        anna.get_by_role("button", name="Cancel").click()
+        ben.get_by_text("Teacher", exact=True).click()
+        ben.get_by_label("Teacher key").fill("s3cret")
+        ben.get_by_role("button", name="Enter").click()
+        wait_for_polled_text(ben, "Teacher mode")
+        ben.get_by_role("button", name="Cancel").click()
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and store.get(1).status.active:
+            time.sleep(0.5)
+        stopped = store.get(1)
+        assert stopped.status is JobStatus.CANCELLED, (stopped, ben.inner_text("body")[-3000:])
         wait_for_polled_text(anna, "Cancelled: nothing was saved.")
-        wait_for_polled_text(ben, "cancelled, nothing saved")
+        assert stopped.fraction < 1
+        assert not (models / "annas_long.pt").exists()
         anna.goto(f"{first}/train?{short}")
         wait_for_script(anna)
         wait_for_setting(anna, "train_epochs", "1")
         anna.get_by_role("button", name="Start training").click()
         wait_for_text(anna, "Job #2")
         deadline = time.monotonic() + 400
-        while time.monotonic() < deadline and not (models / "annas_short.pt").is_file():
-            time.sleep(1)
-        assert (models / "annas_short.pt").is_file()
+        while time.monotonic() < deadline and store.get(2).status.active:
+            time.sleep(0.5)
+        assert store.get(2).status is JobStatus.DONE and (models / "annas_short.pt").is_file()
         ben.goto(f"{second}/train")
         wait_for_text(ben, "done in")
         wait_for_text(ben, "annas_short")

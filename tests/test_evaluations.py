@@ -105,6 +105,36 @@ def test_rejection_thresholds_from_mnist_evaluation(tiny):
         assert (ev.scores[name] > limits["p99"]).float().mean() <= 0.05
 
 
+def test_shipped_thresholds_are_read_without_scoring_and_only_for_the_same_file(
+    tiny, tmp_path, monkeypatch
+):
+    path, computed = tiny
+    monkeypatch.setattr(evalcache, "SHIPPED_THRESHOLDS", tmp_path / "thresholds.json")
+    written = evalcache.ship_thresholds([path], n_samples=8)
+    computed_limits = evalcache.rejection_thresholds(path, n_samples=8)
+    assert computed == ["mnist"]  # scored once, to ship
+    monkeypatch.setenv("BNN_CACHE_DIR", str(tmp_path / "empty-cache"))
+    assert evalcache.rejection_thresholds(path, n_samples=8) == computed_limits
+    assert computed == ["mnist"]  # read from the shipped file, not scored again
+    assert json.loads(written.read_text())["version"] == evalcache.CACHE_VERSION
+    evalcache.rejection_thresholds(path, n_samples=4)  # other settings: scored
+    torch.manual_seed(1)
+    save_checkpoint("tiny", build_model(TINY), {}, directory=path.parent)  # retrained
+    evalcache.rejection_thresholds(path, n_samples=8)
+    assert computed == ["mnist"] * 3
+
+
+def test_every_shipped_checkpoint_has_its_shipped_thresholds():
+    """Promoting a checkpoint needs ``python -m core thresholds --ship`` (a fresh clone's first
+    drawing is judged at once)."""
+    from core.catalogue import REGISTRY
+
+    limits = evalcache._shipped_limits()
+    for name in REGISTRY:
+        path = evalcache.resolve_checkpoint(name)
+        assert evalcache._threshold_key(path, 100) in limits, name
+
+
 class FakeInfo:
     def __init__(self, name: str, available: bool = True):
         self.name, self.available = name, available

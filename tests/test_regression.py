@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shutil
 
 import pytest
 import torch
@@ -22,6 +23,7 @@ from core.regression.data import (
 from core.regression.hmc import linear_posterior
 from core.regression.likelihood import gaussian_nll, mean_and_log_var, output_width
 from core.regression.methods import (
+    DEFAULT_METHODS,
     FINAL_LR_FRACTION,
     FitSettings,
     RegressionNet,
@@ -37,7 +39,7 @@ from core.regression.metrics import (
     regression_metrics,
     summarize,
 )
-from core.regression.study import compute_fit, fit_entry, fit_method, load_fit, ship_reference
+from core.regression.study import compute_fit, fit_entry, fit_method, load_fit, ship_fit
 from core.storage.paths import REPO_ROOT
 
 
@@ -247,10 +249,13 @@ def test_band_difference_is_the_mean_gap_between_total_stds():
         band_difference(a, Predictive(x + 1, zeros, zeros, zeros, torch.zeros(2, 5)))
 
 
-def test_sgld_band_is_closer_to_hmcs_than_a_point_estimates(capsys, monkeypatch):
+def test_sgld_band_is_closer_to_hmcs_than_a_point_estimates(capsys):
     """The playground's figure of merit: mean |std − HMC's std| over the grid, on Blundell's
     curve with the shipped HMC reference (same network, prior and likelihood)."""
-    monkeypatch.setattr(study, "REFERENCE_DIR", REPO_ROOT / "checkpoints" / "regression")
+    # HMC's shipped reference alone: the other methods are computed here.
+    name = fit_entry(make_data("blundell"), "hmc", FitSettings()).path.name
+    study.REFERENCE_DIR.mkdir()
+    shutil.copy(REPO_ROOT / "checkpoints" / "regression" / name, study.REFERENCE_DIR / name)
     parser = argparse.ArgumentParser()
     cli.register(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["regression", "--methods", "hmc", "sgld", "swag", "mlp", "--json"])
@@ -372,19 +377,32 @@ def test_a_shipped_hmc_reference_is_found_without_the_cache(tmp_path, monkeypatc
     data = make_data("blundell", n_inputs=20)
     settings = FitSettings(hidden=(4,), hmc_samples=20, hmc_warmup=20, hmc_tree_depth=3)
     with pytest.raises(ValueError, match="run it first"):
-        ship_reference(data, settings)
+        ship_fit(data, "hmc", settings)
     computed = fit_method(data, "hmc", settings)
     assert computed.info["n_samples"] == 20 and computed.losses == []
     flat_dim = 4 * 1 + 4 + 1 * 4 + 1  # 1-4-1 network: weights and biases
     assert computed.samples["weights"].shape == (20, flat_dim)
     assert computed.samples["log_noise"].shape == (20,)  # the learned noise is sampled too
-    ship_reference(data, settings)
+    ship_fit(data, "hmc", settings)
     monkeypatch.setenv("BNN_CACHE_DIR", str(tmp_path / "empty-cache"))
     shipped = load_fit(data, "hmc", settings)
     assert shipped.source == "shipped"
     assert torch.equal(shipped.plot.mean, computed.plot.mean)
     assert torch.equal(shipped.samples["weights"], computed.samples["weights"])
     assert load_fit(data, "hmc", FitSettings(hidden=(4,), hmc_samples=30)) is None
+
+
+@pytest.mark.parametrize("preset", list(PRESETS))
+def test_the_default_fits_of_every_preset_ship_with_the_lab(preset, monkeypatch):
+    """A fresh clone's first visit to the playground computes nothing: the fits of the default
+    methods on each preset's default data, with the default settings, are shipped (and current:
+    a change to what is fitted or how it is keyed needs ``python -m core regression --ship``)."""
+    monkeypatch.setattr(study, "REFERENCE_DIR", REPO_ROOT / "checkpoints" / "regression")
+    data = make_data(preset)
+    for method in DEFAULT_METHODS:
+        fit = load_fit(data, method, FitSettings())
+        assert fit is not None and fit.source == "shipped", (preset, method)
+        assert torch.isfinite(fit.plot.mean).all() and fit.metrics["rmse_in"] < 1
 
 
 def test_cli_prints_the_numbers_of_every_method_as_json(capsys):

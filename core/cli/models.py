@@ -45,6 +45,7 @@ from core.storage.checkpoints import (
     user_key,
 )
 from core.storage.paths import user_model_dir
+from core.studies.evaluations import SHIPPED_THRESHOLDS, rejection_thresholds, ship_thresholds
 from core.training import EpochStats, cuda_graphs_enabled, train
 
 
@@ -361,8 +362,30 @@ def cmd_evaluate(args) -> int:
     return 0
 
 
+def cmd_thresholds(args) -> int:
+    """Run ``python -m core thresholds``: print each shipped model's "I don't know" limits.
+
+    With ``--ship`` they are written to :data:`~core.studies.evaluations.SHIPPED_THRESHOLDS`
+    (run it after promoting a checkpoint, so that the Draw page judges at once).
+
+    Args:
+        args: The parsed command line (``ship``).
+
+    Returns:
+        The exit code: 0.
+    """
+    names = sorted(REGISTRY)
+    if args.ship:
+        path = ship_thresholds(names, progress=text_progress("thresholds"))
+        print(f"\nwrote {path}")
+    for name in names:
+        entropy = rejection_thresholds(name)["predictive_entropy"]
+        print(f"{name:22s} entropy 90 %: {entropy['p90']:.4f} nats, 99 %: {entropy['p99']:.4f}")
+    return 0
+
+
 def register(subparsers) -> None:
-    """Add the ``list``, ``train``, ``promote`` and ``evaluate`` sub-commands.
+    """Add the ``list``, ``train``, ``promote``, ``evaluate`` and ``thresholds`` sub-commands.
 
     Args:
         subparsers: The ``add_subparsers()`` object of the ``python -m core`` parser.
@@ -399,3 +422,8 @@ def register(subparsers) -> None:
     p.add_argument("--samples", type=int, default=100)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_evaluate)
+    p = subparsers.add_parser(
+        "thresholds", help="the shipped models' \"I don't know\" limits (their test sets)"
+    )
+    p.add_argument("--ship", action="store_true", help=f"write them to {SHIPPED_THRESHOLDS.name}")
+    p.set_defaults(func=cmd_thresholds)

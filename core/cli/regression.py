@@ -4,7 +4,7 @@ Examples::
 
     python -m core regression                                  # Blundell's curve, all methods
     python -m core regression --preset gap --methods bbb dropout hmc --json
-    python -m core regression --methods hmc --ship             # ship the HMC reference
+    python -m core regression --ship                           # ship every fit made
 
 Fits are cached (:mod:`core.regression.study`): a second run prints the stored numbers,
 including the training time measured when the fit was computed; ``--refresh`` recomputes.
@@ -22,7 +22,7 @@ from core.regression.data import PRESETS, make_data
 from core.regression.likelihood import NOISE_MODELS
 from core.regression.methods import METHODS, FitSettings
 from core.regression.metrics import band_difference
-from core.regression.study import fit_method, ship_reference
+from core.regression.study import fit_method, ship_fit
 
 NUMBERS = (
     "rmse_in",
@@ -83,8 +83,9 @@ def regression_result(args: argparse.Namespace) -> dict:
             progress=text_progress(f"{METHODS[method].title[:24]:24s}"),
             refresh=args.refresh,
         )
-    if args.ship and "hmc" in fits:
-        print(f"shipped {ship_reference(data, settings)}", file=sys.stderr)
+    if args.ship:
+        for method in fits:
+            print(f"shipped {ship_fit(data, method, settings)}", file=sys.stderr)
     reference = fits.get("hmc")
     methods = {}
     for method, fit in fits.items():
@@ -134,6 +135,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--epochs", type=int, help="full-batch steps (default: 2000)")
     p.add_argument("--refresh", action="store_true", help="recompute even when cached")
     p.add_argument(
-        "--ship", action="store_true", help="copy the HMC fit to checkpoints/regression/"
+        "--ship", action="store_true", help="copy the fits to checkpoints/regression/ (shipped)"
     )
     p.set_defaults(func=cmd_regression)

@@ -206,6 +206,10 @@ METHODS: dict[str, MethodInfo] = {
 }
 """Method name → its description, in display order."""
 
+DEFAULT_METHODS = ["bbb", "dropout", "ensemble", "hmc"]
+"""The methods the playground shows first; their fits of every preset's default data ship with
+the lab (:mod:`core.regression.study`)."""
+
 FINAL_LR_FRACTION = 0.05
 """The learning rate decays from ``lr`` to this fraction of it (cosine schedule)."""
 LEARNED_NOISE_INIT = 0.1

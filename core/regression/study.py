@@ -9,10 +9,10 @@ themselves in the entry of
 settings it depends on (:meth:`~core.regression.methods.FitSettings.for_method`). A second call
 loads it.
 
-HMC references for the presets' default data and settings also ship with the repository in
-:data:`REFERENCE_DIR` (``python -m core regression --ship``), so that the page shows them at
-once on a fresh clone; a shipped file is used only when its name, the cache entry's digest of
-all of the above, matches.
+The fits of the presets' default data and settings (HMC and the page's default methods) also
+ship with the repository in :data:`REFERENCE_DIR` (``python -m core regression --ship``), so
+that the page shows them at once on a fresh clone; a shipped file is used only when its name,
+the cache entry's digest of all of the above, matches.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ CACHE_VERSION = 4  # bump when what is computed or stored changes
 GRID_POINTS = 300
 """Inputs of each plotting grid."""
 REFERENCE_DIR = REPO_ROOT / "checkpoints" / "regression"
-"""Shipped HMC references (file names as in the cache)."""
+"""Shipped fits (file names as in the cache)."""
 
 
 @dataclass
@@ -144,7 +144,7 @@ def fit_entry(data: RegressionData, method: str, settings: FitSettings) -> Cache
 
 
 def load_fit(data: RegressionData, method: str, settings: FitSettings) -> RegressionFit | None:
-    """A stored fit: from the cache, else (HMC) from the shipped references.
+    """A stored fit: from the cache, else from the shipped fits.
 
     Args:
         data: The data set.
@@ -292,23 +292,26 @@ def fit_jobs(
     ]
 
 
-def ship_reference(data: RegressionData, settings: FitSettings) -> str:
-    """Copy a cached HMC fit into :data:`REFERENCE_DIR` so that it ships with the repository.
+def ship_fit(data: RegressionData, method: str, settings: FitSettings) -> str:
+    """Copy a cached fit into :data:`REFERENCE_DIR` so that it ships with the repository.
 
     Args:
         data: The data set.
+        method: A key of :data:`~core.regression.methods.METHODS`.
         settings: The hyperparameters.
 
     Returns:
         The shipped file's path.
 
     Raises:
-        ValueError: If the HMC fit is not in the cache.
+        ValueError: If the fit is neither cached nor shipped.
     """
-    entry = fit_entry(data, "hmc", settings)
+    entry = fit_entry(data, method, settings)
+    target = CacheEntry(REFERENCE_DIR / entry.path.name, "pt")
     stored = entry.load()
     if stored is None:
-        raise ValueError(f"no cached HMC fit for {data.key}: run it first")
-    target = CacheEntry(REFERENCE_DIR / entry.path.name, "pt")
+        if target.exists():  # shipped already (and read from there)
+            return str(target.path)
+        raise ValueError(f"no cached {method} fit for {data.key}: run it first")
     target.save(stored)  # atomic
     return str(target.path)

@@ -10,11 +10,14 @@ Monte-Carlo noise is seeded too, so results are reproducible.
 
 :func:`rejection_thresholds` derives the "I don't know" limits (90th/99th percentiles of each
 score) from the cached evaluation of the checkpoint's own full test set (MNIST, or
-Fashion-MNIST for a Fashion-MNIST model).
+Fashion-MNIST for a Fashion-MNIST model). The limits of the shipped checkpoints ship too, in
+:data:`SHIPPED_THRESHOLDS` keyed by each file's SHA-256 (:func:`ship_thresholds`), so that a
+fresh clone's first drawing is judged at once.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -26,12 +29,22 @@ from core.engine.seeding import seeded
 from core.evaluation.metrics import calibration
 from core.evaluation.uncertainty import rejection_limits, summarize
 from core.progress import Job, ProgressFn, report
+from core.storage.atomic import atomic_write_text
 from core.storage.cache import CacheEntry, cache_entry
-from core.storage.checkpoints import checkpoint_dataset, load_checkpoint, resolve_checkpoint
+from core.storage.checkpoints import (
+    checkpoint_dataset,
+    content_hash,
+    load_checkpoint,
+    resolve_checkpoint,
+)
+from core.storage.paths import CHECKPOINT_DIR
 
 CACHE_VERSION = 2  # bump when what is computed or stored changes
 BATCH_SIZE = 500  # inputs per progress step
 IN_DISTRIBUTION = "mnist"
+SHIPPED_THRESHOLDS = CHECKPOINT_DIR / "thresholds.json"
+"""The shipped checkpoints' "I don't know" limits: ``{"version": CACHE_VERSION, "limits":
+{"<sha256>-<n_samples>": {score: {"p90", "p99"}}}}``."""
 
 
 @dataclass(frozen=True)
@@ -228,6 +241,18 @@ def evaluation_jobs(
     ]
 
 
+def _threshold_key(path: Path, n_samples: int) -> str:
+    return f"{content_hash(path)}-{n_samples}"
+
+
+def _shipped_limits() -> dict:
+    try:
+        stored = json.loads(SHIPPED_THRESHOLDS.read_text())
+    except (OSError, ValueError):
+        return {}
+    return stored.get("limits", {}) if stored.get("version") == CACHE_VERSION else {}
+
+
 def rejection_thresholds(
     checkpoint: str | Path, *, n_samples: int = 100, progress: ProgressFn | None = None
 ) -> dict[str, dict[str, float]]:
@@ -235,8 +260,8 @@ def rejection_thresholds(
 
     The test set is that of the task it was trained on
     (:func:`~core.storage.checkpoints.checkpoint_dataset`: MNIST, or Fashion-MNIST).
-    Computed once per checkpoint file, then cached (see
-    :func:`core.evaluation.uncertainty.verdict`).
+    Read from :data:`SHIPPED_THRESHOLDS` when the file is a shipped one, else computed once
+    per checkpoint file and cached (see :func:`core.evaluation.uncertainty.verdict`).
 
     Args:
         checkpoint: Registry name or ``.pt`` path.
@@ -246,6 +271,39 @@ def rejection_thresholds(
     Returns:
         Score name → ``{"p90", "p99"}``, the 90th and 99th percentiles on the test set.
     """
-    dataset = checkpoint_dataset(checkpoint)
-    evaluation = evaluate_dataset(checkpoint, dataset, n_samples=n_samples, progress=progress)
+    path = resolve_checkpoint(checkpoint)
+    shipped = _shipped_limits().get(_threshold_key(path, n_samples))
+    if shipped is not None:
+        report(progress, 1.0, "shipped")
+        return shipped
+    dataset = checkpoint_dataset(path)
+    evaluation = evaluate_dataset(path, dataset, n_samples=n_samples, progress=progress)
     return {name: rejection_limits(values) for name, values in evaluation.scores.items()}
+
+
+def ship_thresholds(
+    checkpoints: list[str | Path], *, n_samples: int = 100, progress: ProgressFn | None = None
+) -> Path:
+    """Write the limits of ``checkpoints`` to :data:`SHIPPED_THRESHOLDS`, replacing its content.
+
+    Args:
+        checkpoints: Registry names or ``.pt`` paths (the shipped ones).
+        n_samples: Stochastic passes per input.
+        progress: Called with (fraction done, message) while computing.
+
+    Returns:
+        The file written.
+    """
+    limits = {}
+    for i, name in enumerate(checkpoints):
+        path = resolve_checkpoint(name)
+        limits[_threshold_key(path, n_samples)] = rejection_thresholds(
+            path,
+            n_samples=n_samples,
+            progress=lambda f, m, i=i, name=name: report(
+                progress, (i + f) / len(checkpoints), f"{name}: {m}"
+            ),
+        )
+    text = json.dumps({"version": CACHE_VERSION, "limits": limits}, indent=1, sort_keys=True)
+    atomic_write_text(SHIPPED_THRESHOLDS, text + "\n")
+    return SHIPPED_THRESHOLDS
