@@ -128,16 +128,15 @@ st.markdown(
     "Labels are expensive. Start from 20 labelled digits and let the model choose which of "
     "10,000 unlabelled ones to label next: **BALD** picks the inputs on which the sampled "
     "networks disagree most (mutual information), **max entropy** the ones with the most total "
-    "uncertainty, and **random** is the baseline (variation ratio and mean std are offered by "
-    "`python -m core active`). The network is retrained from scratch after every round of "
-    "10 labels."
+    "uncertainty, and **random** is the baseline. The network is retrained from scratch after "
+    "every round of 10 labels."
 )
 
 result = stored_curves()
 if result is None:
     st.info(
-        "No stored curves yet: run `python -m core active --acquisition bald,entropy,random "
-        "--budget 500 --save` (about 30 minutes)."
+        "This copy of the lab has no stored long run yet (it takes about 30 minutes to compute; "
+        "the documentation's Active learning section says how). The live run below works."
     )
 else:
     settings = result["settings"]

@@ -175,9 +175,8 @@ def reference_section() -> None:
     references = load_references()
     if not references:
         st.info(
-            "No stored long run found in benchmarks/bandits/. Compute them with "
-            "`python -m core bandit --env mushroom --steps 50000 --save` and "
-            "`python -m core bandit --env wheel --delta 0.95 --steps 5000 --seeds 3 --save`."
+            "This copy of the lab has no stored long run (the documentation's bandit section "
+            "says how to compute them). The live run above works."
         )
         return
     name = share.selectbox(
@@ -191,8 +190,8 @@ def reference_section() -> None:
     st.markdown(ranking(result))
     st.markdown(FINDINGS[result["settings"]["env"]] + " " + bbb_verdict(result))
     st.caption(
-        f"Computed by `python -m core bandit` in {format_seconds(result['seconds'])} on "
-        f"{result.get('threads', '?')} CPU thread(s) and stored in benchmarks/bandits/{name}. "
+        f"Computed in {format_seconds(result['seconds'])} on "
+        f"{result.get('threads', '?')} CPU thread(s) and stored with the lab. "
         "Lines: mean over seeds; bands: the range over seeds."
     )
 

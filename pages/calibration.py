@@ -147,10 +147,9 @@ def seen_warning(results: dict[str, CalibrationResult]) -> str | None:
         f"These models were trained on the validation images too: {listed}. A network fits its "
         "training images far better than new ones, so a temperature fitted there makes it more "
         "confident, not calibrated — compare their ECE after T. That is the lesson of "
-        "temperature scaling: fit it on data the model never saw. For a held-out fit, retrain "
-        f"on the other {60_000 - VALIDATION_SIZE:,} images: `python -m core train NAME "
-        f"--train-subset {60_000 - VALIDATION_SIZE}` (the split is the last {VALIDATION_SIZE:,} "
-        "of the same seeded permutation)."
+        "temperature scaling: fit it on data the model never saw. For a held-out fit, train a "
+        f"model on the other {60_000 - VALIDATION_SIZE:,} images (the Train page's “Training "
+        f"images” slider at {60_000 - VALIDATION_SIZE:,})."
     )
 
 

@@ -18,7 +18,7 @@ from core.data.preprocess import mnist_style
 from core.data.upload import MAX_PIXELS, MAX_UPLOAD_MB, ImageError, read_image
 from core.engine.sampler import predictive_samples
 from core.evaluation.sweep import rotation_angles, rotation_sweep
-from core.evaluation.uncertainty import Thresholds, summarize, verdict
+from core.evaluation.uncertainty import Thresholds, reasons, summarize, verdict
 
 CANVAS_KEY = "draw_canvas"
 SOURCE_KEY = "draw_source"
@@ -110,6 +110,8 @@ def show_model(
             f"**{said}**  \nmost probable class: {top} "
             f"(mean probability {summary.mean[0, top]:.0%})"
         )
+        if limits:
+            st.caption(reasons(summary, limits)[0])
     a, b = st.columns(2)
     a.metric("Predictive entropy", f"{summary.entropy[0]:.3f}", help=ENTROPY_HELP)
     b.metric("Mutual information", f"{summary.mutual_information[0]:.3f}", help=MI_HELP)

@@ -30,7 +30,7 @@ from core.storage.database import DatabaseError
 POLL_SECONDS = 1.0
 LEARNING_RATES = (1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3, 0.5)
 BATCHES = (32, 64, 128, 256, 512)
-SUBSETS = (1_000, 2_000, 5_000, 10_000, 20_000, 60_000)
+SUBSETS = (1_000, 2_000, 5_000, 10_000, 20_000, 55_000, 60_000)
 TEST_SUBSETS = (500, 1_000, 2_000, 5_000, 10_000)
 EVAL_PASSES = (1, 10, 20, 50, 100)
 JOB_KEY = "train_job"  # the job this session watches

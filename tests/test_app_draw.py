@@ -98,6 +98,8 @@ def test_drawing_gives_prediction_and_verdict_per_model(untrained):
     assert not at.exception, at.exception
     assert [s.value for s in at.subheader][: len(MODELS)] == [REGISTRY[n].title for n in MODELS]
     assert len(verdicts(at)) == len(MODELS)
+    why = [c.value for c in at.main.caption if "% of real test digits (" in c.value]
+    assert len(why) == len(MODELS)  # each verdict says why, with the number and its limit
     labels = [m.label for m in at.metric]
     assert labels.count("Predictive entropy") == labels.count("Mutual information") == 3
     assert len(at.get("plotly_chart")) == len(MODELS)  # three panels each

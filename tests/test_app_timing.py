@@ -82,8 +82,8 @@ def test_saved_runs_and_reference_render_without_benchmarking(bench_folder):
     table = fit_table(at)
     assert len(table) == 6 and table["run"].str.startswith("Reference").sum() == 3
     ref_rows = table[table["run"].str.contains("A100")]
-    assert sorted(ref_rows["slope (s/epoch per sample)"]) == [0.8, 4.1, 8.8]
-    assert ref_rows["intercept (s/epoch)"].isna().all()
+    assert sorted(float(v) for v in ref_rows["s per epoch per extra sample"]) == [0.8, 4.1, 8.8]
+    assert (ref_rows["fixed s per epoch (fitted)"] == "–").all()  # not measured: a dash
     assert any("Reference, not our measurement" in c.value for c in at.caption)
 
     saved.set_value(["nvidia-h100-2026-11-21.json", "cpu-2-threads-2026-11-20.json"]).run()
@@ -118,10 +118,11 @@ def test_the_shipped_gpu_model_is_listed_beside_the_papers_error(bench_folder):
     assert row["test error (%)"] < 1.6 and not row["device"].startswith("cpu")
 
 
-def test_empty_folder_explains_how_to_save(tmp_path, monkeypatch):
+def test_an_empty_folder_says_so_in_plain_words(tmp_path, monkeypatch):
     monkeypatch.setenv("BNN_BENCH_DIR", str(tmp_path))
     at = run_page()
-    assert any("python -m core bench --save" in i.value for i in at.info)
+    assert any("no saved timing runs" in i.value for i in at.info)
+    assert not any("python -m" in i.value for i in at.info)
     assert at.multiselect(key="timing_saved").options == []
 
 
@@ -150,10 +151,13 @@ def test_a_result_in_the_session_is_plotted_with_fits_speedups_and_goals(bench_f
     assert not at.exception, at.exception
     fit_table = at.dataframe[0].value
     assert list(fit_table["implementation"]) == ["sequential", "vmap", "vmap + LRT"]
-    assert fit_table["slope (s/epoch per sample)"].tolist() == pytest.approx([10.0, 5.0, 1.0])
-    assert fit_table["R²"].tolist() == pytest.approx([1.0, 1.0, 1.0])
+    slopes = [float(v) for v in fit_table["s per epoch per extra sample"]]
+    assert slopes == pytest.approx([10.0, 5.0, 1.0])
+    assert fit_table["straight-line fit R²"].tolist() == ["1.00"] * 3
     assert "vmap + LRT" in at.dataframe[1].value.columns  # speedups per S
-    assert at.warning and "plain MLP" in at.warning[0].value  # LRT 4.1 s vs MLP 0.9 s
+    said = " ".join(i.value for i in at.info)
+    assert "costs 5.6× a plain network's" in said  # the fake run's LRT vs MLP epochs
+    assert "goal" not in said
 
 
 def test_tiny_in_app_run_then_save(bench_folder):

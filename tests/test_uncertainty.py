@@ -14,6 +14,7 @@ from core.evaluation.uncertainty import (
     SCORES,
     UNSURE,
     judge,
+    reasons,
     rejection_limits,
     summarize,
     verdict,
@@ -72,8 +73,17 @@ def test_rejection_rule_and_sentences():
         "3, confident",
         "probably 8, but unsure",
     ]
+    why = reasons(summary, thresholds, "variation_ratio")
+    assert why[0].startswith("confident: as certain as 90 % of real test digits")
+    assert why[1] == (
+        "unsure: more uncertain than 90 % of real test digits (variation ratio 0.250, "
+        "their 90 % limit 0.100)"
+    )
     thresholds = {"variation_ratio": {"p90": 0.0, "p99": 0.2}}
     assert verdict(summary, thresholds, "variation_ratio")[1] == "I don't know"
+    assert reasons(summary, thresholds, "variation_ratio")[1].startswith(
+        "more uncertain than 99 % of real test digits (variation ratio 0.250, their 99 % limit"
+    )
 
 
 def test_lrt_and_weight_sampling_predictives_agree_in_distribution():

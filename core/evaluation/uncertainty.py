@@ -259,6 +259,42 @@ def verdict(
     ]
 
 
+def reasons(
+    summary: PredictiveSummary,
+    thresholds: Thresholds,
+    score: str = DEFAULT_SCORE,
+    examples: str = "real test digits",
+) -> list[str]:
+    """Why :func:`verdict` said what it said, one line per input, in a student's words.
+
+    Args:
+        summary: Summaries of the passes on ``B`` inputs.
+        thresholds: Per score name, its ``{"p90", "p99"}`` on the model's own test set.
+        score: Name of the score in :data:`SCORES`.
+        examples: What that test set holds, as the student should read it.
+
+    Returns:
+        ``B`` lines, e.g. ``"unsure: more uncertain than 90 % of real test digits (predictive
+        entropy 0.024 nats, their 90 % limit 0.003)"``.
+    """
+    info, limits = SCORES[score], thresholds[score]
+    values = SCORES[score](summary)
+    unit = f" {info.unit}" if info.unit else ""
+    heads = {
+        CONFIDENT: (f"confident: as certain as 90 % of {examples}", "p90"),
+        UNSURE: (f"unsure: more uncertain than 90 % of {examples}", "p90"),
+        REJECT: (f"more uncertain than 99 % of {examples}", "p99"),
+    }
+    lines = []
+    for value, category in zip(values.tolist(), judge(values, limits), strict=True):
+        head, limit = heads[category]
+        lines.append(
+            f"{head} ({info.title.lower()} {value:.3f}{unit}, "
+            f"their {limit[1:]} % limit {limits[limit]:.3f})"
+        )
+    return lines
+
+
 def seeded_summary(
     model: torch.nn.Module, x: torch.Tensor, n_samples: int, seed: int = 0
 ) -> PredictiveSummary:
