@@ -26,6 +26,34 @@ MODEL_COLORS = (
     "#bcbd22",
     "#17becf",
 )
+"""Colours of the models (or agents, or acquisition functions) of one figure, in order."""
+CLASS_COLORS = (
+    "#4e79a7",
+    "#f28e2b",
+    "#e15759",
+    "#76b7b2",
+    "#59a14f",
+    "#edc948",
+    "#b07aa1",
+    "#ff9da7",
+    "#9c755f",
+    "#555555",
+)
+"""One colour per digit class 0-9, the same in every figure of every page."""
+INK = "#111111"
+"""Text colour of presenter mode: dark, for a projector."""
+
+
+def class_color(c: int) -> str:
+    """The colour of class ``c`` (:data:`CLASS_COLORS`, wrapping after 10).
+
+    Args:
+        c: The class index.
+
+    Returns:
+        A hex colour.
+    """
+    return CLASS_COLORS[c % len(CLASS_COLORS)]
 
 
 def layout(title: str, height: int, xaxis: dict, yaxis: dict, **extra) -> dict:
@@ -48,6 +76,7 @@ def layout(title: str, height: int, xaxis: dict, yaxis: dict, **extra) -> dict:
         "legend": {"orientation": "h", "y": -0.3},
         "xaxis": xaxis,
         "yaxis": yaxis,
+        "dragmode": False,  # a swipe on a phone scrolls the page, it does not zoom the chart
         **extra,
     }
 
@@ -89,6 +118,7 @@ def presenter_layout(fig: go.Figure) -> go.Figure:
     top = fig.layout.margin.t
     return go.Figure(fig).update_layout(
         font_size=share.PRESENTER_FONT,
+        font_color=INK,
         title_font_size=share.PRESENTER_TITLE_FONT,
         height=round(height * share.PRESENTER_HEIGHT),
         margin_t=None if top is None else max(top, 60),
@@ -107,4 +137,5 @@ def show_figure(fig: go.Figure, key: str) -> None:
     """
     if share.presenter():
         fig = presenter_layout(fig)
-    st.plotly_chart(fig, width="stretch", config={"displayModeBar": False}, key=key)
+    config = {"displayModeBar": False, "scrollZoom": False, "doubleClick": False}
+    st.plotly_chart(fig, width="stretch", config=config, key=key)

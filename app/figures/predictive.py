@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from app.figures import CLASS_TICKS
+from app.figures import CLASS_TICKS, class_color
 
 PANEL_TITLE = {"xref": "paper", "yref": "paper", "x": 0, "xanchor": "left", "showarrow": False}
 
@@ -33,13 +33,19 @@ def predictive_figure(
         The figure.
     """
     classes = np.arange(len(mean))
+    colors = [class_color(c) for c in classes]  # each class its colour, as on every page
     traces = [
-        go.Bar(x=classes, y=mean, error_y={"type": "data", "array": std, "visible": True}),
-        go.Bar(x=classes, y=counts, marker_color="#636efa", xaxis="x2", yaxis="y2"),
+        go.Bar(
+            x=classes,
+            y=mean,
+            marker_color=colors,
+            error_y={"type": "data", "array": std, "visible": True},
+        ),
+        go.Bar(x=classes, y=counts, marker_color=colors, xaxis="x2", yaxis="y2"),
         go.Histogram(
             x=np.minimum(scores, 0.99999),  # a score of 1 belongs to the last bin, [0.95, 1]
             xbins={"start": 0.0, "end": 1.0, "size": 0.05},
-            marker_color="#ef553b",
+            marker_color=class_color(cls),
             xaxis="x3",
             yaxis="y3",
         ),
@@ -55,6 +61,7 @@ def predictive_figure(
         "margin": {"l": 10, "r": 10, "t": 10, "b": 10},
         "showlegend": False,
         "bargap": 0.15,
+        "dragmode": False,
         "annotations": [
             {**PANEL_TITLE, "y": top + 0.01, "yanchor": "bottom", "text": f"<b>{title}</b>"}
             for title, (_, top) in zip(titles, domains, strict=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from app.figures import MODEL_COLORS, layout
+from app.figures import class_color, layout
 
 
 def sweep_figure(
@@ -18,7 +18,8 @@ def sweep_figure(
 ) -> go.Figure:
     """Every pass's probability of each of ``classes`` against the rotation angle.
 
-    One colour per class, points slightly jittered along the angle; the predictive entropy and
+    One colour per class (:func:`~app.figures.class_color`, as in every figure), points slightly
+    jittered along the angle; the predictive entropy and
     mutual information on a second axis.
 
     Args:
@@ -41,9 +42,9 @@ def sweep_figure(
             y=probs[:, :, c].ravel(),
             mode="markers",
             name=f"p({c}) per network",
-            marker={"size": 4, "opacity": 0.35, "color": MODEL_COLORS[i % len(MODEL_COLORS)]},
+            marker={"size": 4, "opacity": 0.35, "color": class_color(c)},
         )
-        for i, c in enumerate(classes)
+        for c in classes
     ]
     traces += [
         go.Scatter(

@@ -1,0 +1,51 @@
+"""One visual language across figures: a colour per digit class, charts that do not trap a
+swipe, and presenter mode's large dark type."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from app import share
+from app.figures import CLASS_COLORS, INK, class_color, layout, presenter_layout
+from app.figures.predictive import predictive_figure
+from app.figures.sweep import sweep_figure
+
+
+def sweep(classes: list[int]):
+    rng = np.random.default_rng(0)
+    probs = rng.dirichlet(np.ones(10), size=(5, 4))
+    angles = np.linspace(0, 180, 5)
+    return sweep_figure(angles, probs, np.zeros(5), np.zeros(5), classes, "a model")
+
+
+def test_a_class_keeps_its_colour_whichever_classes_a_figure_shows():
+    first, second = sweep([5, 7, 3]), sweep([4, 5])
+    colour = {t.name: t.marker.color for fig in (first, second) for t in fig.data if t.marker}
+    assert colour["p(5) per network"] == class_color(5) == CLASS_COLORS[5]
+    assert colour["p(4) per network"] != colour["p(5) per network"]
+    for fig in (first, second):
+        names = [t.name for t in fig.data if t.name.startswith("p(")]
+        assert all(colour[n] == class_color(int(n[2])) for n in names)
+    assert len(set(CLASS_COLORS)) == 10
+
+
+def test_the_draw_figure_colours_each_class_and_the_top_class_spread_alike():
+    mean = np.full(10, 0.1)
+    fig = predictive_figure(mean, np.zeros(10), np.arange(10), np.full(8, 0.9), cls=3)
+    bars, votes, spread = fig.data
+    assert list(bars.marker.color) == list(votes.marker.color) == list(CLASS_COLORS)
+    assert spread.marker.color == class_color(3)
+
+
+def test_charts_do_not_zoom_on_a_swipe_and_presenter_mode_is_large_and_dark():
+    assert layout("t", 300, {}, {})["dragmode"] is False
+    assert (
+        predictive_figure(np.full(10, 0.1), np.zeros(10), np.ones(10), np.ones(3), 0).layout[
+            "dragmode"
+        ]
+        is False
+    )
+    big = presenter_layout(sweep([1]))
+    assert big.layout.font.size >= 16 and big.layout.title.font.size >= 22
+    assert big.layout.font.color == INK
+    assert share.PRESENTER_FONT >= 16 and share.PRESENTER_TITLE_FONT >= 22
