@@ -267,24 +267,24 @@ def hmc_controls(data, settings: FitSettings, fit):
     """Show where the HMC reference ``fit`` (None: not computed) comes from, and run it on
     request. Returns the fit to show, or None."""
     left, right = st.columns([3, 1], vertical_alignment="center")
+    about = left.empty()  # filled after a re-run, so that it describes the fit shown
+    label = "Run HMC now" if fit is None else "Re-run HMC live"
+    if right.button(label, key="reg_hmc_run", icon=":material/play_arrow:"):
+        fit = run_fit(data, "hmc", settings, refresh=fit is not None)
     if fit is None:
-        left.info(
+        about.info(
             "The HMC reference for these data and settings is not computed yet: NUTS takes "
             "about a minute here (once; then it is cached on disk)."
         )
-        label = "Run HMC now"
     else:
         info = fit.info
         where = {"shipped": "shipped with the lab", "cache": "from the disk cache"}
-        left.caption(
+        about.caption(
             f"HMC reference ({where.get(fit.source, 'just computed')}): "
             f"{info['n_samples']} NUTS samples after warm-up, computed in "
             f"{fit.train_seconds:.0f} s; step size {info['step_size']:.2g}, "
             f"{info['divergences']} divergent transitions."
         )
-        label = "Re-run HMC live"
-    if right.button(label, key="reg_hmc_run", icon=":material/play_arrow:"):
-        fit = run_fit(data, "hmc", settings, refresh=fit is not None)
     return fit
 
 
@@ -364,7 +364,7 @@ fits = {m: fit for m, fit in fits.items() if fit is not None}
 if not fits:
     st.stop()
 
-colors = {m: method_color(methods.index(m)) for m in fits}
+colors = {m: method_color(list(METHODS).index(m)) for m in fits}  # fixed per method
 x_train, y_train = data.x_train.numpy(), data.y_train.numpy()
 intervals = [tuple(i) for i in data.intervals]
 any_fit = next(iter(fits.values()))

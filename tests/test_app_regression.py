@@ -95,6 +95,8 @@ def test_hmc_runs_on_request_then_opens_from_the_cache(cache):
     at.button(key="reg_hmc_run").click().run()  # recompute live, same entry
     assert not at.exception, at.exception
     assert cached_files(cache) == files
+    captions = " ".join(c.value for c in at.caption)  # about the fit shown, not the one before
+    assert "HMC reference (just computed)" in captions and "from the disk cache" not in captions
 
 
 def test_a_shipped_reference_opens_without_computing(cache):

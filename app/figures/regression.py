@@ -36,7 +36,9 @@ def rgba(color: str, alpha: float) -> str:
 
 
 def method_color(index: int) -> str:
-    """The colour of the ``index``-th method shown.
+    """The colour of a method, by its place in :data:`core.regression.methods.METHODS`.
+
+    The playground passes that place, so a method keeps its colour whichever others are shown.
 
     Args:
         index: Position of the method.
