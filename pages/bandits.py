@@ -91,6 +91,21 @@ def bbb_verdict(result: dict) -> str:
     return text
 
 
+def lead(result: dict) -> str:
+    """One line to read first: who had the least regret, and where BBB Thompson came."""
+    agents = sorted(result["agents"].items(), key=lambda item: item[1]["mean"])
+    best = agents[0][1]
+    text = f"Least regret in this run: **{best['title']}** ({best['mean']:,.0f})."
+    places = [name for name, _ in agents]
+    if "bbb" in places and places[0] != "bbb":
+        bbb = result["agents"]["bbb"]
+        text += (
+            f" BBB Thompson came {places.index('bbb') + 1} of {len(places)} "
+            f"({bbb['mean']:,.0f}); why, below."
+        )
+    return text
+
+
 def ranking(result: dict) -> str:
     """One sentence ranking the agents of a result by final cumulative regret."""
     agents = sorted(result["agents"].values(), key=lambda a: a["mean"])
@@ -186,9 +201,11 @@ def reference_section() -> None:
         key="bandit_reference",
     )
     result = references[name]
+    st.info(lead(result))
     show_result(result, "bandit_reference")
     st.markdown(ranking(result))
-    st.markdown(FINDINGS[result["settings"]["env"]] + " " + bbb_verdict(result))
+    with st.expander("What the papers found, and what this run shows"):
+        st.markdown(FINDINGS[result["settings"]["env"]] + " " + bbb_verdict(result))
     st.caption(
         f"Computed in {format_seconds(result['seconds'])} on "
         f"{result.get('threads', '?')} CPU thread(s) and stored with the lab. "

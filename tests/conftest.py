@@ -7,6 +7,13 @@ from pathlib import Path
 
 import pytest
 
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # One torch thread per test process: two processes on two cores, each with as many OpenMP
+    # threads as cores, oversubscribe them (the first such run was slower than one process).
+    import torch
+
+    torch.set_num_threads(1)
+
 SHARED_DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 if SHARED_DATASETS.is_dir() and not os.environ.get("BNN_DATA_PATH"):
     os.environ["BNN_DATA_PATH"] = str(SHARED_DATASETS)

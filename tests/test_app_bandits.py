@@ -67,6 +67,9 @@ def test_stored_runs_open_without_computing(stored):
     table = at.dataframe[0].value
     assert set(table["agent"]) == {"BBB Thompson", "Greedy MLP", "Uniform random"}
     assert any("Blundell" in m.value for m in at.markdown)
+    first = at.info[0].value  # read first: who won, and BBB's place
+    assert first.startswith("Least regret in this run: **")
+    assert "BBB Thompson came" in first or "**BBB Thompson**" in first
     assert "bandit_run" not in at.session_state  # nothing runs until Start
 
     select.set_value("wheel-0.9-30.json").run()

@@ -6,6 +6,11 @@ result depends on (:func:`core.storage.checkpoints.content_hash`, so a retrained
 new results) and the settings. Entries are written atomically and read back with
 ``torch.load(weights_only=True)`` (tensors) or as JSON; an absent, corrupt or incompatible entry
 reads as ``None`` and is simply computed again.
+
+The results of the pages' default views ship with the lab in :data:`SHIPPED_DIR`
+(``<study>/<digest>.<format>``, the same names; ``python scripts/ship_results.py`` computes
+them): an entry absent from the cache is read from there, so that a fresh clone's first visit
+shows them at once. They are read only; what is computed is saved in the cache.
 """
 
 from __future__ import annotations
@@ -21,9 +26,11 @@ import torch
 
 from core.storage.atomic import atomic_write
 from core.storage.checkpoints import content_hash, resolve_checkpoint
-from core.storage.paths import cache_dir
+from core.storage.paths import CHECKPOINT_DIR, cache_dir
 
 FORMATS = ("json", "pt")
+SHIPPED_DIR = CHECKPOINT_DIR / "results"
+"""Results of the pages' default views that ship with the lab (read only)."""
 T = TypeVar("T")
 
 
@@ -39,26 +46,33 @@ class CacheEntry:
     path: Path
     format: str
 
+    @property
+    def shipped(self) -> Path:
+        """Where this entry would ship with the lab: ``SHIPPED_DIR/<study>/<name>``."""
+        return SHIPPED_DIR / self.path.parent.name / self.path.name
+
     def exists(self) -> bool:
-        """Whether the file exists (it may still be unreadable; see :meth:`load`).
+        """Whether the entry is cached or shipped (it may still be unreadable; see :meth:`load`).
 
         Returns:
-            True if ``path`` is a file.
+            True if ``path`` or :attr:`shipped` is a file.
         """
-        return self.path.is_file()
+        return self.path.is_file() or self.shipped.is_file()
 
     def load(self) -> Any | None:
-        """The stored value.
+        """The stored value: the cache's, else the shipped one.
 
         Returns:
             The value, or None when absent or unreadable (then it is recomputed).
         """
-        try:
-            if self.format == "json":
-                return json.loads(self.path.read_text())
-            return torch.load(self.path, weights_only=True)
-        except Exception:  # absent, truncated, corrupt or from an incompatible version
-            return None
+        for path in (self.path, self.shipped):
+            try:
+                if self.format == "json":
+                    return json.loads(path.read_text())
+                return torch.load(path, weights_only=True)
+            except Exception:  # absent, truncated, corrupt or from an incompatible version
+                continue
+        return None
 
     def read(self, decode: Callable[[Any], T]) -> T | None:
         """The stored value, decoded.
