@@ -51,3 +51,25 @@ def test_another_layout_or_a_corrupt_file_is_computed_again(cache):
     tensors = cache_entry("tensors", 1, format="pt")
     value = tensors.load_or_compute(lambda: {"x": torch.arange(3)})
     assert torch.equal(cache_entry("tensors", 1, format="pt").load()["x"], value["x"])
+
+
+def test_a_shipped_result_is_read_when_the_cache_lacks_it_and_never_written(
+    cache, tmp_path_factory, monkeypatch
+):
+    import core.storage.cache as cache_module
+
+    shipped = tmp_path_factory.mktemp("shipped")
+    monkeypatch.setattr(cache_module, "SHIPPED_DIR", shipped)
+    entry = cache_entry("study", 1, settings={"a": 1}, format="pt")
+    assert not entry.exists() and entry.load() is None
+    (shipped / "study").mkdir()
+    torch.save({"x": torch.arange(3)}, shipped / "study" / entry.path.name)
+    assert entry.exists() and not entry.path.exists()
+    calls = []
+    value = entry.load_or_compute(lambda: calls.append(1) or {"x": torch.zeros(3)})
+    assert calls == [] and torch.equal(value["x"], torch.arange(3))  # read, not computed
+    entry.save({"x": torch.ones(3)})  # a computed result goes to the cache, which wins
+    assert torch.equal(entry.load()["x"], torch.ones(3))
+    assert torch.equal(torch.load(entry.shipped, weights_only=True)["x"], torch.arange(3))
+    entry.path.write_bytes(b"corrupt")  # an unreadable cache file falls back to the shipped one
+    assert torch.equal(entry.load()["x"], torch.arange(3))

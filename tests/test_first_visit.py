@@ -8,6 +8,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from app.main import PAGES
+from core.storage.paths import REPO_ROOT
 
 
 @pytest.mark.slow
@@ -17,8 +18,9 @@ def test_a_first_visit_computes_nothing(page, tmp_path, monkeypatch):
     monkeypatch.setenv("BNN_CACHE_DIR", str(cache))
     st.cache_data.clear()  # results other tests left in memory would hide a missing file
     st.cache_resource.clear()
-    at = AppTest.from_file(str(page.path), default_timeout=300)
-    at.run()
+    at = AppTest.from_file(str(REPO_ROOT / "app" / "main.py"), default_timeout=300)
+    at.run()  # the home page, then the page as a visitor's click opens it
+    at.switch_page(f"../pages/{page.file}").run()
     assert not at.exception, at.exception
     computed = sorted(
         str(p.relative_to(cache))
