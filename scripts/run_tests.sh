@@ -29,6 +29,4 @@ docs_site="$(mktemp -d)"
 NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$docs_site"
 rm -rf "$docs_site"
 echo "== pytest"
-# Two processes; the tests that start servers run one after another in one of them
-# (tests/conftest.py). Add -n 0 to run everything in this process.
-.venv/bin/python -m pytest -n 2 --dist loadgroup --durations=15 "$@"
+.venv/bin/python -m pytest --durations=15 "$@"

@@ -7,30 +7,9 @@ from pathlib import Path
 
 import pytest
 
-if os.environ.get("PYTEST_XDIST_WORKER"):
-    # One torch thread per test process: two processes on two cores, each with as many OpenMP
-    # threads as cores, oversubscribe them (the first such run was slower than one process).
-    import torch
-
-    torch.set_num_threads(1)
-
 SHARED_DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 if SHARED_DATASETS.is_dir() and not os.environ.get("BNN_DATA_PATH"):
     os.environ["BNN_DATA_PATH"] = str(SHARED_DATASETS)
-
-
-SERVER_FIXTURES = {"postgres_server", "ray_address", "lab_db"}
-"""Fixtures that start servers (PostgreSQL, a Ray head) once per test process."""
-
-
-def pytest_collection_modifyitems(config, items):
-    """Put every test that starts servers (the app and Chromium, PostgreSQL or Ray) into one
-    ``xdist_group``: with ``-n 2 --dist loadgroup`` they run one after another in one process
-    (one PostgreSQL cluster and one Ray head, whose fixed ports could not be shared), while the
-    other process runs the rest."""
-    for item in items:
-        if item.get_closest_marker("browser") or SERVER_FIXTURES & set(item.fixturenames):
-            item.add_marker(pytest.mark.xdist_group("servers"))
 
 
 @pytest.fixture(scope="session")
