@@ -208,7 +208,8 @@ def reference_section() -> None:
         st.markdown(FINDINGS[result["settings"]["env"]] + " " + bbb_verdict(result))
     st.caption(
         f"Computed in {format_seconds(result['seconds'])} on "
-        f"{result.get('threads', '?')} CPU thread(s) and stored with the lab. "
+        f"{result.get('threads', '?')} CPU thread{'' if result.get('threads') == 1 else 's'} "
+        "and stored with the lab. "
         "Lines: mean over seeds; bands: the range over seeds."
     )
 

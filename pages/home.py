@@ -38,7 +38,7 @@ Pick the models to compare and the number of samples in the sidebar; every page 
 st.subheader("Every method on one evaluation")
 result = load_comparison()
 if result is None:
-    st.info("No saved comparison yet: run `python -m core compare --save`.")
+    st.info("This copy of the lab has no stored comparison of the methods.")
 else:
     titles = {"fashion_mnist": "Fashion", "kmnist": "KMNIST", "notmnist": "notMNIST"}
     titles["omniglot"] = "Omniglot"
@@ -56,7 +56,16 @@ else:
         }
         for row in result["rows"]
     ]
-    st.dataframe(table, hide_index=True, column_config=None)
+    number = st.column_config.NumberColumn
+    formats = {"test error (%)": "%.2f", "NLL": "%.3f", "ECE": "%.3f"}
+    formats |= {f"OOD AUROC, {titles[d]}": "%.2f" for d in sets}
+    formats |= {"FGSM ε=0.1 acc. (%)": "%.0f", "ms per image (100 passes)": "%.0f"}
+    formats |= {"training (min)": "%.0f"}
+    st.dataframe(
+        table,
+        hide_index=True,
+        column_config={name: number(format=f) for name, f in formats.items()},
+    )
     settings = result["settings"]
     st.caption(
         f"MNIST test set (10,000 images, {settings['n_samples']} passes); OOD: "
@@ -64,8 +73,7 @@ else:
         "AUROC of each method's best uncertainty score; FGSM on "
         f"{settings['attack_inputs']:,} test images, EOT with k = {settings['eot_k']} passes "
         "per gradient for stochastic methods. Measured on "
-        f"{result['device']}, {result['date'][:10]}; `python -m core compare --save` "
-        "recomputes it."
+        f"{result['device']}, {result['date'][:10]}."
     )
 
 st.subheader("Pages")

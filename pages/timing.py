@@ -137,10 +137,11 @@ def run_section() -> None:
         container=cols[1],
     )
     with_mlp = share.checkbox("Plain MLP floor", value=True, key="timing_mlp", container=cols[2])
+    threads = torch.get_num_threads()
     st.caption(
         f"Device: {device_name(default_device())}; compiled CPU kernels for `fused`: "
         f"{native.status()}. The run uses the server's "
-        f"{torch.get_num_threads()} CPU threads as they were set at its start: the page never "
+        f"{threads} CPU thread{'s' if threads != 1 else ''} as set at its start: the page never "
         f"changes them (they are shared by every session). Each point times {steps} training steps "
         f"(after 2 untimed warm-up steps) in each of {rounds} rounds and extrapolates the median "
         f"to an epoch: {TASK_EPOCHS[task]}. Timings on a shared machine are noisy."
