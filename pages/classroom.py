@@ -10,6 +10,7 @@ within a time budget, and a refresh without new drawings costs a database read."
 
 from collections.abc import Callable, Sequence
 from functools import partial
+from urllib.parse import urlencode, urlsplit
 
 import numpy as np
 import pandas as pd
@@ -20,6 +21,7 @@ from app.classroom import link_class_code
 from app.figures import show_figure
 from app.figures.calibration import reliability_figure
 from app.figures.classroom import confusion_figure, thumbnails
+from app.share import CLASS_PARAM
 from core.classroom import export
 from core.classroom.live import LiveReport, PredictionCache, live_reports
 from core.classroom.report import ModelReport
@@ -247,9 +249,8 @@ def live_view(code: str, models: list, n_samples: int, limits: dict, live: bool)
         return
     if not records:
         st.caption(
-            f"No drawings in class `{code}` yet. Students open the Draw page with "
-            f"?class={code} in its link, draw a digit and press Submit under "
-            '"Send my drawing to the class".'
+            f"No drawings in class `{code}` yet. Students open the link above, draw a digit "
+            'and press Submit under "Send my drawing to the class".'
         )
         return
     st.subheader("Gallery")
@@ -281,10 +282,17 @@ def live_view(code: str, models: list, n_samples: int, limits: dict, live: bool)
     teacher(records, code, database)
 
 
+def students_link(code: str) -> str:
+    """The Draw page's address for this class, on the server this browser reached."""
+    url = urlsplit(st.context.url or "")
+    base = f"{url.scheme}://{url.netloc}" if url.scheme and url.netloc else ""
+    return f"{base}/draw?{urlencode({CLASS_PARAM: code})}"
+
+
 st.title("Class drawings")
 code = chosen_code()
 if code is not None:
-    st.caption(f"Students' link: the Draw page with ?class={code} (e.g. /draw?class={code}).")
+    st.markdown(f"**Give students this link:** `{students_link(code)}`")
     models = digit_models()
     if not models:
         st.warning("Choose at least one trained digit model in the sidebar.")

@@ -86,6 +86,8 @@ def test_an_empty_class_gets_a_friendly_caption(small_models, class_db):
     assert at.title[0].value == "Class drawings"
     assert at.text_input(key="classroom_code").value == "physics1"
     assert "No drawings in class `physics1` yet" in captions(at)
+    link = next(m.value for m in at.markdown if "Give students this link" in m.value)
+    assert link.endswith("/draw?class=physics1`")  # the Draw page of this class, in full
     assert not at.error and not at.table and not at.get("image")
     assert not class_db.exists()  # looking creates no database
 
