@@ -97,11 +97,8 @@ def from_test_set() -> tuple[np.ndarray, str] | None:
     return images[i, 0].numpy(), f"MNIST test digit #{i} (a {int(labels[i])})"
 
 
-def show_model(
-    name: str, model, x: torch.Tensor, n_samples: int, limits: Thresholds | None
-) -> None:
-    """One model's column: verdict, entropy and mutual information, and three plots."""
-    summary = summarize(predictive_samples(model, x, n_samples))
+def show_verdict(name: str, summary, limits: Thresholds | None) -> None:
+    """One model's verdict, most probable class and why, right under the input."""
     top = int(summary.predicted[0])
     st.subheader(ui.model_title(name))
     with st.container(key=f"prediction_{name}"):
@@ -112,6 +109,11 @@ def show_model(
         )
         if limits:
             st.caption(reasons(summary, limits)[0])
+
+
+def show_details(name: str, model, summary) -> None:
+    """One model's entropy, mutual information and three plots."""
+    st.markdown(f"**{ui.model_title(name)}**")
     a, b = st.columns(2)
     a.metric("Predictive entropy", f"{summary.entropy[0]:.3f}", help=ENTROPY_HELP)
     b.metric("Mutual information", f"{summary.mutual_information[0]:.3f}", help=MI_HELP)
@@ -120,7 +122,7 @@ def show_model(
         summary.std[0].numpy(),
         summary.class_counts[0].numpy(),
         summary.top_scores[:, 0].numpy(),
-        top,
+        int(summary.predicted[0]),
     )
     show_figure(figure, f"{name}_predictive")
     if model.sampling_note:
@@ -200,9 +202,18 @@ if picked is not None:
         limits = {}
         st.warning(f'No verdicts: the "I don\'t know" thresholds need the MNIST test set. {exc}')
     x = torch.from_numpy(np.ascontiguousarray(image, dtype=np.float32))[None, None]
-    for column, (name, model) in zip(st.columns(max(len(models), 1)), models, strict=False):
+    summaries = [summarize(predictive_samples(model, x, n_samples)) for _, model in models]
+    # Verdicts and the class panel first (on a phone, right under the canvas), then the details.
+    for column, (name, _), summary in zip(
+        st.columns(max(len(models), 1)), models, summaries, strict=False
+    ):
         with column:
-            show_model(name, model, x, n_samples, limits.get(name))
+            show_verdict(name, summary, limits.get(name))
     if source == SOURCES[0]:  # only the student's own drawings go to the class
         submission_panel(x[0])
+    for column, (name, model), summary in zip(
+        st.columns(max(len(models), 1)), models, summaries, strict=False
+    ):
+        with column:
+            show_details(name, model, summary)
     show_rotation_sweep(x[0, 0], models, n_samples)

@@ -50,7 +50,13 @@ def test_draw_submit_and_see_it_in_the_class_gallery(scored_models, tmp_path, mo
         wait_for_script(page)
         page.get_by_text(PANEL).click()
         wait_for_text(page, f"Class code in use: {CLASS}")
-        page.locator("[class*='st-key-class_label']").get_by_text("1", exact=True).click()
+        choice = page.locator("[class*='st-key-class_label']")
+        for _ in range(5):  # a click that lands while the page reruns can be lost: check it
+            choice.get_by_text("1", exact=True).click()
+            wait_for_script(page)
+            if choice.get_by_role("radio", name="1").is_checked():
+                break
+        assert choice.get_by_role("radio", name="1").is_checked()
         submit = page.get_by_role("button", name="Submit")
         submit.wait_for()
         page.wait_for_function(
