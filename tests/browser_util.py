@@ -256,6 +256,29 @@ def wait_for_polled_text(page, text: str, deadline_s: float = 300) -> None:
     page.get_by_text(text).first.wait_for(timeout=deadline_s * 1000)
 
 
+def choose(page, box, option: str, tries: int = 10) -> None:
+    """Open the drop-down ``box`` (a locator of its combobox) and click ``option`` in it.
+
+    A rerun that lands between the two clicks (a page that polls, or the previous interaction's
+    run ending late) re-renders the widget and closes its list; so open it again until the
+    option can be clicked, then wait for the run the choice starts.
+    """
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    wanted = page.get_by_role("option", name=option, exact=True)
+    for _ in range(tries):
+        wait_for_script(page)
+        box.click()
+        try:
+            wanted.click(timeout=10_000)
+        except PlaywrightTimeout:
+            page.keyboard.press("Escape")
+            continue
+        wait_for_script(page)
+        return
+    raise AssertionError(f"the option {option!r} never showed in its list")
+
+
 def draw(page, strokes: list[list[tuple[float, float]]]) -> None:
     """Draw polylines given in canvas fractions on the page's drawing canvas, with the mouse
     (a move event about every 8 pixels, as a hand would give)."""

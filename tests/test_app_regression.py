@@ -14,6 +14,7 @@ from core.regression.data import make_data
 from core.regression.methods import METHODS, FitSettings
 from tests.browser_util import (
     REPO_ROOT,
+    choose,
     chromium_page,
     require_chromium,
     serve_app,
@@ -197,8 +198,7 @@ def test_a_curve_drawn_in_a_real_browser_gets_a_fitted_band(tmp_path):
         page.goto(f"{url}?reg_methods={','.join(shown)}")
         page.wait_for_selector("text=Regression playground")
         wait_for_script(page, 600_000)  # the preset's fit ships with the lab
-        page.locator("[data-testid='stSelectbox']").first.click()
-        page.get_by_role("option", name="Draw your own points").click()
+        choose(page, page.locator("[data-testid='stSelectbox']").first, "Draw your own points")
         page.wait_for_selector("canvas.upper-canvas")
         wait_for_script(page)
         page.get_by_text("a freehand curve").click()

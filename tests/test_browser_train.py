@@ -12,6 +12,7 @@ import pytest
 from core.jobs import JobStatus, JobStore, make_request
 from core.jobs.executors import STOPPED
 from tests.browser_util import (
+    choose,
     chromium_browsers,
     chromium_page,
     require_chromium,
@@ -166,8 +167,7 @@ def test_a_stopped_server_says_what_happened_to_each_job_and_the_next_one_runs_t
         # list): pick job #1 after that.
         wait_for_polled_text(page, "Saved: test error")
         wait_for_script(page)
-        page.get_by_role("combobox", name="Show job").click()
-        page.get_by_role("option", name="#1").click()
+        choose(page, page.get_by_role("combobox", name="Show job"), "#1")
         wait_for_text(page, STOPPED)
 
 
