@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import streamlit as st
 import torch
@@ -42,6 +44,7 @@ from core.storage.checkpoints import (
 )
 from core.studies import evaluations
 
+T = TypeVar("T")
 MODELS_KEY = "sidebar_models"
 SAMPLES_KEY = "sidebar_samples"
 DEFAULT_SAMPLES = 100
@@ -300,6 +303,33 @@ def require_mnist_test() -> tuple[torch.Tensor, torch.Tensor]:
 
 
 # --- expensive cached work -----------------------------------------------------------------
+
+
+@st.cache_resource(show_spinner=False, max_entries=1024)
+def _kept(_compute: Callable[..., Any], call: str, args: tuple, kwargs: tuple, versions: tuple):
+    return _compute(*args, **dict(kwargs))
+
+
+def kept(compute: Callable[..., T], *args: Any, models: Sequence[str] = (), **kwargs: Any) -> T:
+    """Call ``compute(*args, **kwargs)`` once per server and keep the result in memory.
+
+    The pages' one in-memory cache, for core calls whose results a rerun needs again (most of
+    them read a result from the disk cache, :mod:`core.storage.cache`, or compute and store
+    it). Keyed by the function, its arguments (str, numbers, tuples, frozen dataclasses) and
+    the file version of each checkpoint in ``models``, so a retrained model gets a new value.
+
+    Args:
+        compute: A core function.
+        *args: Its positional arguments.
+        models: Checkpoints (registry names or ``user:NAME``) the result depends on.
+        **kwargs: Its keyword arguments.
+
+    Returns:
+        What ``compute`` returned, shared by every session of the server: never modify it.
+    """
+    call = f"{compute.__module__}.{compute.__qualname__}"
+    versions = tuple(version(name) for name in models)
+    return _kept(compute, call, args, tuple(sorted(kwargs.items())), versions)
 
 
 def run_jobs(jobs: list[Job], message: str) -> None:

@@ -7,22 +7,24 @@ models span both tasks, a radio button picks one."""
 
 import numpy as np
 import streamlit as st
-import torch
 
 from app import share, ui
 from app.figures import show_figure
 from app.figures.adversarial import curve_figure, tile, trajectory_figure
+from core.data import class_examples
 from core.engine.sampler import predictive_samples
-from core.engine.seeding import seeded
-from core.evaluation.attacks import fgsm_direction, perturb, targeted_fgsm
+from core.evaluation.attacks import perturb
 from core.storage.checkpoints import TASK_DATASETS, CheckpointError, task_title
 from core.studies.robustness import (
     EPS_GRID,
     CurveSettings,
     RobustnessCurve,
+    TrajectorySettings,
     cached_curve,
+    class_grid_direction,
     curve_jobs,
     is_cached,
+    targeted_trajectory,
 )
 
 SOURCES = {"mnist": "mlp", "fashion_mnist": "fashion_mlp"}  # transfer attacks' crafter per task
@@ -47,53 +49,6 @@ CURVE_PANELS = (  # (column, chart key, curve fields → legend labels, title, y
     ),
     (1, "adv_mi", {"mutual_information": ""}, "Mean mutual information", "nats"),
 )
-
-
-def grid_digits(task: str = "mnist") -> tuple[torch.Tensor, torch.Tensor]:
-    """The first test image of each class 0–9 of ``task``: ``(10, 1, 28, 28)`` and their labels
-    ``(10,)``."""
-    x, y = ui.test_set(task)
-    first = torch.stack([torch.nonzero(y == c)[0, 0] for c in range(10)])
-    return x[first], y[first]
-
-
-@st.cache_data(show_spinner="Computing input gradients…", max_entries=64)
-def grid_direction(crafter: str, file_version: int, n_samples: int, task: str) -> np.ndarray:
-    """sign(∇ₓ NLL) ``(10, 1, 28, 28)`` of model ``crafter`` with ``n_samples`` passes per
-    gradient on :func:`grid_digits` of ``task`` (seeded)."""
-    x, y = grid_digits(task)
-    with seeded(0):
-        return fgsm_direction(ui.load_model(crafter), x, y, n_samples).cpu().numpy()
-
-
-@st.cache_data(show_spinner="Running the targeted attack…", max_entries=32)
-def targeted(
-    name: str,
-    file_version: int,
-    index: int,
-    target: int,
-    attack: tuple,
-    n_samples: int,
-    n_eval_samples: int,
-    task: str = "mnist",
-) -> tuple[np.ndarray, np.ndarray]:
-    """Targeted FGSM on test image ``index`` of ``task``; ``attack`` = (step, steps, ε) in pixel
-    units, ``n_samples`` passes per gradient, ``n_eval_samples`` per recorded prediction.
-    Returns the adversarial image ``(28, 28)`` and the probabilities ``(steps + 1, 10)``."""
-    step, steps, eps = attack
-    x, _ = ui.test_set(task)
-    with seeded(0):
-        result = targeted_fgsm(
-            ui.load_model(name),
-            x[index : index + 1],
-            target,
-            step=step,
-            steps=steps,
-            eps=eps,
-            n_samples=n_samples,
-            n_eval_samples=n_eval_samples,
-        )
-    return result.adversarial[0, 0].cpu().numpy(), result.probs[:, 0].numpy()
 
 
 def gradient_passes(crafter: str, k: int) -> int:
@@ -205,15 +160,15 @@ if transfer:
 
 # --- examples ------------------------------------------------------------------------------
 st.subheader(f"Perturbed digits at ε = {eps:.2f}")
-x, y = grid_digits(task)
+x, y = class_examples(task)
 pictures, predictions = st.columns([3, 2])
 clean = "Clean test digits" if task == "mnist" else f"Clean {task_title(task)} test images"
 pictures.image(tile([x[:, 0].numpy()]), caption=clean, clamp=True)
 table, shown = {}, set()
 for name, model in models.items():
     crafter = source or name
-    direction = grid_direction(crafter, ui.version(crafter), gradient_passes(crafter, k), task)
-    adv = perturb(x, torch.from_numpy(direction), eps)
+    direction = class_grid_direction(crafter, gradient_passes(crafter, k))
+    adv = perturb(x, direction, eps)
     prob, pred = predictive_samples(model, adv, n_samples).mean(0).cpu().max(-1)
     table[ui.model_title(name)] = [
         f"{p} ({q:.0%})" + ("" if p == t else " ✗")
@@ -223,7 +178,7 @@ for name, model in models.items():
         shown.add(crafter)
         who = "Crafted on the MLP, shown to every model" if transfer else ui.model_title(name)
         pictures.image(
-            tile([0.5 + 0.5 * direction[:, 0], adv[:, 0].numpy()]),
+            tile([0.5 + 0.5 * direction[:, 0].numpy(), adv[:, 0].numpy()]),
             caption=f"{who}: sign of the gradient (white +ε, black −ε), adversarial digits",
             clamp=True,
         )
@@ -292,16 +247,12 @@ step = share.slider(
 )
 steps = share.slider("Iterations", 1, 100, 30, key="adv_steps", container=steps_col)
 budget = share.slider("Budget ε", 0.01, MAX_EPS, 0.2, 0.01, key="adv_budget", container=budget_col)
-adv_image, probs = targeted(
-    target_name,
-    ui.version(target_name),
-    index,
-    target,
-    (step, steps, budget),
-    gradient_passes(target_name, k),
-    n_samples,
-    task,
+attack = TrajectorySettings(
+    index, target, step, steps, budget, gradient_passes(target_name, k), n_samples
 )
+with st.spinner("Running the targeted attack…"):
+    trajectory = targeted_trajectory(target_name, attack)
+adv_image, probs = trajectory.adversarial.numpy(), trajectory.probs.numpy()
 clean_image = test_images[index, 0].numpy()
 pictures, plot = st.columns([1, 2])
 with pictures:

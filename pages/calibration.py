@@ -8,29 +8,29 @@ contrast at a chosen severity."""
 import numpy as np
 import pandas as pd
 import streamlit as st
-import torch
 
 from app import share, ui
 from app.figures import show_figure
 from app.figures.calibration import coverage_figure, reliability_figure, shift_figure
-from core.data import DatasetUnavailable, dataset_info, load_dataset
+from core.data import DatasetUnavailable, dataset_info
 from core.evaluation.calibration import coverage_curve
-from core.evaluation.shift import SHIFTS, shift_images
-from core.evaluation.uncertainty import SCORES, seeded_summary
+from core.evaluation.shift import SHIFTS
+from core.evaluation.uncertainty import SCORES
 from core.storage.checkpoints import CheckpointError
 from core.studies.calibration import (
     REJECTION_LIMIT,
     VALIDATION_SIZE,
     CalibrationResult,
-    ShiftLevel,
     ShiftSettings,
     calibration_jobs,
     calibration_result,
+    example_answers,
     shift_curve,
     shift_jobs,
+    shifted_examples,
     task_dataset,
 )
-from core.studies.evaluations import IN_DISTRIBUTION, DatasetEvaluation, evaluate_dataset
+from core.studies.evaluations import IN_DISTRIBUTION, evaluate_dataset
 
 DEFAULT_SCORE = "predictive_entropy"
 DEFAULT_SHIFT = "rotation"
@@ -48,71 +48,6 @@ METRIC_COLUMNS = {
     "nll": "NLL",
     "brier": "Brier",
 }
-
-
-@st.cache_resource(show_spinner=False, max_entries=64)
-def result(name: str, file_version: int, n_samples: int) -> CalibrationResult:
-    """The disk-cached calibration result, kept in memory (shared: never modify it)."""
-    return calibration_result(name, n_samples=n_samples)
-
-
-@st.cache_data(show_spinner=False, max_entries=256)
-def task_of(name: str, file_version: int) -> str:
-    """The dataset the checkpoint was trained on (:func:`task_dataset`)."""
-    return task_dataset(name)
-
-
-@st.cache_resource(show_spinner=False, max_entries=64)
-def evaluation(name: str, file_version: int, n_samples: int) -> DatasetEvaluation:
-    """The disk-cached test-set evaluation on the model's task, kept in memory (shared: never
-    modify it)."""
-    return evaluate_dataset(name, task_of(name, file_version), n_samples=n_samples)
-
-
-@st.cache_data(show_spinner=False, max_entries=256)
-def curve(name: str, file_version: int, n_samples: int, score: str) -> tuple[np.ndarray, ...]:
-    """(coverage, accuracy) of rejecting the most uncertain test inputs by ``score`` first."""
-    found = evaluation(name, file_version, n_samples)
-    coverage, accuracy = coverage_curve(found.scores[score], found.correct)
-    return coverage.numpy(), accuracy.numpy()
-
-
-@st.cache_resource(show_spinner=False, max_entries=256)
-def levels(
-    name: str, file_version: int, shift: str, n_inputs: int, n_samples: int
-) -> list[ShiftLevel]:
-    """The disk-cached results at every severity of ``shift`` (shared: never modify them)."""
-    settings = ShiftSettings(n_inputs=n_inputs, n_samples=n_samples)
-    return shift_curve(name, shift, settings)
-
-
-@st.cache_data(show_spinner=False, max_entries=512)
-def sample_predictions(
-    name: str, file_version: int, task: str, shift: str, severity: float, n_samples: int
-) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """Seeded ``n_samples``-pass predicted classes ``(C,)`` and scores of :func:`examples`
-    shifted by ``shift`` at ``severity``."""
-    images = shifted_examples(task, shift, severity)
-    summary = seeded_summary(ui.load_model(name), images, n_samples)
-    return summary.predicted.numpy(), {k: v.numpy() for k, v in summary.scores().items()}
-
-
-@st.cache_resource(show_spinner="Loading the test set…", max_entries=4)
-def test_set(task: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """The test set of a task other than MNIST (shared read-only)."""
-    return load_dataset(task, "test")
-
-
-def examples(task: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """The first test image of each class of ``task``: ``(C, 1, 28, 28)`` and labels ``(C,)``."""
-    x, y = ui.require_mnist_test() if task == IN_DISTRIBUTION else test_set(task)
-    first = torch.stack([torch.nonzero(y == c)[0, 0] for c in torch.unique(y)])
-    return x[first], y[first]
-
-
-def shifted_examples(task: str, shift: str, severity: float) -> torch.Tensor:
-    """:func:`examples` under ``shift`` at ``severity`` (seed 0), ``(C, 1, 28, 28)``."""
-    return shift_images(examples(task)[0], shift, severity, seed=0)
 
 
 def enlarge(image: np.ndarray) -> np.ndarray:
@@ -201,8 +136,9 @@ def reliability_section(results: dict[str, CalibrationResult], n_samples: int) -
         st.warning(warning)
 
 
-def rejection_section(results: dict[str, CalibrationResult], n_samples: int) -> str:
-    """Accuracy–coverage curves for one score, the AUC table; returns the chosen score."""
+def rejection_section(results: dict[str, CalibrationResult], task: str, n_samples: int) -> str:
+    """Accuracy–coverage curves for one score on the test set of ``task``, the AUC table;
+    returns the chosen score."""
     st.header('"I don\'t know": reject the most uncertain inputs')
     score = share.selectbox(
         "Uncertainty score",
@@ -214,7 +150,11 @@ def rejection_section(results: dict[str, CalibrationResult], n_samples: int) -> 
     curves, points = {}, {}
     for name, r in results.items():
         label = ui.model_title(name)
-        curves[label] = curve(name, ui.version(name), n_samples, score)
+        found = ui.kept(
+            evaluate_dataset, name, task_dataset(name), n_samples=n_samples, models=[name]
+        )
+        coverage, accuracy = coverage_curve(found.scores[score], found.correct)
+        curves[label] = coverage.numpy(), accuracy.numpy()
         point = r.rejection[score]
         points[label] = (point["coverage"], point["accuracy"])
     left, right = st.columns([3, 2])
@@ -295,7 +235,7 @@ def shift_section(
     try:
         ui.run_jobs(shift_jobs(models, [shift], settings, title=ui.model_title), SHIFTING)
         found = {
-            name: levels(name, ui.version(name), shift, n_inputs, n_samples) for name in models
+            name: ui.kept(shift_curve, name, shift, settings, models=[name]) for name in models
         }
     except (DatasetUnavailable, CheckpointError) as exc:
         st.error("The shifted test sets could not be evaluated.")
@@ -366,7 +306,7 @@ def shift_section(
     )
     st.table(table)
     try:
-        images = shifted_examples(task, shift, severity)
+        images = ui.kept(shifted_examples, task, shift, severity)
     except DatasetUnavailable as exc:
         st.error("The test set is unavailable.")
         st.text(str(exc))
@@ -378,13 +318,13 @@ def shift_section(
     )
     lines = []
     for name in models:
-        predicted, scores = sample_predictions(
-            name, ui.version(name), task, shift, float(severity), ui.sample_count()
+        answers = ui.kept(
+            example_answers, name, shift, float(severity), ui.sample_count(), models=[name]
         )
         limit = results[name].rejection[score]["threshold"]
         marks = [
-            "?" if scores[score][k] > limit else f"{p}" + ("" if p == k else "✗")
-            for k, p in enumerate(predicted.tolist())
+            "?" if answers.scores[score][k] > limit else f"{p}" + ("" if p == k else "✗")
+            for k, p in enumerate(answers.predicted.tolist())
         ]
         lines.append(f"{titles[name]}: " + "  ".join(marks))
     st.text("\n".join(lines))
@@ -415,7 +355,7 @@ models = [name for name, _ in ui.selected_models()]
 if not models:
     st.warning("Choose at least one trained model in the sidebar.")
     st.stop()
-tasks = {name: task_of(name, ui.version(name)) for name in models}
+tasks = {name: ui.kept(task_dataset, name, models=[name]) for name in models}
 if len(set(tasks.values())) > 1:
     task = share.selectbox(
         "Task",
@@ -431,12 +371,15 @@ else:
 n_samples = ui.sample_count()
 try:
     ui.run_jobs(calibration_jobs(models, n_samples=n_samples, title=ui.model_title), PREPARING)
-    results = {name: result(name, ui.version(name), n_samples) for name in models}
+    results = {
+        name: ui.kept(calibration_result, name, n_samples=n_samples, models=[name])
+        for name in models
+    }
 except (DatasetUnavailable, CheckpointError) as exc:
     st.error("The test data or a checkpoint is unavailable.")
     st.text(str(exc))
     st.stop()
 
 reliability_section(results, n_samples)
-chosen_score = rejection_section(results, n_samples)
+chosen_score = rejection_section(results, task, n_samples)
 shift_section(models, task, results, chosen_score)

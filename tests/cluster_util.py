@@ -92,8 +92,10 @@ def new_database(server: str) -> str:
 
 
 @contextmanager
-def ray_head() -> Iterator[str]:
-    """Start a one-CPU Ray head on loopback for the block; yields its address (``host:port``).
+def ray_head() -> Iterator[tuple[str, str]]:
+    """Start a one-CPU Ray head on loopback for the block; yields its two addresses: the
+    cluster's (``host:port``, for a process on a node) and its Ray Client server's
+    (``ray://host:port``, for a process elsewhere).
 
     Skips (fails in CI) without ``ray``. The head is stopped by its own PID (``ray stop`` would
     end every Ray process of the user), and this process's Ray connection is closed.
@@ -102,7 +104,7 @@ def ray_head() -> Iterator[str]:
         import ray
     except ImportError:
         _missing("ray is not installed (pip install -r requirements-cluster.txt)")
-    port = free_port()
+    port, client_port = free_port(), free_port()
     command = [
         str(Path(sys.executable).parent / "ray"),
         "start",
@@ -110,6 +112,7 @@ def ray_head() -> Iterator[str]:
         "--block",
         "--node-ip-address=127.0.0.1",
         f"--port={port}",
+        f"--ray-client-server-port={client_port}",
         "--num-cpus=1",
         "--num-gpus=0",
         "--include-dashboard=false",
@@ -123,11 +126,11 @@ def ray_head() -> Iterator[str]:
     address = f"127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120
-        while not _listening(port):
+        while not (_listening(port) and _listening(client_port)):
             if head.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"the Ray head did not start:\n{log.read_text()[-3000:]}")
             time.sleep(0.2)
-        yield address
+        yield address, f"ray://127.0.0.1:{client_port}"
     finally:
         ray.shutdown()
         head.terminate()

@@ -59,9 +59,22 @@ def lab_db(request, tmp_path) -> str:
 
 
 @pytest.fixture(scope="session")
-def ray_address():
-    """A one-CPU Ray head for the session (its address); see tests/cluster_util.py."""
+def ray_cluster():
+    """A one-CPU Ray head for the session (its cluster and client addresses); see
+    tests/cluster_util.py."""
     from tests.cluster_util import ray_head
 
-    with ray_head() as address:
-        yield address
+    with ray_head() as addresses:
+        yield addresses
+
+
+@pytest.fixture
+def ray_address(ray_cluster) -> str:
+    """The session's Ray head as a process on its node connects to it (``host:port``)."""
+    return ray_cluster[0]
+
+
+@pytest.fixture
+def ray_client_address(ray_cluster) -> str:
+    """The session's Ray head through its Ray Client server (``ray://host:port``)."""
+    return ray_cluster[1]

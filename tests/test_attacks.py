@@ -165,3 +165,50 @@ def test_attack_command_prints_naive_eot_and_transfer_rows(tmp_path, monkeypatch
     assert is_cached("mlp", CurveSettings((0.0, 0.1), 100, 1, 20))
     assert run_attack(argv[:-1]) == 0
     assert "EOT k=4" in capsys.readouterr().out
+
+
+def test_the_pages_class_grid_and_trajectory_are_cached_and_equal_the_direct_attacks(
+    tmp_path, monkeypatch
+):
+    """The Adversarial page's two examples as core studies: stored on disk by content, and the
+    same numbers as calling the attacks directly (same seed)."""
+    from core.data import DatasetUnavailable, class_examples, load_dataset
+    from core.engine.seeding import seeded
+    from core.evaluation.attacks import fgsm_direction
+    from core.studies.robustness import (
+        TrajectorySettings,
+        class_grid_direction,
+        targeted_trajectory,
+    )
+
+    try:
+        x, _ = load_dataset("mnist", "test")
+    except DatasetUnavailable as exc:
+        pytest.skip(f"MNIST unavailable: {exc}")
+    monkeypatch.setattr(core.storage.checkpoints, "CHECKPOINT_DIR", tmp_path / "checkpoints")
+    monkeypatch.setenv("BNN_CACHE_DIR", str(tmp_path / "cache"))
+    torch.manual_seed(0)
+    config = {**REGISTRY["bbb_gaussian"].model.to_dict(), "hidden": [16]}
+    save_checkpoint("bbb_gaussian", build_model(ModelConfig.from_dict(config)), {})
+    model = load_checkpoint("bbb_gaussian")[0]
+
+    direction = class_grid_direction("bbb_gaussian", 4)
+    digits, labels = class_examples("mnist")
+    assert labels.tolist() == list(range(10)) and direction.shape == (10, 1, 28, 28)
+    with seeded(0):
+        assert torch.equal(direction, fgsm_direction(model, digits, labels, 4))
+    assert torch.equal(class_grid_direction("bbb_gaussian", 4), direction)  # read back
+
+    attack = TrajectorySettings(index=7, target=3, steps=5, eps=0.1, n_attack_samples=2)
+    found = targeted_trajectory("bbb_gaussian", attack)
+    with seeded(0):
+        direct = targeted_fgsm(
+            model, x[7:8], 3, step=0.01, steps=5, eps=0.1, n_samples=2, n_eval_samples=20
+        )
+    assert found.probs.shape == (6, 10)
+    assert torch.allclose(found.probs, direct.probs[:, 0], atol=1e-6)
+    assert torch.allclose(found.adversarial, direct.adversarial[0, 0])
+    assert (found.adversarial - x[7, 0]).abs().max() <= 0.1 + 1e-6
+    assert len(list((tmp_path / "cache" / "trajectory").iterdir())) == 1
+    again = targeted_trajectory("bbb_gaussian", attack)
+    assert torch.equal(again.probs, found.probs)

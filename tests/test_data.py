@@ -325,6 +325,27 @@ def test_read_idx_plain_gz_and_bad_magic(tmp_path):
         read_idx(tmp_path / "bad")
 
 
+
+@pytest.mark.parametrize("cls_name", ["MNIST", "FashionMNIST"])
+def test_raw_idx_splits_match_torchvisions_reader(cls_name):
+    """Both splits read directly from the IDX files equal what ``torchvision.datasets`` reads
+    from the same folder (images, labels, dtypes)."""
+    import torchvision.datasets
+
+    from core.data.real import load_raw_idx, raw_folder
+
+    folder = raw_folder(cls_name)
+    if folder is None:
+        pytest.skip(f"{cls_name} is not prepared (python -m core data)")
+    for train in (True, False):
+        images, labels = load_raw_idx(folder, train)
+        reference = getattr(torchvision.datasets, cls_name)(
+            str(folder.parent.parent), train=train, download=False
+        )
+        assert images.dtype == torch.uint8 and labels.dtype == torch.int64
+        assert torch.equal(images, reference.data)
+        assert torch.equal(labels, reference.targets.long())
+
 def drawn_digit(size: int, width: int) -> np.ndarray:
     """A '7'-like stroke drawing, white on black, scaled to a ``size`` canvas."""
     canvas = Image.new("L", (size, size))

@@ -1,18 +1,22 @@
 """Training jobs as Ray tasks on a real (one-CPU, loopback) Ray head: a job trains in a Ray
 worker process and reports through the database like an in-process one, a second job waits in
 Ray for the CPU, a cancel reaches the running task, and a worker killed mid-job fails its job
-with one line and leaves no model."""
+with one line and leaves no model; a server off the cluster does the same through a ``ray://``
+client address."""
 
 from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 
 import pytest
 
 from core.jobs import JobQueue, JobStatus, make_request
 from core.jobs.executors import RayExecutor
 from core.jobs.owners import Visitor
+from tests.browser_util import REPO_ROOT
 from tests.test_jobs import wait_for
 
 SMALL = {"n_train": 1000, "n_test": 200, "n_eval_samples": 1}
@@ -70,3 +74,51 @@ def test_a_ray_worker_killed_mid_job_fails_the_job_and_saves_nothing(
         assert not models.exists() or not any(models.iterdir())  # nothing, not even a part
     finally:
         queue.shutdown()
+
+
+CLIENT = """
+import os, sys, time
+from pathlib import Path
+from core.jobs import JobQueue, make_request
+from core.jobs.owners import Visitor
+
+small = dict(n_train=1000, n_test=200, n_eval_samples=1)
+queue = JobQueue(workers=1, threads=1, directory=Path(sys.argv[1]), url=sys.argv[2])
+print(os.getpid(), queue.executor.where)
+done = queue.wait(queue.submit(make_request("client_short", "mlp", epochs=2, **small)), 300)
+print(done.status.value, done.worker, [e.epoch for e in done.history])
+long = queue.submit(make_request("client_long", "mlp", epochs=3000, **small), Visitor("a"))
+deadline = time.monotonic() + 300
+while queue.get(long).fraction == 0 and time.monotonic() < deadline:
+    time.sleep(0.2)
+print(queue.cancel(long, Visitor("a")), queue.wait(long, 60).status.value)
+queue.shutdown()
+"""
+
+
+@pytest.mark.slow
+def test_a_server_off_the_cluster_trains_and_cancels_through_a_ray_client_address(
+    ray_client_address, tmp_path, mnist_small
+):
+    """``BNN_RAY_ADDRESS=ray://host:port`` (the Ray Client server): an app server that is not a
+    node of the cluster runs its jobs there. A separate process, as this one already joined the
+    cluster as a node's driver (Ray connects a process once)."""
+    models = tmp_path / "models"
+    env = {**os.environ, "BNN_RAY_ADDRESS": ray_client_address, "PYTHONPATH": str(REPO_ROOT)}
+    url = f"sqlite:///{tmp_path}/lab.db"
+    result = subprocess.run(
+        [sys.executable, "-c", CLIENT, str(models), url],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    server, done, cancelled = result.stdout.splitlines()[-3:]
+    pid, where = server.split(" ", 1)
+    assert where == f"Ray at {ray_client_address}, 1 CPU(s)"
+    status, worker, epochs = done.split(" ", 2)
+    assert status == "done" and epochs == "[1, 2]", result.stdout + result.stderr[-3000:]
+    assert in_ray(worker) and worker.split(":")[1] != pid  # a Ray worker, not the server
+    assert (models / "client_short.pt").is_file()
+    assert cancelled == "True cancelled" and not (models / "client_long.pt").exists()

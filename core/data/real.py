@@ -1,9 +1,10 @@
 """Loaders of the file-backed datasets, as compact uint8 ``(N, 28, 28)`` images + int64 labels.
 
-MNIST and FashionMNIST are read through torchvision's dataset classes from
-``<folder>/<Name>/raw/`` (uncompressed IDX files, as torchvision's download leaves them);
-KMNIST and notMNIST test splits are read as IDX files directly (``.gz`` or plain), because
-torchvision refuses a folder without the training files. Results are cached per file location.
+All are IDX files read directly (:func:`core.data.idx.read_idx`): MNIST and FashionMNIST from
+``<folder>/<Name>/raw/`` (the four uncompressed files, where torchvision's download leaves them);
+KMNIST and notMNIST test splits from their folder (``.gz`` or plain). Reading them directly
+rather than through ``torchvision.datasets`` spares a page's first visit the seconds that
+importing torchvision's dataset classes takes. Results are cached per file location.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from core.data.idx import read_idx
@@ -23,11 +25,11 @@ TEST_IDX_FILES = (
 )
 
 
-def torchvision_folder(cls_name: str) -> Path | None:
+def raw_folder(cls_name: str) -> Path | None:
     """Find the first ``<search folder>/<cls_name>/raw`` with all four IDX files.
 
     Args:
-        cls_name: The ``torchvision.datasets`` class name, e.g. ``"MNIST"``.
+        cls_name: The dataset's folder name (torchvision's class name), e.g. ``"MNIST"``.
 
     Returns:
         The folder, or None.
@@ -48,21 +50,23 @@ def test_idx_folder(subdir: str) -> Path | None:
 
 
 @cache
-def load_torchvision(cls_name: str, train: bool, root: Path) -> tuple[torch.Tensor, torch.Tensor]:
-    """Load a split via ``torchvision.datasets`` (cached per file location).
+def load_raw_idx(folder: Path, train: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """Load one split of the four uncompressed IDX files in ``folder`` (cached per folder).
 
     Args:
-        cls_name: The ``torchvision.datasets`` class name, e.g. ``"MNIST"``.
-        train: True for the training split, False for the test split.
-        root: The folder holding ``<cls_name>/raw/``.
+        folder: A :func:`raw_folder`, e.g. ``data/MNIST/raw``.
+        train: True for the training split (``train-*``), False for the test split (``t10k-*``).
 
     Returns:
         Images uint8 ``(N, 28, 28)`` and labels int64 ``(N,)``.
-    """
-    import torchvision.datasets  # deferred: importing torchvision takes about a second
 
-    dataset = getattr(torchvision.datasets, cls_name)(str(root), train=train, download=False)
-    return dataset.data, dataset.targets.long()
+    Raises:
+        ValueError: If the files do not hold images and labels of matching shapes.
+    """
+    prefix = "train" if train else "t10k"
+    images = read_idx(folder / f"{prefix}-images-idx3-ubyte")
+    labels = read_idx(folder / f"{prefix}-labels-idx1-ubyte")
+    return _checked(folder, images, labels)
 
 
 @cache
@@ -87,6 +91,12 @@ def load_test_idx(folder: Path) -> tuple[torch.Tensor, torch.Tensor]:
             break
     else:
         raise FileNotFoundError(f"no t10k IDX files in {folder}")
+    return _checked(folder, images, labels)
+
+
+def _checked(
+    folder: Path, images: np.ndarray, labels: np.ndarray
+) -> tuple[torch.Tensor, torch.Tensor]:
     if images.ndim != 3 or images.shape[1:] != (28, 28) or labels.shape != images.shape[:1]:
         raise ValueError(f"{folder}: unexpected IDX shapes {images.shape} / {labels.shape}")
     return torch.from_numpy(images), torch.from_numpy(labels).long()

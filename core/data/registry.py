@@ -89,11 +89,12 @@ def _require(check: Check) -> None:
         raise DatasetUnavailable(reason)
 
 
-def _torchvision_set(cls_name: str, check: Check) -> Loader:
+def _raw_idx_set(cls_name: str, check: Check) -> Loader:
     def load(split: str, n_inputs: int | None, seed: int) -> Batch:
         _require(check)
-        root = real.torchvision_folder(cls_name).parent.parent  # torchvision adds <Name>/raw
-        return _finish(*real.load_torchvision(cls_name, split == "train", root), n_inputs, seed)
+        return _finish(
+            *real.load_raw_idx(real.raw_folder(cls_name), split == "train"), n_inputs, seed
+        )
 
     return load
 
@@ -161,10 +162,8 @@ def _noise_set(
     )
 
 
-_mnist_check = _found("MNIST", "mnist", lambda: real.torchvision_folder("MNIST"))
-_fashion_check = _found(
-    "FashionMNIST", "fashion_mnist", lambda: real.torchvision_folder("FashionMNIST")
-)
+_mnist_check = _found("MNIST", "mnist", lambda: real.raw_folder("MNIST"))
+_fashion_check = _found("FashionMNIST", "fashion_mnist", lambda: real.raw_folder("FashionMNIST"))
 _kmnist_check = _found("KMNIST", "kmnist", lambda: real.test_idx_folder("KMNIST/raw"))
 _notmnist_check = _found("notMNIST", "notmnist", lambda: real.test_idx_folder("notMNIST/raw"))
 _omniglot_check = _found("Omniglot", "omniglot", omniglot.find_folder)
@@ -182,7 +181,7 @@ _DATASETS = (
         splits=("train", "test"),
         class_names=DIGITS,
         _availability=_mnist_check,
-        _load=_torchvision_set("MNIST", _mnist_check),
+        _load=_raw_idx_set("MNIST", _mnist_check),
     ),
     DatasetInfo(
         name="fashion_mnist",
@@ -207,7 +206,7 @@ _DATASETS = (
             "Ankle boot",
         ),
         _availability=_fashion_check,
-        _load=_torchvision_set("FashionMNIST", _fashion_check),
+        _load=_raw_idx_set("FashionMNIST", _fashion_check),
     ),
     DatasetInfo(
         name="kmnist",
@@ -368,3 +367,25 @@ def load_dataset(
     if n_inputs is not None and n_inputs < 0:
         raise ValueError(f"n_inputs must be >= 0, got {n_inputs}")
     return info._load(split, n_inputs, seed)
+
+
+def class_examples(name: str, split: str = "test") -> tuple[torch.Tensor, torch.Tensor]:
+    """The first image of each class of a labelled dataset, in class order.
+
+    Args:
+        name: The dataset's key (see :func:`list_datasets`).
+        split: "train" or "test".
+
+    Returns:
+        Images float32 ``(C, 1, 28, 28)`` in [0, 1] and their labels int64 ``(C,)``, one per
+        class present.
+
+    Raises:
+        DatasetUnavailable: If the files are missing.
+        ValueError: For an unlabelled dataset (and as :func:`load_dataset`).
+    """
+    images, labels = load_dataset(name, split)
+    if labels is None:
+        raise ValueError(f"{dataset_info(name).title} has no labels")
+    first = torch.stack([torch.nonzero(labels == c)[0, 0] for c in torch.unique(labels)])
+    return images[first], labels[first]

@@ -804,6 +804,64 @@ def shift_jobs(
     ]
 
 
+def shifted_examples(dataset: str, shift: str, severity: float) -> torch.Tensor:
+    """The first test image of each class of ``dataset`` under ``shift`` at ``severity``.
+
+    Args:
+        dataset: A labelled dataset (a checkpoint's task).
+        shift: A :data:`~core.evaluation.shift.SHIFTS` name.
+        severity: Its severity (seed 0 for random shifts).
+
+    Returns:
+        Images ``(C, 1, 28, 28)`` in [0, 1], in class order (:func:`core.data.class_examples`).
+
+    Raises:
+        DatasetUnavailable: If the test set is missing.
+    """
+    from core.data import class_examples
+
+    return shift_images(class_examples(dataset)[0], shift, severity, seed=0)
+
+
+@dataclass(frozen=True)
+class ExampleAnswers:
+    """A model's answers on :func:`shifted_examples`.
+
+    Attributes:
+        predicted: Predicted class of each image ``(C,)``.
+        scores: Uncertainty score name → its value on each image ``(C,)``.
+    """
+
+    predicted: torch.Tensor
+    scores: dict[str, torch.Tensor]
+
+
+def example_answers(
+    checkpoint: str | Path, shift: str, severity: float, n_samples: int
+) -> ExampleAnswers:
+    """A checkpoint's seeded ``n_samples``-pass answers on :func:`shifted_examples` of its task.
+
+    Args:
+        checkpoint: Registry name or ``.pt`` path.
+        shift: A :data:`~core.evaluation.shift.SHIFTS` name.
+        severity: Its severity.
+        n_samples: Monte-Carlo passes.
+
+    Returns:
+        The predicted classes and every score.
+
+    Raises:
+        CheckpointError: If the checkpoint does not load.
+        DatasetUnavailable: If the test set is missing.
+    """
+    device = default_device()
+    model = load_checkpoint(checkpoint, device)[0]
+    images = shifted_examples(task_dataset(checkpoint), shift, severity).to(device)
+    with seeded(0):
+        summary = summarize(predictive_samples(model, images, n_samples))
+    return ExampleAnswers(summary.predicted, summary.scores())
+
+
 # --- everything at once (the CLI) ----------------------------------------------------------
 
 

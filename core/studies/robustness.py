@@ -17,6 +17,10 @@ seeded, so a curve is reproducible; the global RNG is left as it was.
 (:func:`core.storage.cache.cache_entry`), keyed by the contents of the attacked and of the
 source checkpoint, the settings and :data:`CACHE_VERSION`, so a retrained checkpoint gets a
 new curve.
+
+For the page's examples: :func:`class_grid_direction` (the FGSM direction on the first test
+image of each class) and :func:`targeted_trajectory` (one targeted iterative attack on one
+test image, with its trajectory of class probabilities), cached the same way.
 """
 
 from __future__ import annotations
@@ -359,3 +363,121 @@ def _targeted(
         "mi_clean": clean.mutual_information.mean().item(),
         "mi_adversarial": attacked.mutual_information.mean().item(),
     }
+
+
+def class_grid_direction(checkpoint: str | Path, n_attack_samples: int) -> torch.Tensor:
+    """The FGSM direction on the first test image of each class, cached on disk (seeded).
+
+    sign(∇ₓ NLL) of the checkpoint on :func:`core.data.class_examples` of its own task.
+
+    Args:
+        checkpoint: Registry name or ``.pt`` path of the model crafting the attack.
+        n_attack_samples: Passes per gradient (1 = naive, > 1 = EOT).
+
+    Returns:
+        The direction ``(C, 1, 28, 28)`` in {−1, 0, 1}, in the order of
+        :func:`core.data.class_examples`.
+
+    Raises:
+        CheckpointError: If the checkpoint does not load.
+        DatasetUnavailable: If the checkpoint's test set is missing.
+    """
+    dataset = checkpoint_dataset(checkpoint)
+    key = {"n_attack_samples": n_attack_samples, "data": dataset}
+    entry = cache_entry(
+        "class_grid", CACHE_VERSION, checkpoints=(checkpoint,), settings=key, format="pt"
+    )
+    return entry.load_or_compute(lambda: _class_grid_direction(checkpoint, dataset, key))
+
+
+def _class_grid_direction(checkpoint: str | Path, dataset: str, key: dict) -> torch.Tensor:
+    from core.data import class_examples
+
+    device = default_device()
+    model = load_checkpoint(checkpoint, device)[0]
+    x, y = class_examples(dataset)
+    with seeded(0):
+        return fgsm_direction(model, x.to(device), y.to(device), key["n_attack_samples"]).cpu()
+
+
+@dataclass(frozen=True)
+class TrajectorySettings:
+    """One targeted iterative FGSM on one test image.
+
+    Attributes:
+        index: The test image (of the checkpoint's task).
+        target: The class it is pushed towards.
+        step: Step α per iteration (pixel units).
+        steps: Number of iterations.
+        eps: L∞ budget around the clean image (pixel units).
+        n_attack_samples: Passes per gradient (1 = naive, > 1 = EOT).
+        n_eval_samples: Passes per recorded prediction.
+    """
+
+    index: int = 0
+    target: int = 3
+    step: float = 0.01
+    steps: int = 30
+    eps: float = 0.2
+    n_attack_samples: int = 1
+    n_eval_samples: int = 20
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    """What a targeted attack did to one image.
+
+    Attributes:
+        adversarial: The attacked image ``(28, 28)`` in [0, 1].
+        probs: The predictive mean before and after each iteration ``(steps + 1, C)``.
+    """
+
+    adversarial: torch.Tensor
+    probs: torch.Tensor
+
+
+def targeted_trajectory(checkpoint: str | Path, settings: TrajectorySettings) -> Trajectory:
+    """A targeted iterative FGSM on one test image, cached on disk (seeded).
+
+    Args:
+        checkpoint: Registry name or ``.pt`` path of the attacked model (white-box).
+        settings: The attack.
+
+    Returns:
+        The attacked image and the trajectory of its class probabilities.
+
+    Raises:
+        CheckpointError: If the checkpoint does not load.
+        DatasetUnavailable: If the checkpoint's test set is missing.
+    """
+    dataset = checkpoint_dataset(checkpoint)
+    key = asdict(settings) | {"data": dataset}
+    entry = cache_entry(
+        "trajectory", CACHE_VERSION, checkpoints=(checkpoint,), settings=key, format="pt"
+    )
+    return entry.load_or_compute(
+        lambda: _trajectory(checkpoint, dataset, settings),
+        decode=lambda stored: Trajectory(**stored),
+        encode=asdict,
+    )
+
+
+def _trajectory(checkpoint: str | Path, dataset: str, settings: TrajectorySettings) -> Trajectory:
+    from core.data import load_dataset
+
+    device = default_device()
+    model = load_checkpoint(checkpoint, device)[0]
+    x, _ = load_dataset(dataset, "test")
+    i = settings.index
+    with seeded(0):
+        result = targeted_fgsm(
+            model,
+            x[i : i + 1].to(device),
+            settings.target,
+            step=settings.step,
+            steps=settings.steps,
+            eps=settings.eps,
+            n_samples=settings.n_attack_samples,
+            n_eval_samples=settings.n_eval_samples,
+        )
+    return Trajectory(result.adversarial[0, 0].cpu(), result.probs[:, 0].cpu())
