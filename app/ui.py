@@ -37,8 +37,8 @@ from core.storage.checkpoints import (
     checkpoint_dataset,
     is_user_key,
     list_user_checkpoints,
-    load_checkpoint,
     resolve_checkpoint,
+    shared_model,
     task_title,
     user_title,
 )
@@ -205,11 +205,6 @@ def version(name: str) -> int:
         raise CheckpointError(f"{path}: checkpoint file not found") from exc
 
 
-@st.cache_resource(show_spinner="Loading model…", max_entries=32)
-def _load(path: str, mtime_ns: int, device_str: str) -> Model:
-    return load_checkpoint(path, device_str)[0]
-
-
 def load_model(name: str) -> Model:
     """Load a checkpoint's model once per process and file version.
 
@@ -224,7 +219,7 @@ def load_model(name: str) -> Model:
     Raises:
         CheckpointError: Naming the file when it is missing or corrupt.
     """
-    return _load(str(resolve_checkpoint(name)), version(name), str(device()))
+    return shared_model(name, device())
 
 
 def selected_models() -> list[tuple[str, Model]]:

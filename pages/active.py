@@ -5,6 +5,7 @@ import json
 import numpy as np
 import streamlit as st
 
+from app import ui
 from app.figures import show_figure
 from app.figures.active import curves_figure
 from core.active.acquisition import TITLES
@@ -24,12 +25,6 @@ RUNNING_KEY = "active_running"
 KIND_KEY = "active_kind"
 LIVE = {"budget": 150, "test_size": 2000}
 PAPER = {"bald": 145, "random": 255}  # labels to 10 % test error, Gal et al. 2017, Table 1
-
-
-@st.cache_resource(show_spinner="Loading MNIST…")
-def active_data():
-    """The MNIST training and test sets, shared read-only by every session."""
-    return load_active_data()
 
 
 def stored_curves() -> dict | None:
@@ -54,7 +49,7 @@ def reach(value: int | None) -> str:
 
 
 def start() -> None:
-    data = active_data()
+    data = ui.kept(load_active_data)
     kind = st.session_state.get(KIND_KEY, "dropout")
     st.session_state[LIVE_KEY] = {
         name: ActiveLearner(live_config(kind, acquisition=name, **LIVE), data)
@@ -113,7 +108,7 @@ def live_run() -> None:
     }
     if curves:
         show_figure(curves_figure(curves, TITLES, "This run"), "active_live_curves")
-    x_train = active_data()[0]
+    x_train = ui.kept(load_active_data)[0]
     for name, learner in learners.items():
         if learner.rounds and learner.rounds[-1].picked:
             last = learner.rounds[-1]
@@ -168,7 +163,7 @@ else:
 
 st.subheader("Watch it live")
 try:
-    active_data()
+    ui.kept(load_active_data)
 except DatasetUnavailable as exc:
     st.error("The MNIST training set is needed for a live run.")
     st.text(str(exc))

@@ -76,12 +76,6 @@ def digit_models() -> list:
     return [(name, model) for name, model in ui.selected_models() if name not in other]
 
 
-@st.cache_resource
-def prediction_cache() -> PredictionCache:
-    """The models' predictions on every class's drawings, one cache for all sessions."""
-    return PredictionCache()
-
-
 def packed(database: str, code: str, pack: Callable[[Sequence[Drawing]], bytes]) -> bytes:
     """A download's contents, built when the teacher clicks: the class's drawings packed."""
     return pack(ClassStore(database).records(code))
@@ -92,7 +86,7 @@ def clear_class(code: str, database: str) -> None:
     leave a message for the next run."""
     try:
         deleted = ClassStore(database).clear(code)
-        prediction_cache().forget(database, code)
+        ui.kept(PredictionCache).forget(database, code)
         st.session_state[MESSAGE_KEY] = ("success", f"Deleted {deleted} drawing(s) of `{code}`.")
     except DatabaseError as exc:
         st.session_state[MESSAGE_KEY] = ("error", str(exc))
@@ -264,7 +258,7 @@ def live_view(code: str, models: list, n_samples: int, limits: dict, live: bool)
     versions = [(name, ui.version(name), model) for name, model in models]
     with st.spinner("The models look at the new drawings…"):
         reports = live_reports(
-            prediction_cache(), database, code, versions, records, n_samples, limits
+            ui.kept(PredictionCache), database, code, versions, records, n_samples, limits
         )
     if reports:
         st.subheader("How the models do on the class's drawings")

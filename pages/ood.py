@@ -15,7 +15,7 @@ from app.figures import show_figure
 from app.figures.ood import hist_figure, roc_figure, spread_figure, votes_figure
 from core.data import DatasetUnavailable, list_datasets, load_dataset
 from core.evaluation.metrics import roc_curve
-from core.evaluation.uncertainty import SCORES, seeded_summary
+from core.evaluation.uncertainty import SCORES, PredictiveSummary
 from core.storage.checkpoints import TASK_DATASETS, task_title
 from core.studies.evaluations import (
     IN_DISTRIBUTION,
@@ -26,9 +26,10 @@ from core.studies.evaluations import (
 from core.studies.ood import (
     CONFIDENT_PROB,
     best_score,
-    compare,
     digit_labelled,
     ood_behaviour,
+    ood_result,
+    sample_summary,
     surest_inputs,
 )
 
@@ -50,53 +51,10 @@ def enlarge(image: np.ndarray) -> np.ndarray:
     return np.kron(image, np.ones((SCALE, SCALE), dtype=np.float32))
 
 
-@st.cache_data(show_spinner="Loading samples…", max_entries=64)
 def random_samples(dataset: str, seed: int) -> np.ndarray:
     """:data:`GRID` seeded random test images of ``dataset``, ``(GRID, 28, 28)`` in [0, 1]."""
-    images, _ = load_dataset(dataset, "test", n_inputs=GRID, seed=seed)
+    images, _ = ui.kept(load_dataset, dataset, "test", n_inputs=GRID, seed=seed)
     return images[:, 0].numpy()
-
-
-@st.cache_data(show_spinner=False, max_entries=256)
-def sample_views(
-    name: str, file_version: int, images: np.ndarray, n_samples: int
-) -> dict[str, np.ndarray]:
-    """Seeded ``n_samples``-pass summaries of ``images (B, 28, 28)``: votes per class
-    ``(B, C)``, the predicted class's score in each pass ``(n_samples, B)``, mean probabilities
-    ``(B, C)``, MI ``(B,)``."""
-    x = torch.from_numpy(images)[:, None]
-    summary = seeded_summary(ui.load_model(name), x, n_samples)
-    return {
-        "counts": summary.class_counts.numpy(),
-        "top": summary.top_scores.numpy(),
-        "mean": summary.mean.numpy(),
-        "mi": summary.mutual_information.numpy(),
-    }
-
-
-@st.cache_resource(show_spinner=False, max_entries=64)
-def evaluation(
-    name: str, file_version: int, dataset: str, subset: int, n_samples: int
-) -> DatasetEvaluation:
-    """The disk-cached evaluation, kept in memory (shared: never modify it)."""
-    return evaluate_dataset(name, dataset, n_samples=n_samples, n_inputs=subset)
-
-
-@st.cache_resource(show_spinner="Loading the OOD subset…", max_entries=8)
-def subset_images(dataset: str, subset: int) -> torch.Tensor:
-    """The ``subset`` inputs ``(subset, 1, 28, 28)`` that :func:`evaluate_dataset` scored, in
-    the same order."""
-    return load_dataset(dataset, "test", n_inputs=subset, seed=0)[0]
-
-
-@st.cache_data(show_spinner=False, max_entries=64)
-def detection(
-    name: str, file_version: int, dataset: str, subset: int, n_samples: int, task: str
-) -> dict[str, dict[str, float]]:
-    """Score name → ``{"auroc", "aupr", "fpr95"}`` of telling ``dataset`` from ``task``."""
-    inside = evaluation(name, file_version, task, subset, n_samples)
-    outside = evaluation(name, file_version, dataset, subset, n_samples)
-    return compare(inside, outside)
 
 
 def pick(i: int) -> None:
@@ -109,41 +67,46 @@ def reroll() -> None:
     st.session_state[SEED_KEY] = int(np.random.default_rng().integers(1_000_000))
 
 
-def describe(views: dict[str, np.ndarray], j: int) -> str:
-    """One line about input ``j`` of :func:`sample_views`: predicted class, probability, MI."""
-    top = int(views["mean"][j].argmax())
+def describe(summary: PredictiveSummary, j: int) -> str:
+    """One line about input ``j`` of a summary: predicted class, probability, MI."""
+    top = int(summary.predicted[j])
     return (
-        f"predicts **{top}** (mean probability {views['mean'][j, top]:.0%}, "
-        f"MI {views['mi'][j]:.3f} nats)"
+        f"predicts **{top}** (mean probability {summary.mean[j, top]:.0%}, "
+        f"MI {summary.mutual_information[j]:.3f} nats)"
     )
 
 
 def show_sample(
-    models: list[str], ood: np.ndarray, digit: np.ndarray, label: str, n_samples: int
+    models: list[str], datasets: tuple[str, str], seed: int, chosen: int, label: str, n_samples: int
 ) -> None:
-    """For each model: votes and top-class spread on the OOD sample next to the task's input
-    (both ``(28, 28)``)."""
-    images, names = np.stack([ood, digit]), (label, TASK_INPUT)
+    """For each model: votes and top-class spread on grid sample ``chosen`` of the OOD dataset
+    next to the same one of the task (``datasets``: OOD, task)."""
+    names = (label, TASK_INPUT)
     for name in models:
-        views = sample_views(name, ui.version(name), images, n_samples)
-        predicted = views["mean"].argmax(-1)
-        st.markdown(
-            f"**{ui.model_title(name)}** — {label}: {describe(views, 0)}; "
-            f"{TASK_INPUT}: {describe(views, 1)}"
+        ood, digit = (
+            ui.kept(sample_summary, name, d, seed, GRID, n_samples, models=[name]) for d in datasets
         )
+        st.markdown(
+            f"**{ui.model_title(name)}** — {label}: {describe(ood, chosen)}; "
+            f"{TASK_INPUT}: {describe(digit, chosen)}"
+        )
+        counts = torch.stack([ood.class_counts[chosen], digit.class_counts[chosen]])
+        top = torch.stack([ood.top_scores[:, chosen], digit.top_scores[:, chosen]], 1)
+        predicted = np.array([int(ood.predicted[chosen]), int(digit.predicted[chosen])])
         left, right = st.columns(2)
         with left:
-            show_figure(votes_figure(views["counts"], names), f"ood_{name}_votes")
+            show_figure(votes_figure(counts.numpy(), names), f"ood_{name}_votes")
         with right:
-            show_figure(spread_figure(views["top"], predicted, names), f"ood_{name}_spread")
+            show_figure(spread_figure(top.numpy(), predicted, names), f"ood_{name}_spread")
 
 
 @st.fragment
 def sample_explorer(
-    grid: np.ndarray, digits: np.ndarray, label: str, models: list[str], n_samples: int
+    datasets: tuple[str, str], seed: int, label: str, models: list[str], n_samples: int
 ) -> None:
     """The grid of samples with pick buttons and the picked one's views; a pick reruns only
     this fragment, not the dataset-level part."""
+    grid, digits = (random_samples(d, seed) for d in datasets)
     chosen = st.session_state.setdefault(PICK_KEY, 0)
     for i, column in enumerate(st.columns(GRID)):
         column.image(enlarge(grid[i]), clamp=True, width="stretch")
@@ -160,7 +123,7 @@ def sample_explorer(
     preview.image(enlarge(grid[chosen]), caption=f"{label} #{chosen + 1}", clamp=True)
     preview.image(enlarge(digits[chosen]), caption=f"a test input of {TASK}", clamp=True)
     with views:
-        show_sample(models, grid[chosen], digits[chosen], f"{label} #{chosen + 1}", n_samples)
+        show_sample(models, datasets, seed, chosen, f"{label} #{chosen + 1}", n_samples)
     st.caption(
         f"For the picked input and for the {TASK_INPUT}: the class each of the {n_samples} "
         "sampled networks predicts, and the softmax score of the overall predicted class in "
@@ -279,8 +242,8 @@ if not models:
     st.warning(f"Choose at least one model trained on {TASK} in the sidebar.")
     st.stop()
 try:
-    grid = random_samples(dataset, int(seed))
-    digits = random_samples(task, int(seed))
+    for d in (dataset, task):
+        random_samples(d, int(seed))
 except DatasetUnavailable as exc:
     st.error(str(exc))
     st.stop()
@@ -288,7 +251,7 @@ except DatasetUnavailable as exc:
 label = titles[dataset]
 digit_labels = digit_labelled(dataset, task)
 st.caption(infos[dataset].description)
-sample_explorer(grid, digits, label, models, n_samples)
+sample_explorer((dataset, task), int(seed), label, models, n_samples)
 
 st.subheader(f"{TASK} test against {label}")
 a, b, c = st.columns(3)
@@ -334,11 +297,17 @@ except DatasetUnavailable as exc:
     st.error(str(exc))
     st.stop()
 evals = {
-    name: tuple(evaluation(name, ui.version(name), d, subset, eval_samples) for d in datasets)
+    name: tuple(
+        ui.kept(evaluate_dataset, name, d, n_samples=eval_samples, n_inputs=subset, models=[name])
+        for d in datasets
+    )
     for name in models
 }
 results = {
-    name: detection(name, ui.version(name), dataset, subset, eval_samples, task) for name in models
+    name: ui.kept(
+        ood_result, name, dataset, n_samples=eval_samples, n_inputs=subset, models=[name]
+    ).metrics
+    for name in models
 }
 
 score_title = SCORES[score].title.lower()
@@ -406,7 +375,7 @@ st.markdown(
     f"**The {label} inputs each model is surest about** (lowest {score_title}, "
     "ties broken by the highest mean probability)"
 )
-images = subset_images(dataset, subset)
+images, _ = ui.kept(load_dataset, dataset, "test", n_inputs=subset, seed=0)
 for name, (_, outside) in evals.items():
     surest = surest_inputs(outside, score, STRIP)
     strip = np.concatenate(list(images[surest, 0].numpy()), axis=1)

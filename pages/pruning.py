@@ -4,25 +4,27 @@ test error (Blundell et al. 2015, §5.1); the densities of SNR values and of tra
 Shipped and user-trained BBB models are offered; each is evaluated on its own task's test set
 (MNIST, or Fashion-MNIST), and compared with the MLP and MC dropout network of that task."""
 
-import numpy as np
 import streamlit as st
 
 from app import share, ui
 from app.figures import show_figure
 from app.figures.pruning import MODEL_DASHES, curve_figure, snr_figure, weights_figure
 from core.evaluation import pruning
-from core.evaluation.metrics import seeded_error
 from core.methods import model_class
 from core.storage.checkpoints import CheckpointError, task_title
 from core.studies.pruning_curves import (
     CURVE_SAMPLES,
+    QUICK_INPUTS,
+    QUICK_SAMPLES,
     cached_pruning_curve,
+    checkpoint_snr,
     paper_table,
     pruning_jobs,
+    quick_error,
+    quick_point,
+    weight_histogram,
 )
 
-QUICK_EXAMPLES = 1000  # test images evaluated on each slider move
-QUICK_SAMPLES = 5
 WEIGHT_RANGE = (-0.3, 0.3)
 BINS = 200
 POINT_MODELS = {  # per task: the MLP and the MC dropout network, compared by |w| and at random
@@ -31,45 +33,6 @@ POINT_MODELS = {  # per task: the MLP and the MC dropout network, compared by |w
 }
 SNR_FLOOR_DB = -60.0  # left end of the SNR axis; the CDF still counts the weights below
 CURVES_MESSAGE = "Computing the pruning curves on the full test set (once per checkpoint)"
-
-
-@st.cache_data(show_spinner=False, max_entries=32)
-def unpruned_error(name: str, mtime_ns: int, task: str = "mnist") -> float:
-    """Test error (fraction) of the unpruned model on the quick subset of its task."""
-    x, y = ui.test_set(task)
-    return seeded_error(ui.load_model(name), x[:QUICK_EXAMPLES], y[:QUICK_EXAMPLES], QUICK_SAMPLES)
-
-
-@st.cache_resource(show_spinner=False, max_entries=8)
-def snr_distribution(name: str, mtime_ns: int) -> pruning.SnrDistribution:
-    """The SNR distribution of checkpoint ``name`` (shared, immutable)."""
-    return pruning.snr_distribution(ui.load_model(name), BINS, SNR_FLOOR_DB)
-
-
-@st.cache_data(show_spinner="Sampling weights…", max_entries=8)
-def weight_density(name: str, mtime_ns: int) -> tuple[np.ndarray, np.ndarray]:
-    """Bin centres and density ``(BINS,)`` of one posterior sample of the weights in
-    ``WEIGHT_RANGE``."""
-    weights = pruning.weight_values(ui.load_model(name), sample=True)
-    return pruning.density(weights, BINS, WEIGHT_RANGE)
-
-
-@st.cache_resource(show_spinner=False, max_entries=1000)
-def pruned_point(
-    name: str, mtime_ns: int, method: str, percent: int, task: str = "mnist"
-) -> pruning.PruningPoint:
-    """The model pruned to ``percent`` % on the quick subset of its task; cached (shared,
-    immutable), so revisiting a slider position costs nothing."""
-    x, y = ui.test_set(task)
-    return pruning.pruning_point(
-        ui.load_model(name),
-        method,
-        percent / 100,
-        x[:QUICK_EXAMPLES],
-        y[:QUICK_EXAMPLES],
-        QUICK_SAMPLES,
-        snr_distribution(name, mtime_ns),
-    )
 
 
 def architecture(model) -> str:
@@ -129,9 +92,9 @@ task = ui.model_dataset(name)
 x_test, y_test = ui.require_test_set(task)
 if task != "mnist":
     st.caption(f"Trained on {task_title(task)}: evaluated on its test set.")
-pruned = pruned_point(name, ui.version(name), method, percent, task)
+pruned = ui.kept(quick_point, name, method, fraction, BINS, SNR_FLOOR_DB, models=[name])
 error, size = pruned.error, pruned.size
-base = unpruned_error(name, ui.version(name), task)
+base = ui.kept(quick_error, name, models=[name])
 
 a, b, c, d = st.columns(4)
 a.metric("Test error, unpruned", f"{base:.2%}")
@@ -147,13 +110,13 @@ d.metric(
     f"{size.sparse_bytes / 1e6:.2f} MB",
 )
 st.caption(
-    f"Errors on the first {QUICK_EXAMPLES:,} test images with {QUICK_SAMPLES} Monte-Carlo "
+    f"Errors on the first {QUICK_INPUTS:,} test images with {QUICK_SAMPLES} Monte-Carlo "
     f"samples (fast; the curves below use all {len(y_test):,} with {CURVE_SAMPLES}). Removed "
     "weights are μ = 0, σ = 0; biases are kept. Sparse size: each kept weight's μ and σ "
     "(float32) plus an int32 column index, int32 row pointers per layer (CSR), biases dense."
 )
 
-snr = snr_distribution(name, ui.version(name))
+snr = ui.kept(checkpoint_snr, name, BINS, SNR_FLOOR_DB, models=[name])
 show_figure(
     snr_figure(
         snr.centres,
@@ -206,9 +169,13 @@ st.table(paper_table(curves, total_weights))
 st.subheader("Trained weights")
 log_density = share.checkbox("Logarithmic density axis", key="pruning_log_density")
 densities = {
-    ui.model_title(n): weight_density(n, ui.version(n)) for n in point_models if n in available
+    ui.model_title(n): ui.kept(weight_histogram, n, BINS, WEIGHT_RANGE, models=[n])
+    for n in point_models
+    if n in available
 }
-densities[f"{ui.model_title(name)}, one posterior sample"] = weight_density(name, ui.version(name))
+densities[f"{ui.model_title(name)}, one posterior sample"] = ui.kept(
+    weight_histogram, name, BINS, WEIGHT_RANGE, models=[name]
+)
 show_figure(weights_figure(densities, WEIGHT_RANGE, log_density), "pruning_weights")
 st.caption(
     "Histogram densities of all weights (biases excluded) between −0.3 and 0.3; for BBB one "

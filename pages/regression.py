@@ -6,12 +6,12 @@ from functools import partial
 import numpy as np
 import pandas as pd
 import streamlit as st
-from PIL import Image, ImageDraw
 
 from app import share
 from app.figures import show_figure
 from app.figures.regression import (
     FIT_KEY,
+    canvas_background,
     fit_figure,
     loss_figure,
     method_color,
@@ -46,24 +46,6 @@ NOISE_TITLES = {
 }
 
 
-@st.cache_resource
-def canvas_background() -> Image.Image:
-    """Axes for the drawing canvas: a grid every 0.25 in x and 0.5 in y, the x-axis darker."""
-    image = Image.new("RGB", (CANVAS_WIDTH, CANVAS_HEIGHT), "white")
-    draw = ImageDraw.Draw(image)
-    (x0, x1), (y0, y1) = USER_PLOT_RANGE, USER_Y_RANGE
-    for x in np.arange(x0, x1 + 1e-9, 0.25):
-        px = (x - x0) / (x1 - x0) * (CANVAS_WIDTH - 1)
-        draw.line([(px, 0), (px, CANVAS_HEIGHT)], fill=(225, 225, 225))
-        draw.text((px + 3, CANVAS_HEIGHT - 14), f"{x:g}", fill=(120, 120, 120))
-    for y in np.arange(y0, y1 + 1e-9, 0.5):
-        py = (y1 - y) / (y1 - y0) * (CANVAS_HEIGHT - 1)
-        color = (170, 170, 170) if abs(y) < 1e-9 else (225, 225, 225)
-        draw.line([(0, py), (CANVAS_WIDTH, py)], fill=color)
-        draw.text((3, py + 2), f"{y:g}", fill=(120, 120, 120))
-    return image
-
-
 def drawn_data():
     """The student's points from the canvas; stops the page (with a prompt or the reason)
     until there are enough."""
@@ -80,7 +62,9 @@ def drawn_data():
         stroke_width=3,
         stroke_color="#1f77b4",
         fill_color="#1f77b4",
-        background_image=canvas_background(),
+        background_image=canvas_background(
+            CANVAS_WIDTH, CANVAS_HEIGHT, USER_PLOT_RANGE, USER_Y_RANGE
+        ),
         height=CANVAS_HEIGHT,
         width=CANVAS_WIDTH,
         drawing_mode=mode,

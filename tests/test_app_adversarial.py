@@ -14,7 +14,7 @@ from app import ui
 from core.catalogue import REGISTRY
 from core.engine.device import default_device
 from core.methods import ModelConfig, build_model
-from core.storage.checkpoints import checkpoint_path, save_checkpoint
+from core.storage.checkpoints import checkpoint_path, save_checkpoint, shared_model
 from core.studies.robustness import CurveSettings, is_cached
 
 PAGE = "../pages/adversarial.py"
@@ -104,7 +104,7 @@ def test_attacks_leave_the_shared_models_unchanged(checkpoint_dir):
     at.slider(key="adv_eps").set_value(0.2).run()
     for name in NAMES:
         path = checkpoint_path(name)
-        shared = ui._load(str(path), path.stat().st_mtime_ns, str(default_device()))
+        shared = shared_model(path, default_device())
         stored = torch.load(path, weights_only=True)["state_dict"]
         assert all(torch.equal(stored[k], v.cpu()) for k, v in shared.state_dict().items())
         assert all(p.grad is None and not p.requires_grad for p in shared.parameters())

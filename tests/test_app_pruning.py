@@ -11,12 +11,11 @@ from streamlit.testing.v1 import AppTest
 
 import core.storage.checkpoints
 import core.studies.pruning_curves
-from app import ui
 from core.catalogue import REGISTRY
 from core.engine.device import default_device
 from core.evaluation.pruning import METHODS
 from core.methods import ModelConfig, build_model
-from core.storage.checkpoints import checkpoint_path, save_checkpoint
+from core.storage.checkpoints import checkpoint_path, save_checkpoint, shared_model
 from core.studies.pruning_curves import PAPER_ERRORS, PAPER_FRACTIONS, missing_fractions
 
 PAGE = "../pages/pruning.py"
@@ -107,7 +106,7 @@ def test_slider_and_method_change_the_pruned_model_only(checkpoints):
     at = run_page(50, "random")
     assert "Test error, 50% removed" in metrics(at)
     path = checkpoint_path("bbb_mixture")
-    shared = ui._load(str(path), path.stat().st_mtime_ns, str(default_device()))
+    shared = shared_model(path, default_device())
     stored = torch.load(path, weights_only=True)["state_dict"]
     assert all(torch.equal(stored[k], v.cpu()) for k, v in shared.state_dict().items())
     at.slider(key="pruning_percent").set_value(99).run()

@@ -325,7 +325,6 @@ def test_read_idx_plain_gz_and_bad_magic(tmp_path):
         read_idx(tmp_path / "bad")
 
 
-
 @pytest.mark.parametrize("cls_name", ["MNIST", "FashionMNIST"])
 def test_raw_idx_splits_match_torchvisions_reader(cls_name):
     """Both splits read directly from the IDX files equal what ``torchvision.datasets`` reads
@@ -345,6 +344,7 @@ def test_raw_idx_splits_match_torchvisions_reader(cls_name):
         assert images.dtype == torch.uint8 and labels.dtype == torch.int64
         assert torch.equal(images, reference.data)
         assert torch.equal(labels, reference.targets.long())
+
 
 def drawn_digit(size: int, width: int) -> np.ndarray:
     """A '7'-like stroke drawing, white on black, scaled to a ``size`` canvas."""

@@ -1,12 +1,16 @@
 """Figures of the regression playground.
 
-Fitted bands with sampled functions, all methods overlaid, uncertainty along x, loss curves.
+Fitted bands with sampled functions, all methods overlaid, uncertainty along x, loss curves;
+the drawing canvas's axes.
 """
 
 from __future__ import annotations
 
+from functools import cache
+
 import numpy as np
 import plotly.graph_objects as go
+from PIL import Image, ImageDraw
 
 from app.figures import MODEL_COLORS, layout
 
@@ -382,3 +386,33 @@ def loss_figure(
     return go.Figure(
         traces, layout(title, height, {"title": {"text": "step (full batch)"}}, y_axis)
     )
+
+
+@cache
+def canvas_background(
+    width: int, height: int, x_range: tuple[float, float], y_range: tuple[float, float]
+) -> Image.Image:
+    """Axes for the drawing canvas: a grid every 0.25 in x and 0.5 in y, the x-axis darker.
+
+    Args:
+        width: Canvas width in pixels.
+        height: Canvas height in pixels.
+        x_range: ``(low, high)`` of x across the canvas.
+        y_range: ``(low, high)`` of y from the bottom to the top.
+
+    Returns:
+        The RGB image (one per size and ranges, shared: never draw on it).
+    """
+    image = Image.new("RGB", (width, height), "white")
+    draw = ImageDraw.Draw(image)
+    (x0, x1), (y0, y1) = x_range, y_range
+    for x in np.arange(x0, x1 + 1e-9, 0.25):
+        px = (x - x0) / (x1 - x0) * (width - 1)
+        draw.line([(px, 0), (px, height)], fill=(225, 225, 225))
+        draw.text((px + 3, height - 14), f"{x:g}", fill=(120, 120, 120))
+    for y in np.arange(y0, y1 + 1e-9, 0.5):
+        py = (y1 - y) / (y1 - y0) * (height - 1)
+        color = (170, 170, 170) if abs(y) < 1e-9 else (225, 225, 225)
+        draw.line([(0, py), (width, py)], fill=color)
+        draw.text((3, py + 2), f"{y:g}", fill=(120, 120, 120))
+    return image

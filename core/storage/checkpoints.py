@@ -356,6 +356,35 @@ def load_checkpoint(
     return model, read_metadata(path)
 
 
+def shared_model(name_or_path: str | Path, device: torch.device | str = "cpu") -> Model:
+    """The checkpoint's model, loaded once per process and file version.
+
+    For callers that only read the model (predictions, attacks, pruned copies): every caller
+    gets the same object, so never modify it; :func:`load_checkpoint` gives a fresh one.
+
+    Args:
+        name_or_path: A registry name (in ``checkpoints/``) or a ``.pt`` path.
+        device: Where to put the model.
+
+    Returns:
+        The model in eval mode with gradients off.
+
+    Raises:
+        CheckpointError: As :func:`load_checkpoint`.
+    """
+    path = resolve_checkpoint(name_or_path)
+    try:
+        stat = path.stat()
+    except OSError as exc:
+        raise CheckpointError(_not_found(path)) from exc
+    return _shared_model(str(path), stat.st_size, stat.st_mtime_ns, str(device))
+
+
+@lru_cache(maxsize=32)
+def _shared_model(path: str, size: int, mtime_ns: int, device: str) -> Model:
+    return load_checkpoint(path, device)[0]
+
+
 @lru_cache(maxsize=256)
 def _health(path: str, size: int, mtime_ns: int, json_mtime_ns: int) -> str:
     """The one-line reason why the checkpoint at ``path`` does not load ("" if it loads).

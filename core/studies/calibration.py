@@ -56,6 +56,7 @@ from core.storage.checkpoints import (
     load_checkpoint,
     read_metadata,
     resolve_checkpoint,
+    shared_model,
 )
 from core.studies.evaluations import (
     BATCH_SIZE,
@@ -855,7 +856,7 @@ def example_answers(
         DatasetUnavailable: If the test set is missing.
     """
     device = default_device()
-    model = load_checkpoint(checkpoint, device)[0]
+    model = shared_model(checkpoint, device)
     images = shifted_examples(task_dataset(checkpoint), shift, severity).to(device)
     with seeded(0):
         summary = summarize(predictive_samples(model, images, n_samples))

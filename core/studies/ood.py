@@ -15,10 +15,11 @@ from pathlib import Path
 
 import torch
 
+from core.engine.device import default_device
 from core.evaluation.metrics import ood_metrics
-from core.evaluation.uncertainty import rejection_limits
+from core.evaluation.uncertainty import PredictiveSummary, rejection_limits, seeded_summary
 from core.progress import ProgressFn, report, share
-from core.storage.checkpoints import checkpoint_dataset
+from core.storage.checkpoints import checkpoint_dataset, shared_model
 from core.studies.evaluations import IN_DISTRIBUTION, DatasetEvaluation, evaluate_dataset
 
 CONFIDENT_PROB = 0.9  # a mean probability at least this high counts as a confident answer
@@ -249,3 +250,30 @@ def surest_inputs(evaluation: DatasetEvaluation, score: str, count: int) -> torc
     """
     order = torch.argsort(evaluation.scores["max_prob"], stable=True)
     return order[torch.argsort(evaluation.scores[score][order], stable=True)][:count]
+
+
+def sample_summary(
+    checkpoint: str | Path, dataset: str, seed: int, n_inputs: int, n_samples: int
+) -> PredictiveSummary:
+    """A checkpoint's seeded ``n_samples``-pass answers on a few random test inputs.
+
+    Args:
+        checkpoint: Registry name or ``.pt`` path.
+        dataset: The dataset the inputs come from.
+        seed: Seed of the inputs (:func:`core.data.load_dataset`); the noise is seed 0.
+        n_inputs: Number of inputs.
+        n_samples: Monte-Carlo passes.
+
+    Returns:
+        The summary of the passes on the ``n_inputs`` inputs, in their order.
+
+    Raises:
+        CheckpointError: If the checkpoint does not load.
+        DatasetUnavailable: If the dataset is missing.
+    """
+    from core.data import load_dataset
+
+    device = default_device()
+    model = shared_model(checkpoint, device)
+    images, _ = load_dataset(dataset, "test", n_inputs=n_inputs, seed=seed)
+    return seeded_summary(model, images.to(device), n_samples)

@@ -5,6 +5,12 @@ of the model pruned to each fraction in ``fractions``. Each point is stored as s
 computed in the disk cache (:func:`core.storage.cache.cache_entry`), keyed by the checkpoint
 file's contents, the method, the number of samples and the seed — so an interrupted
 computation resumes where it stopped, and a retrained checkpoint gets a new curve.
+
+The quick numbers of one pruned model (:func:`quick_point`, on the first
+:data:`QUICK_INPUTS` test images with :data:`QUICK_SAMPLES` passes: fast enough for every move
+of a slider), the SNR distribution (:func:`checkpoint_snr`) and the weight densities
+(:func:`weight_histogram`) are computed from the checkpoint each time; the app keeps them in
+memory.
 """
 
 from __future__ import annotations
@@ -12,16 +18,29 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+import torch
+
 from core.engine.device import default_device
 from core.evaluation.metrics import seeded_error
-from core.evaluation.pruning import prune
+from core.evaluation.pruning import (
+    PruningPoint,
+    SnrDistribution,
+    density,
+    prune,
+    pruning_point,
+    snr_distribution,
+    weight_values,
+)
 from core.progress import Job, ProgressFn, report
 from core.storage.cache import CacheEntry, cache_entry
-from core.storage.checkpoints import checkpoint_dataset, load_checkpoint
+from core.storage.checkpoints import checkpoint_dataset, load_checkpoint, shared_model
 
 CURVE_FRACTIONS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 0.98, 0.99)
 CURVE_SAMPLES = 10
 CACHE_VERSION = 2
+QUICK_INPUTS = 1000
+QUICK_SAMPLES = 5
 
 # Blundell et al. (2015), Table 2: SNR pruning of their 2×1200-unit BBB network (scale-mixture
 # prior) on MNIST; test error in percent.
@@ -192,3 +211,94 @@ def paper_table(curves: dict[str, PruningCurve], total_weights: int) -> list[dic
         row["Test error (paper, 2×1200, SNR)"] = f"{paper_error:.2f}%"
         rows.append(row)
     return rows
+
+
+# --- one pruned model, quickly ---------------------------------------------------------------
+
+
+def _quick_test_set(checkpoint: str | Path) -> tuple[torch.Tensor, torch.Tensor]:
+    from core.data import load_dataset
+
+    x, y = load_dataset(checkpoint_dataset(checkpoint), "test")
+    device = default_device()
+    return x[:QUICK_INPUTS].to(device), y[:QUICK_INPUTS].to(device)
+
+
+def quick_error(checkpoint: str | Path) -> float:
+    """The unpruned model's test error on the quick subset (seeded passes).
+
+    Args:
+        checkpoint: Registry name or ``.pt`` path.
+
+    Returns:
+        The error as a fraction, on the first :data:`QUICK_INPUTS` test images of the
+        checkpoint's task with :data:`QUICK_SAMPLES` passes.
+
+    Raises:
+        CheckpointError: If the checkpoint does not load.
+        DatasetUnavailable: If its test set is missing.
+    """
+    x, y = _quick_test_set(checkpoint)
+    return seeded_error(shared_model(checkpoint, default_device()), x, y, QUICK_SAMPLES)
+
+
+def checkpoint_snr(checkpoint: str | Path, bins: int, floor_db: float) -> SnrDistribution:
+    """The SNR distribution of a BBB checkpoint's weights.
+
+    Args:
+        checkpoint: Registry name or ``.pt`` path of a model with a weight posterior.
+        bins: Number of histogram bins.
+        floor_db: Lowest start of the plotted range in dB.
+
+    Returns:
+        See :func:`core.evaluation.pruning.snr_distribution`.
+
+    Raises:
+        CheckpointError: If the checkpoint does not load.
+    """
+    return snr_distribution(shared_model(checkpoint, default_device()), bins, floor_db)
+
+
+def quick_point(
+    checkpoint: str | Path, method: str, fraction: float, bins: int, floor_db: float
+) -> PruningPoint:
+    """The model pruned by ``method`` to ``fraction``, measured on the quick subset.
+
+    Args:
+        checkpoint: Registry name or ``.pt`` path of a model with a weight posterior.
+        method: A :data:`core.evaluation.pruning.METHODS` score.
+        fraction: Share of the weights removed, in [0, 1].
+        bins: Bins of the SNR distribution the removed weights are shown on.
+        floor_db: Its lowest start in dB (as :func:`checkpoint_snr`).
+
+    Returns:
+        The pruned model's error, size, removed SNR density and SNR cut-off.
+
+    Raises:
+        CheckpointError: If the checkpoint does not load.
+        DatasetUnavailable: If its test set is missing.
+    """
+    x, y = _quick_test_set(checkpoint)
+    model = shared_model(checkpoint, default_device())
+    snr = checkpoint_snr(checkpoint, bins, floor_db)
+    return pruning_point(model, method, fraction, x, y, QUICK_SAMPLES, snr)
+
+
+def weight_histogram(
+    checkpoint: str | Path, bins: int, value_range: tuple[float, float]
+) -> tuple[np.ndarray, np.ndarray]:
+    """The density of a checkpoint's weights (biases excluded); one posterior sample for BBB.
+
+    Args:
+        checkpoint: Registry name or ``.pt`` path.
+        bins: Number of histogram bins.
+        value_range: ``(low, high)`` of the weights counted.
+
+    Returns:
+        Bin centres and density ``(bins,)``.
+
+    Raises:
+        CheckpointError: If the checkpoint does not load.
+    """
+    weights = weight_values(shared_model(checkpoint, default_device()), sample=True)
+    return density(weights, bins, value_range)

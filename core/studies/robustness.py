@@ -38,7 +38,7 @@ from core.evaluation.metrics import auroc
 from core.evaluation.uncertainty import summarize
 from core.progress import Job, ProgressFn, report
 from core.storage.cache import CacheEntry, cache_entry
-from core.storage.checkpoints import checkpoint_dataset, load_checkpoint
+from core.storage.checkpoints import checkpoint_dataset, load_checkpoint, shared_model
 
 EPS_GRID = (0.0, 0.05, 0.1, 0.15, 0.2)
 CACHE_VERSION = 3  # bump when what is computed or stored changes
@@ -394,7 +394,7 @@ def _class_grid_direction(checkpoint: str | Path, dataset: str, key: dict) -> to
     from core.data import class_examples
 
     device = default_device()
-    model = load_checkpoint(checkpoint, device)[0]
+    model = shared_model(checkpoint, device)
     x, y = class_examples(dataset)
     with seeded(0):
         return fgsm_direction(model, x.to(device), y.to(device), key["n_attack_samples"]).cpu()
@@ -466,7 +466,7 @@ def _trajectory(checkpoint: str | Path, dataset: str, settings: TrajectorySettin
     from core.data import load_dataset
 
     device = default_device()
-    model = load_checkpoint(checkpoint, device)[0]
+    model = shared_model(checkpoint, device)
     x, _ = load_dataset(dataset, "test")
     i = settings.index
     with seeded(0):
