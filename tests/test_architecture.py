@@ -1,6 +1,6 @@
-"""The layout holds: core never imports streamlit, only the CLI imports the CLI, no core module
-imports a layer above it, core modules form no import cycle, every model kind follows the one
-interface, the examples run."""
+"""The layout holds: core never imports streamlit, only the CLI imports the CLI, pages keep no
+caches, no core module imports a layer above it, core modules form no import cycle, every model
+kind follows the one interface, the examples run."""
 
 from __future__ import annotations
 
@@ -60,6 +60,18 @@ def test_only_the_cli_imports_the_cli():
     ]
     assert offenders == []
 
+
+
+def test_pages_keep_no_caches_of_their_own():
+    """Pages are widgets, core calls and figures: what a rerun needs again is kept by the one
+    in-memory helper (``app.ui.kept``) or stored by core's disk cache, not by a page."""
+    offenders = [
+        f"{p.relative_to(ROOT)}:{node.lineno}"
+        for p in sorted(ROOT.glob("pages/*.py"))
+        for node in ast.walk(ast.parse(p.read_text()))
+        if isinstance(node, ast.Attribute) and node.attr.startswith("cache_")
+    ]
+    assert offenders == []
 
 def environment_reads(path: Path) -> list[str]:
     """The ``BNN_*`` variables a file reads from the environment itself (``os.environ.get``,
