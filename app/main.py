@@ -26,12 +26,15 @@ class PageInfo:
         title: Title in the navigation.
         icon: Streamlit icon, e.g. ``":material/home:"``.
         description: One line on what the page shows (listed on the home page).
+        models: Whether the page compares the sidebar's models (then the sidebar shows the
+            model picker and the number of Monte-Carlo samples).
     """
 
     file: str
     title: str
     icon: str
     description: str
+    models: bool = False
 
     @property
     def path(self) -> Path:
@@ -42,13 +45,20 @@ class PageInfo:
 # The one list of pages, in navigation order; the first is the home page.
 # To add a page: append a PageInfo here (the home page lists and links it automatically).
 PAGES = [
-    PageInfo("home.py", "Home", ":material/home:", "What this lab is and what each page shows."),
+    PageInfo(
+        "home.py",
+        "Home",
+        ":material/home:",
+        "What this lab is and what each page shows.",
+        models=True,  # where a teacher picks the models before class
+    ),
     PageInfo(
         "draw.py",
         "Draw a digit",
         ":material/draw:",
         "Draw, upload or pick a digit and watch each model's prediction, its spread across "
         'sampled networks, and whether it says "I don\'t know".',
+        models=True,
     ),
     PageInfo(
         "timing.py",
@@ -70,6 +80,7 @@ PAGES = [
         ":material/bolt:",
         "Slide the FGSM ε and compare how BNN, MLP and MC dropout lose accuracy and gain "
         "uncertainty; naive vs EOT gradients, transfer from the MLP, targeted attacks.",
+        models=True,
     ),
     PageInfo(
         "ood.py",
@@ -77,6 +88,7 @@ PAGES = [
         ":material/travel_explore:",
         "Show the models clothes, Japanese characters, letters, other alphabets or noise and "
         "see whether their uncertainty rises; score histograms, ROC curves, AUROC per score.",
+        models=True,
     ),
     PageInfo(
         "regression.py",
@@ -100,6 +112,7 @@ PAGES = [
         "Reliability diagrams and temperature scaling, accuracy when the most uncertain inputs "
         "are rejected, and accuracy, calibration and uncertainty under rotation, noise, blur and "
         "low contrast.",
+        models=True,
     ),
     PageInfo(
         "bandits.py",
@@ -121,6 +134,7 @@ PAGES = [
         ":material/groups:",
         "The drawings students sent from the Draw page, live: gallery, each model's accuracy, "
         'confusion matrix, reliability and "I don\'t know"s; export and clear the set.',
+        models=True,
     ),
 ]
 
@@ -183,7 +197,7 @@ def main() -> None:
     ]
     page = st.navigation(pages)
     share.start_run(page.url_path)
-    render_sidebar()
+    render_sidebar(pick_models=next(p.models for p in PAGES if p.title == page.title))
     link_slot = st.sidebar.container()
     try:
         page.run()

@@ -119,13 +119,23 @@ def device() -> torch.device:
     return default_device()
 
 
-def render_sidebar() -> None:
+def render_sidebar(pick_models: bool = True) -> None:
     """Draw the sidebar: models to compare, Monte-Carlo samples and the device in use.
 
     User-trained models follow the shipped ones, marked "(user-trained)". Broken checkpoints
     are listed apart, with the reason. Both settings live in the URL (:mod:`app.share`:
     ``sidebar_models=bbb_gaussian,user:NAME``, ``sidebar_samples=200``).
+
+    Args:
+        pick_models: Whether the page compares the chosen models. A page that does not shows
+            only the device; the choices are kept for the next page that does.
     """
+    if not pick_models:
+        for key in (MODELS_KEY, SAMPLES_KEY):
+            if key in st.session_state:  # a widget not drawn in a run loses its value: keep it
+                st.session_state[key] = st.session_state[key]
+        st.sidebar.caption(f"Device: {device_name(device())}")
+        return
     infos = all_checkpoints()
     available = [i.spec.name for i in infos if i.available]
     chosen = st.session_state.get(MODELS_KEY)

@@ -101,8 +101,9 @@ a.metric("Test error, unpruned", f"{base:.2%}")
 b.metric(
     f"Test error, {percent}% removed",
     f"{error:.2%}",
-    delta=f"{100 * (error - base):+.2f} pp",
+    delta=f"{100 * (error - base):+.2f} points",
     delta_color="inverse",
+    delta_arrow="off",
 )
 c.metric(f"Weights kept, of {size.total_weights:,}", f"{size.kept_weights:,}")
 d.metric(

@@ -13,10 +13,10 @@ from core.engine.objective import KL_SCHEDULES
 from core.methods.base import PRIOR_SETTINGS, Method, Setting, prior_of
 
 IMPL_TITLES = {
-    "sequential": "sequential (loop over S)",
-    "vmap": "vmap",
-    "vmap_lrt": "vmap + local reparameterisation",
-    "fused": "fused (one autograd node per sample: fastest at S = 1)",
+    "sequential": "one sampled network after another (slowest)",
+    "vmap": "all sampled networks at once (vmap)",
+    "vmap_lrt": "all at once, sampling each layer's outputs (local reparameterisation)",
+    "fused": "one fused step per sample (fastest with one sample)",
 }
 SCHEDULE_TITLES = {"uniform": "uniform (1/M per minibatch)", "blundell": "Blundell (2^(M−i))"}
 
