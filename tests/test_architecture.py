@@ -61,7 +61,6 @@ def test_only_the_cli_imports_the_cli():
     assert offenders == []
 
 
-
 def test_pages_keep_no_caches_of_their_own():
     """Pages are widgets, core calls and figures: what a rerun needs again is kept by the one
     in-memory helper (``app.ui.kept``) or stored by core's disk cache, not by a page."""
@@ -72,6 +71,7 @@ def test_pages_keep_no_caches_of_their_own():
         if isinstance(node, ast.Attribute) and node.attr.startswith("cache_")
     ]
     assert offenders == []
+
 
 def environment_reads(path: Path) -> list[str]:
     """The ``BNN_*`` variables a file reads from the environment itself (``os.environ.get``,
