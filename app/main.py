@@ -139,6 +139,16 @@ PAGES = [
 ]
 
 
+# On a touch screen every control is at least 44 px tall (a finger's width).
+TOUCH_CSS = """<style>
+@media (pointer: coarse) {
+  .stButton button, .stDownloadButton button, .stFormSubmitButton button,
+  [data-testid="stPopover"] button, [data-testid="stExpander"] summary,
+  [data-baseweb="select"] > div, [data-testid="stNumberInputContainer"],
+  [data-baseweb="input"] { min-height: 44px; }
+  [data-testid="stRadio"] label, [data-testid="stCheckbox"] label { min-height: 44px; }
+}
+</style>"""
 THREADS_ENV = "BNN_TORCH_THREADS"
 DEFAULT_THREADS = 1
 
@@ -190,6 +200,7 @@ def main() -> None:
         layout="wide",
         initial_sidebar_state="collapsed" if share.presenter() else "auto",
     )
+    st.html(TOUCH_CSS)
     thread_policy()
     training_queue()  # this server's workers: jobs queued before a restart, or by any replica
     pages = [

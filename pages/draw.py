@@ -21,6 +21,7 @@ from core.evaluation.sweep import rotation_angles, rotation_sweep
 from core.evaluation.uncertainty import Thresholds, reasons, summarize, verdict
 
 CANVAS_KEY = "draw_canvas"
+CANVAS_START_KEY = "draw_canvas_start"
 SOURCE_KEY = "draw_source"
 TEST_INDEX_KEY = "draw_test_index"
 SWEEP_KEY = "draw_sweep"
@@ -39,6 +40,15 @@ def canvas_image(image_data: np.ndarray | None) -> np.ndarray | None:
     return grey if grey.max() >= 0.05 else None
 
 
+def redraw_canvas(drawing: dict, strokes: list) -> None:
+    """Make the canvas show ``strokes`` of ``drawing`` (Fabric.js JSON): a button callback for
+    Undo and Clear, which stay visible and large on a phone (the canvas's own toolbar shows on
+    hover only). The canvas loads a changed ``initial_drawing`` and sends it back; the count
+    makes each request a change, even a second Clear."""
+    count = st.session_state.get(CANVAS_START_KEY, {}).get("redraws", 0) + 1
+    st.session_state[CANVAS_START_KEY] = {**drawing, "objects": strokes, "redraws": count}
+
+
 def from_canvas() -> tuple[np.ndarray, str] | None:
     """The canvas drawing, MNIST-style, and a caption; None (with a prompt) while empty."""
     stroke = share.slider("Stroke width", 5, 40, 18, key="draw_stroke")
@@ -49,12 +59,34 @@ def from_canvas() -> tuple[np.ndarray, str] | None:
         height=CANVAS_SIZE,
         width=CANVAS_SIZE,
         drawing_mode="freedraw",
+        initial_drawing=st.session_state.get(CANVAS_START_KEY),
         return_image_data=True,
         key=CANVAS_KEY,
     )
+    drawing = result.json_data or {}
+    strokes = drawing.get("objects") or []
+    undo, clear = st.columns(2)
+    undo.button(
+        "Undo",
+        key="draw_undo",
+        icon=":material/undo:",
+        on_click=redraw_canvas,
+        args=(drawing, strokes[:-1]),
+        disabled=not strokes,
+        width="stretch",
+    )
+    clear.button(
+        "Clear",
+        key="draw_clear",
+        icon=":material/delete:",
+        on_click=redraw_canvas,
+        args=(drawing, []),
+        disabled=not strokes,
+        width="stretch",
+    )
     image = canvas_image(result.image_data)
     if image is None:
-        st.info("Draw a digit on the black square; use the toolbar to undo or clear.")
+        st.info("Draw a digit on the black square.")
         return None
     return mnist_style(image), "your drawing"
 

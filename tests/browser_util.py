@@ -125,9 +125,18 @@ def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float, log: Path) -
     raise TimeoutError(f"streamlit did not become healthy in {timeout} s:\n{log.read_text()}")
 
 
+PHONE = {
+    "viewport": {"width": 390, "height": 844},
+    "device_scale_factor": 3,
+    "is_mobile": True,
+    "has_touch": True,
+}
+"""A phone's browser context: 390 × 844 CSS pixels, a touch screen (no mouse, no hover)."""
+
+
 @contextmanager
-def chromium_page(width: int = 1600, height: int = 1200) -> Iterator:
-    """A fresh headless Chromium page (Playwright sync API)."""
+def chromium_page(width: int = 1600, height: int = 1200, phone: bool = False) -> Iterator:
+    """A fresh headless Chromium page (Playwright sync API); ``phone``: as :data:`PHONE`."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
@@ -135,7 +144,8 @@ def chromium_page(width: int = 1600, height: int = 1200) -> Iterator:
             executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
         )
         try:
-            page = browser.new_page(viewport={"width": width, "height": height})
+            options = PHONE if phone else {"viewport": {"width": width, "height": height}}
+            page = browser.new_context(**options).new_page()
             page.set_default_timeout(WAIT_MS)
             yield page
         finally:
@@ -292,6 +302,42 @@ def draw(page, strokes: list[list[tuple[float, float]]]) -> None:
         for (x0, y0), (x, y) in zip(points, points[1:], strict=False):
             page.mouse.move(x, y, steps=max(2, int(math.dist((x0, y0), (x, y)) / 8)))
         page.mouse.up()
+
+
+def finger(page, points: list[tuple[float, float]]) -> None:
+    """Touch the screen at the first point, slide through the others, lift: real touch events
+    (the DevTools protocol's, as a touch screen sends them), a move about every 8 pixels."""
+    cdp = page.context.new_cdp_session(page)
+
+    def touch(kind: str, *at: tuple[float, float]) -> None:
+        cdp.send(
+            "Input.dispatchTouchEvent",
+            {"type": kind, "touchPoints": [{"x": x, "y": y} for x, y in at]},
+        )
+
+    touch("touchStart", points[0])
+    for (x0, y0), (x1, y1) in zip(points, points[1:], strict=False):
+        steps = max(2, int(math.dist((x0, y0), (x1, y1)) / 8))
+        for k in range(1, steps + 1):
+            touch("touchMove", (x0 + (x1 - x0) * k / steps, y0 + (y1 - y0) * k / steps))
+    touch("touchEnd")
+    cdp.detach()
+
+
+def touch_draw(page, strokes: list[list[tuple[float, float]]]) -> None:
+    """Draw polylines given in canvas fractions on the page's drawing canvas with a finger."""
+    box = page.locator("canvas.upper-canvas").bounding_box()
+    for stroke in strokes:
+        finger(
+            page,
+            [(box["x"] + fx * box["width"], box["y"] + fy * box["height"]) for fx, fy in stroke],
+        )
+
+
+def swipe_up(page, x: float, y: float, distance: float) -> None:
+    """A finger swipe upwards from (x, y) over ``distance`` CSS pixels (asks the page to scroll
+    down, if whatever is under the finger lets it)."""
+    finger(page, [(x, y), (x, y - distance)])
 
 
 def scored_default_models() -> list[str]:

@@ -106,6 +106,25 @@ def test_drawing_gives_prediction_and_verdict_per_model(untrained):
     assert not at.info  # the prompt is gone
 
 
+def test_undo_and_clear_redraw_the_canvas_with_one_stroke_less_or_none(untrained):
+    at = draw_page()
+    assert at.button(key="draw_undo").disabled and at.button(key="draw_clear").disabled
+    state = canvas_state("1")
+    strokes = [{"type": "Path", "path": [["M", 1, 2]]}, {"type": "Path", "path": [["M", 3, 4]]}]
+    state["drawing"]["raw"] = {"version": "5.3.0", "objects": strokes}
+    at.session_state["draw_canvas"] = state
+    at.run()
+    assert not at.button(key="draw_undo").disabled
+    at.button(key="draw_undo").click().run()
+    assert not at.exception, at.exception
+    start = at.session_state["draw_canvas_start"]  # what the canvas is asked to show
+    assert start == {"version": "5.3.0", "objects": strokes[:1], "redraws": 1}
+    at.button(key="draw_clear").click().run()
+    assert at.session_state["draw_canvas_start"]["objects"] == []
+    at.button(key="draw_clear").click().run()  # a second Clear is a new request too
+    assert at.session_state["draw_canvas_start"]["redraws"] == 3
+
+
 def test_missing_thresholds_are_computed_with_progress(untrained, monkeypatch, tmp_path):
     calls = []
 

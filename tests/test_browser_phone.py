@@ -1,0 +1,104 @@
+"""A student on a phone (390 × 844, touch only, in a real Chromium): draws a "1" with a finger,
+reads the verdict right under the canvas, undoes a stroke with a large button, sends the drawing
+to the class, and scrolls the page with a swipe that starts on a chart (the chart does not
+take the swipe); nothing is wider than the screen and the controls are a finger wide."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.classroom.store import ClassStore
+from core.storage.database import DB_ENV
+from tests.browser_util import (
+    PHONE,
+    chromium_page,
+    messages_sent,
+    record_timings,
+    require_chromium,
+    scored_default_models,
+    serve_app,
+    swipe_up,
+    touch_draw,
+    wait_for_script,
+    wait_for_text,
+)
+
+pytestmark = [pytest.mark.browser, require_chromium()]
+
+CLASS = "phone-test"
+ONE = [[(0.5, 0.15), (0.5, 0.85)]]
+SCRIBBLE = [[(0.2, 0.9), (0.8, 0.9)]]
+PANEL = "Send my drawing to the class"
+FINGER_PX = 44
+PROMPT = "Draw a digit on the black square."
+
+
+SCROLLED = (
+    "Math.max(window.scrollY, ...[...document.querySelectorAll("
+    "'[data-testid=stMain], [data-testid=stAppViewContainer]')].map(e => e.scrollTop))"
+)
+"""How far the app's main area is scrolled (Streamlit scrolls it, not the window)."""
+
+
+def test_a_phone_draws_with_a_finger_undoes_sends_and_scrolls_past_charts(tmp_path, monkeypatch):
+    scored_default_models()
+    database = f"sqlite:///{tmp_path / 'class.sqlite'}"
+    monkeypatch.setenv(DB_ENV, database)
+    with serve_app(env={DB_ENV: database}) as url, chromium_page(phone=True) as page:
+        record_timings(page)
+        page.goto(f"{url}/draw?class={CLASS}")
+        page.wait_for_selector("canvas.upper-canvas")
+        wait_for_script(page)
+        touch_draw(page, ONE)
+        page.wait_for_selector("[class*='st-key-prediction_']")
+        wait_for_script(page)
+        sent = messages_sent(page)
+        touch_draw(page, SCRIBBLE)
+        page.wait_for_function(f"() => window.__sent.length > {sent}")  # the canvas sent it
+        wait_for_script(page)
+        width = PHONE["viewport"]["width"]
+        assert page.evaluate("() => document.documentElement.scrollWidth") <= width
+
+        undo = page.locator(".st-key-draw_undo button")
+        assert undo.bounding_box()["height"] >= FINGER_PX
+        clear = page.locator(".st-key-draw_clear button")
+        assert clear.bounding_box()["height"] >= FINGER_PX
+        undo.tap()  # the scribble goes; the "1" stays and is read again
+        wait_for_script(page)
+        page.wait_for_selector("[class*='st-key-prediction_']")
+        assert page.get_by_text(PROMPT).count() == 0
+
+        # The first verdict comes before any chart, right under the canvas and its buttons.
+        verdict = page.locator("[class*='st-key-prediction_']").first.bounding_box()
+        chart = page.locator("[data-testid='stPlotlyChart']").first
+        assert verdict["y"] < chart.bounding_box()["y"]
+
+        chart.scroll_into_view_if_needed()
+        box = chart.bounding_box()
+        before = page.evaluate(f"() => {SCROLLED}")
+        swipe_up(page, box["x"] + box["width"] / 2, box["y"] + box["height"] / 2, 300)
+        # The page scrolled: the chart did not take the swipe.
+        page.wait_for_function(f"() => {SCROLLED} > {before + 100}", timeout=10_000)
+
+        page.get_by_text(PANEL).tap()
+        wait_for_text(page, f"Class code in use: {CLASS}")
+        choice = page.locator("[class*='st-key-class_label']")
+        for _ in range(5):  # a tap that lands while the page reruns can be lost: check it
+            choice.get_by_text("1", exact=True).tap()
+            wait_for_script(page)
+            if choice.get_by_role("radio", name="1").is_checked():
+                break
+        assert choice.get_by_role("radio", name="1").is_checked()
+        submit = page.get_by_role("button", name="Submit")
+        assert submit.bounding_box()["height"] >= FINGER_PX
+        page.wait_for_function(
+            "() => ![...document.querySelectorAll('button')].find("
+            "b => b.innerText.trim() === 'Submit').disabled",
+        )
+        wait_for_script(page)  # a tap during a rerun can be lost
+        submit.tap()
+        wait_for_text(page, f"Sent as a 1. Class {CLASS} now has 1 drawing(s).")
+        assert ClassStore().count(CLASS) == 1
+
+        clear.tap()
+        wait_for_text(page, PROMPT)
