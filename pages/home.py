@@ -31,7 +31,8 @@ with the usual objective, one with the α-divergence energy of Li & Gal); a **de
 of five independently trained networks, whose "samples" are its members; and a **Laplace
 approximation**, a Gaussian around the trained MLP's last layer fitted after training.
 
-Pick the models to compare and the number of samples in the sidebar; every page uses them.
+Pick the models to compare and the number of samples in the sidebar; the pages that compare
+models use them.
 """
 )
 

@@ -120,7 +120,8 @@ def regret_figure(result: dict, title: str = "", height: int = 420) -> go.Figure
             {"title": {"text": "step"}},
             {"title": {"text": "cumulative expected regret"}}
             | ({"range": [0, top]} if top is not None else {"rangemode": "tozero"}),
-            legend={"orientation": "h", "y": -0.25},
+            # Beside the plot, not below it: on a projector the plot fills the screen's height.
+            legend={"orientation": "v", "x": 1.01, "xanchor": "left", "y": 1, "yanchor": "top"},
         ),
     )
 
