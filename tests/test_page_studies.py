@@ -14,7 +14,9 @@ import core.storage.checkpoints
 from app import ui
 from core.catalogue import REGISTRY
 from core.data import DatasetUnavailable, class_examples, load_dataset
+from core.engine.seeding import seeded
 from core.evaluation import pruning
+from core.evaluation.attacks import fgsm_direction, targeted_fgsm
 from core.evaluation.metrics import seeded_error
 from core.evaluation.shift import shift_images
 from core.evaluation.uncertainty import seeded_summary
@@ -30,15 +32,13 @@ from core.studies.pruning_curves import (
     quick_point,
     weight_histogram,
 )
+from core.studies.robustness import TrajectorySettings, class_grid_direction, targeted_trajectory
 
 
 @pytest.fixture
-def bbb(tmp_path, monkeypatch) -> str:
-    """A small untrained BBB checkpoint (784-16-10) in a temporary checkpoint folder."""
-    try:
-        load_dataset("mnist", "test")
-    except DatasetUnavailable as exc:
-        pytest.skip(f"MNIST unavailable: {exc}")
+def bbb(tmp_path, monkeypatch, mnist_small) -> str:
+    """A small untrained BBB checkpoint (784-16-10) in a temporary checkpoint folder (skips
+    without MNIST)."""
     monkeypatch.setattr(core.storage.checkpoints, "CHECKPOINT_DIR", tmp_path / "checkpoints")
     monkeypatch.setenv("BNN_CACHE_DIR", str(tmp_path / "cache"))
     torch.manual_seed(0)
@@ -113,3 +113,33 @@ def test_kept_computes_once_per_arguments_and_checkpoint_version(bbb):
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))  # retrained
     again = ui.kept(compute, bbb, 1, models=[bbb])
     assert again == first and again is not first and len(calls) == 3
+
+
+def test_the_adversarial_class_grid_and_trajectory_are_cached_and_equal_the_direct_attacks(
+    bbb, tmp_path
+):
+    """The Adversarial page's two examples as core studies: stored on disk by content, and the
+    same numbers as calling the attacks directly (same seed)."""
+    x, _ = load_dataset("mnist", "test")
+    model = load_checkpoint(bbb)[0]
+
+    direction = class_grid_direction(bbb, 4)
+    digits, labels = class_examples("mnist")
+    assert labels.tolist() == list(range(10)) and direction.shape == (10, 1, 28, 28)
+    with seeded(0):
+        assert torch.equal(direction, fgsm_direction(model, digits, labels, 4))
+    assert torch.equal(class_grid_direction(bbb, 4), direction)  # read back
+
+    attack = TrajectorySettings(index=7, target=3, steps=5, eps=0.1, n_attack_samples=2)
+    found = targeted_trajectory(bbb, attack)
+    with seeded(0):
+        direct = targeted_fgsm(
+            model, x[7:8], 3, step=0.01, steps=5, eps=0.1, n_samples=2, n_eval_samples=20
+        )
+    assert found.probs.shape == (6, 10)
+    assert torch.allclose(found.probs, direct.probs[:, 0], atol=1e-6)
+    assert torch.allclose(found.adversarial, direct.adversarial[0, 0])
+    assert (found.adversarial - x[7, 0]).abs().max() <= 0.1 + 1e-6
+    assert len(list((tmp_path / "cache" / "trajectory").iterdir())) == 1
+    again = targeted_trajectory(bbb, attack)
+    assert torch.equal(again.probs, found.probs)
