@@ -210,15 +210,8 @@ def test_an_invalid_link_value_keeps_the_default_with_a_note(
     assert not any(share.NOTE_HEADING in w.value for w in at.warning)
 
 
-def on_draw(at: AppTest) -> AppTest:
-    """Switch to the Draw page (a page that compares the sidebar's models)."""
-    at.switch_page("../pages/draw.py").run()
-    assert not at.exception, at.exception
-    return at
-
-
 def test_sidebar_models_and_samples_round_trip_in_the_app(small_models):
-    at = on_draw(run(MAIN, {"sidebar_models": "mlp,dropout_mlp", "sidebar_samples": "20"}))
+    at = run(MAIN, {"sidebar_models": "mlp,dropout_mlp", "sidebar_samples": "20"})
     assert at.sidebar.multiselect(key="sidebar_models").value == ["mlp", "dropout_mlp"]
     assert at.sidebar.number_input(key="sidebar_samples").value == 20
     at.sidebar.multiselect(key="sidebar_models").set_value(["bbb_mixture"])
@@ -237,7 +230,7 @@ def test_sidebar_models_and_samples_round_trip_in_the_app(small_models):
 
 
 def test_unknown_models_in_a_link_are_left_out_with_a_note(small_models):
-    at = on_draw(run(MAIN, {"sidebar_models": "mlp,user:nobody", "sidebar_samples": "0"}))
+    at = run(MAIN, {"sidebar_models": "mlp,user:nobody", "sidebar_samples": "0"})
     assert at.sidebar.multiselect(key="sidebar_models").value == ["mlp"]
     assert at.sidebar.number_input(key="sidebar_samples").value == 4  # the session's value
     text = notes(at)
@@ -292,8 +285,7 @@ def test_link_control_shows_the_view_url(small_models):
 
 
 def test_hidden_sidebar_controls_still_choose_the_models_and_samples(small_models):
-    link = {"sidebar_models": "mlp", "sidebar_samples": "12", "hide": "sidebar_models"}
-    at = on_draw(run(MAIN, link))
+    at = run(MAIN, {"sidebar_models": "mlp", "sidebar_samples": "12", "hide": "sidebar_models"})
     assert "sidebar_models" not in [m.key for m in at.sidebar.multiselect]
     assert at.session_state["sidebar_models"] == ["mlp"]  # what ui.selected_names() reads
     assert at.sidebar.number_input(key="sidebar_samples").value == 12

@@ -28,11 +28,16 @@ from tests.browser_util import (
 pytestmark = [pytest.mark.browser, require_chromium()]
 
 
+QUICK_EVAL = "train_test_subset=500&train_eval_samples=1"
+"""Link settings for a quick evaluation: the curves on 500 test images, the saved test error
+with one pass (the defaults evaluate 10,000 images, the last time with 100 passes)."""
+
+
 def test_a_job_survives_a_reload_and_finishes(tmp_path, mnist_small):
     models = tmp_path / "models"
     env = {"BNN_MODELS_DIR": str(models), "BNN_CACHE_DIR": str(tmp_path / "cache")}
     with serve_app(env=env) as url, chromium_page() as page:
-        page.goto(f"{url}/train")
+        page.goto(f"{url}/train?{QUICK_EVAL}")
         wait_for_script(page)
         epochs = page.get_by_label("Epochs")
         epochs.fill("4")
@@ -72,9 +77,7 @@ def test_a_method_from_a_shared_link_trains_with_its_own_controls(tmp_path, mnis
     """SWAG, opened from a link that sets its generated controls, trains into a model."""
     models = tmp_path / "models"
     env = {"BNN_MODELS_DIR": str(models), "BNN_CACHE_DIR": str(tmp_path / "cache")}
-    link = (
-        "train?train_kind=swag&train_rank=3&train_epochs=2&train_subset=1000&train_eval_samples=10"
-    )
+    link = f"train?train_kind=swag&train_rank=3&train_epochs=2&train_subset=1000&{QUICK_EVAL}"
     with serve_app(env=env) as url, chromium_page() as page:
         page.goto(f"{url}/{link}")
         wait_for_text(page, "Rank K")  # SWAG's own settings, drawn from its declaration
@@ -191,7 +194,7 @@ def test_two_replicas_on_one_postgresql_database_and_ray_share_the_queue(
     }
     store = JobStore(db)
     long = "train_epochs=200&train_subset=1000&train_name=annas_long"
-    short = "train_epochs=1&train_subset=1000&train_name=annas_short"
+    short = f"train_epochs=1&train_subset=1000&train_name=annas_short&{QUICK_EVAL}"
     with (
         serve_app_process(env=env) as (first, first_server),
         serve_app_process(env=env) as (second, second_server),

@@ -39,11 +39,18 @@ RAY_ADDRESS_ENV = "BNN_RAY_ADDRESS"
 RAY_CPUS_ENV = "BNN_RAY_CPUS"
 RAY_GPUS_ENV = "BNN_RAY_GPUS"
 REPORT_S = 0.5
+CONNECT_TRIES = 3
+CONNECT_WAIT_S = 2.0
 """Seconds between a running job's reports to the database (progress, points, cancel)."""
 STOPPED = "the server stopped while this job trained; nothing was saved — start it again"
 
 log = logging.getLogger(__name__)
 Runner = Callable[..., TrainOutcome]
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
 
 
 class _Running:
@@ -258,18 +265,40 @@ class RayExecutor:
         self.where = f"Ray at {address}, {cpus} CPU(s)" + (f" and {gpus:g} GPU" if gpus else "")
 
     def _ray(self) -> Any:
+        """Ray, connected to the cluster (once per process).
+
+        A connection that fails is tried again (:data:`CONNECT_TRIES` times in all, a few
+        seconds apart): a Ray Client server sometimes fails to start the server of a new
+        client on a busy head.
+
+        Raises:
+            ConnectionError: One line, if the cluster cannot be reached.
+        """
         import ray
 
         with self._lock:
-            if not ray.is_initialized():
+            for attempt in range(1, CONNECT_TRIES + 1):
+                if ray.is_initialized():
+                    break
                 env = {"PYTHONPATH": str(REPO_ROOT), **settings.environment()}
-                ray.init(
-                    address=self.address,
-                    namespace="bnn-lab",
-                    runtime_env={"env_vars": env},
-                    logging_level=logging.WARNING,
-                    log_to_driver=False,
-                )
+                try:
+                    ray.init(
+                        address=self.address,
+                        namespace="bnn-lab",
+                        runtime_env={"env_vars": env},
+                        logging_level=logging.WARNING,
+                        log_to_driver=False,
+                    )
+                except Exception as exc:  # Ray raises many types for an unreachable cluster
+                    reason = _first_line(exc)
+                    log.warning(
+                        "Ray at %s (try %d of %d): %s", self.address, attempt, CONNECT_TRIES, reason
+                    )
+                    if attempt == CONNECT_TRIES:
+                        raise ConnectionError(
+                            f"the Ray cluster at {self.address} cannot be reached ({reason})"
+                        ) from exc
+                    time.sleep(CONNECT_WAIT_S * attempt)
         return ray
 
     def run(self, store: JobStore, job: TrainJob, stop: threading.Event) -> None:
@@ -279,7 +308,12 @@ class RayExecutor:
         (or a stopping server) that the task does not answer within a few seconds cancels it
         in Ray.
         """
-        ray = self._ray()
+        try:
+            ray = self._ray()
+        except ConnectionError as exc:
+            end = {"message": "failed", "error": str(exc), "details": str(exc.__cause__)}
+            finish(store, job.id, JobStatus.FAILED, Report(), end)
+            return
         task = ray.remote(_train_in_ray).options(
             num_cpus=self.cpus, num_gpus=self.gpus, max_retries=0, name=f"bnn-job-{job.id}"
         )
@@ -301,7 +335,7 @@ class RayExecutor:
         except Exception as exc:  # the task died, or was cancelled before it could say so
             cancelled = type(exc).__name__ == "TaskCancelledError"
             status = JobStatus.FAILED if stop.is_set() or not cancelled else JobStatus.CANCELLED
-            error = STOPPED if stop.is_set() else f"the Ray task failed: {str(exc).splitlines()[0]}"
+            error = STOPPED if stop.is_set() else f"the Ray task failed: {_first_line(exc)}"
             end = (
                 {"message": "cancelled; nothing saved"}
                 if status is JobStatus.CANCELLED
