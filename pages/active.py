@@ -23,6 +23,7 @@ from core.storage.paths import REPO_ROOT
 LIVE_KEY = "active_live"
 RUNNING_KEY = "active_running"
 KIND_KEY = "active_kind"
+LIVE = {"budget": 150, "test_size": 2000}
 PAPER = {"bald": 145, "random": 255}  # labels to 10 % test error, Gal et al. 2017, Table 1
 
 
@@ -51,7 +52,7 @@ def start() -> None:
     data = ui.kept(load_active_data)
     kind = st.session_state.get(KIND_KEY, "dropout")
     st.session_state[LIVE_KEY] = {
-        name: ActiveLearner(live_config(kind, acquisition=name), data)
+        name: ActiveLearner(live_config(kind, acquisition=name, **LIVE), data)
         for name in ("bald", "random")
     }
     st.session_state[RUNNING_KEY] = True
@@ -78,7 +79,7 @@ def live_run() -> None:
     left.button("Start a new run", on_click=start, key="active_start", type="primary")
     running = st.session_state.get(RUNNING_KEY, False)
     if learners is None:
-        config = live_config(st.session_state[KIND_KEY])
+        config = live_config(st.session_state[KIND_KEY], **LIVE)
         st.caption(
             f"Trains a fresh {method(config.kind).title} network, {network(config.to_dict())}, "
             f"after each round of {config.acquire} labels, from {config.initial} to "

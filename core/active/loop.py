@@ -390,19 +390,12 @@ ARCHITECTURES: dict[str, dict] = {
 per image) as in Gal et al. (2017), and the MLP 784-256-10 (either kind)."""
 
 
-LIVE_SETTINGS: dict = {**ARCHITECTURES["mlp"], "budget": 150, "test_size": 2000, "train_steps": 300}
-"""A live run on the page: the MLP (the CNN costs about three times as much per round on a CPU)
-with half the stored runs' training steps, to 150 labels, tested on 2,000 images. A round
-(retrain, test, score 1,000 candidates) then takes about a second per acquisition function on
-one laptop core."""
-
-
 def live_config(kind: str, **fields) -> ActiveConfig:
-    """A live run of ``kind`` (:data:`LIVE_SETTINGS`).
+    """A run of ``kind`` on the small CNN of :data:`ARCHITECTURES`, or its MLP without convolutions.
 
     Args:
         kind: A method of :data:`MODEL_KINDS`.
-        **fields: Other :class:`ActiveConfig` fields (acquisition, ...), or overrides.
+        **fields: Other :class:`ActiveConfig` fields (budget, acquisition, ...).
 
     Returns:
         The configuration.
@@ -410,7 +403,10 @@ def live_config(kind: str, **fields) -> ActiveConfig:
     Raises:
         ValueError: For a kind not in :data:`MODEL_KINDS` or an invalid field.
     """
-    return ActiveConfig(kind=kind, **(LIVE_SETTINGS | fields))
+    try:
+        return ActiveConfig(kind=kind, **ARCHITECTURES["cnn"], **fields)
+    except ValueError:  # the method offers no convolutions (or a field is bad: raised below)
+        return ActiveConfig(kind=kind, **ARCHITECTURES["mlp"], **fields)
 
 
 def curves_for(
