@@ -1,7 +1,8 @@
 """Shared UI for every page.
 
-The sidebar and its choices, cached loaders (models, test sets, "I don't know" thresholds) and
-the one progress runner for expensive cached work.
+The sidebar and its choices, cached loaders (models, test sets, "I don't know" thresholds), the
+pages' one in-memory cache for core calls (:func:`kept`) and the one progress runner for
+expensive cached work.
 
 Models are named by their registry name (shipped) or ``user:NAME`` (trained on the Train page
 or with ``python -m core train --name``, stored in the user-model folder); the sidebar lists
