@@ -4,19 +4,24 @@
 # Extra arguments go to pytest, e.g. bash scripts/run_tests.sh -k draw
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh --dev
-
 # Headless Chromium for the real-browser tests (Debian package; Playwright's own browser
 # download does not work offline), and
-# PostgreSQL's server binaries (Debian package) for the tests that start a throw-away cluster.
+# PostgreSQL's server binaries (Debian package) for the tests that start a throw-away cluster:
+# installed when missing, while the Python set-up runs.
 missing=()
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
+apt_pid=""
 if [ ${#missing[@]} -gt 0 ]; then
   echo "== installing ${missing[*]}"
   sudo=""
   [ "$(id -u)" -ne 0 ] && sudo=sudo
-  $sudo apt-get update -qq && $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+  ($sudo apt-get update -qq && $sudo apt-get install -y -qq "${missing[@]}" >/dev/null) &
+  apt_pid=$!
+fi
+bash scripts/setup.sh --dev
+if [ -n "$apt_pid" ]; then
+  wait "$apt_pid"
 fi
 
 echo "== ruff"
@@ -29,4 +34,7 @@ docs_site="$(mktemp -d)"
 NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$docs_site"
 rm -rf "$docs_site"
 echo "== pytest"
-.venv/bin/python -m pytest --durations=15 "$@"
+# Two test processes (pytest-xdist): many tests wait on servers and browsers, so two keep both
+# cores busy. The Ray tests share one worker (their xdist_group) and so one Ray head.
+# A later -n (e.g. -n 0 for one process) overrides this.
+.venv/bin/python -m pytest -n 2 --dist loadgroup --durations=15 "$@"

@@ -12,6 +12,15 @@ if SHARED_DATASETS.is_dir() and not os.environ.get("BNN_DATA_PATH"):
     os.environ["BNN_DATA_PATH"] = str(SHARED_DATASETS)
 
 
+def pytest_configure(config):
+    """Under pytest-xdist, one torch thread per test process: two processes with torch's default
+    of one thread per core would oversubscribe the cores (OpenMP threads spin while waiting)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        import torch
+
+        torch.set_num_threads(1)
+
+
 @pytest.fixture(scope="session")
 def mnist_small():
     """(train (2000 images, labels), test (1000 images, labels)) of MNIST; skips if absent."""

@@ -174,6 +174,7 @@ def test_a_stopped_server_says_what_happened_to_each_job_and_the_next_one_runs_t
         wait_for_text(page, STOPPED)
 
 
+@pytest.mark.xdist_group("ray")  # the worker with the session's Ray head (test_ray_jobs)
 def test_two_replicas_on_one_postgresql_database_and_ray_share_the_queue(
     tmp_path, mnist_small, postgres_server, ray_address
 ):

@@ -19,6 +19,8 @@ from core.jobs.owners import Visitor
 from tests.browser_util import REPO_ROOT
 from tests.test_jobs import wait_for
 
+# Under pytest-xdist every Ray test runs in one worker, so the session starts one Ray head.
+pytestmark = pytest.mark.xdist_group("ray")
 SMALL = {"n_train": 1000, "n_test": 200, "n_eval_samples": 1}
 
 

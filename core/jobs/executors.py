@@ -333,7 +333,8 @@ class RayExecutor:
         try:
             ray.get(ref)
         except Exception as exc:  # the task died, or was cancelled before it could say so
-            cancelled = type(exc).__name__ == "TaskCancelledError"
+            # A task cancelled while it ran comes back as RayTaskError(TaskCancelledError).
+            cancelled = isinstance(exc, ray.exceptions.TaskCancelledError)
             status = JobStatus.FAILED if stop.is_set() or not cancelled else JobStatus.CANCELLED
             error = STOPPED if stop.is_set() else f"the Ray task failed: {_first_line(exc)}"
             end = (
