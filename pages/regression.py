@@ -29,8 +29,7 @@ from core.regression.data import (
 )
 from core.regression.likelihood import NOISE_MODELS
 from core.regression.methods import DEFAULT_METHODS, METHODS, FitSettings
-from core.regression.metrics import band_difference
-from core.regression.study import fit_method, load_fit
+from core.regression.study import compared_numbers, fit_method, load_fit
 
 USER = "user"
 SOURCES = [*PRESETS, USER]
@@ -277,29 +276,26 @@ def as_arrays(predictive) -> dict[str, np.ndarray]:
     return {k: v.numpy() for k, v in predictive.to_dict().items()}
 
 
+COLUMNS = {
+    "rmse_in": "RMSE in range",
+    "nll_in": "NLL in range",
+    "std_in": "std in",
+    "std_out": "std out",
+    "std_ratio": "out / in",
+    "coverage90_in": "90 % coverage",
+    "std_vs_hmc": "std vs HMC",
+    "train_seconds": "train s",
+    "learned_noise": "learned σ",
+}
+
+
 def metrics_table(fits: dict, held_out: bool) -> pd.DataFrame:
-    """One row per method: the numbers of the CLI's JSON."""
-    rows = []
-    reference = fits.get("hmc")
-    for method, fit in fits.items():
-        m = fit.metrics
-        band = band_difference(fit.plot, reference.plot) if reference else None
-        noise = fit.info.get("learned_noise")
-        rows.append(
-            {
-                "method": METHODS[method].title,
-                "RMSE in range": m["rmse_in"],
-                "NLL in range": m["nll_in"],
-                "std in": m["std_in"],
-                "std out": m["std_out"],
-                "out / in": m["std_ratio"],
-                "90 % coverage": m["coverage90_in"],
-                "std vs HMC": band,
-                "train s": fit.train_seconds,
-                "learned σ": None if not noise else float(np.mean(noise)),
-            }
-        )
-    table = pd.DataFrame(rows).set_index("method")
+    """One row per method: the numbers of :func:`core.regression.study.compared_numbers`."""
+    rows = {
+        METHODS[method].title: {title: numbers[key] for key, title in COLUMNS.items()}
+        for method, numbers in compared_numbers(fits).items()
+    }
+    table = pd.DataFrame.from_dict(rows, orient="index").rename_axis("method")
     if not held_out:
         table = table.rename(columns=lambda c: c.replace("in range", "(train points)"))
     return table

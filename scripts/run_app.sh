@@ -3,4 +3,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec .venv/bin/python -m streamlit run app/main.py "$@"
+exec .venv/bin/python -m app.serve "$@"

@@ -61,9 +61,12 @@ def free_port() -> int:
 def serve_app(
     script: str = "app/main.py", env: dict[str, str] | None = None, timeout: float = 60.0
 ) -> Iterator[str]:
-    """Run ``streamlit run script`` on a free loopback port; yields its base URL.
+    """Serve ``script`` on a free loopback port; yields its base URL.
 
-    Waits until ``/_stcore/health`` answers ``ok``; stops the server (by its own PID) on exit."""
+    The whole app (``app/main.py``) starts as ``scripts/run_app.sh`` starts it, warm
+    (``python -m app.serve``); a single page as ``streamlit run script``. Waits until
+    ``/_stcore/health`` answers ``ok``; stops the server (by its own PID) on exit.
+    """
     with serve_app_process(script, env, timeout) as (url, _):
         yield url
 
@@ -74,12 +77,11 @@ def serve_app_process(
 ) -> Iterator[tuple[str, subprocess.Popen]]:
     """:func:`serve_app` that also yields the server process (e.g. to read its memory)."""
     port = free_port()
+    start = ["app.serve"] if script == "app/main.py" else ["streamlit", "run", script]
     cmd = [
         sys.executable,
         "-m",
-        "streamlit",
-        "run",
-        script,
+        *start,
         "--server.headless=true",
         "--server.address=127.0.0.1",
         f"--server.port={port}",

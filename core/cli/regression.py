@@ -21,8 +21,7 @@ from core.progress import text_progress
 from core.regression.data import PRESETS, make_data
 from core.regression.likelihood import NOISE_MODELS
 from core.regression.methods import METHODS, FitSettings
-from core.regression.metrics import band_difference
-from core.regression.study import fit_method, ship_fit
+from core.regression.study import compared_numbers, fit_method, ship_fit
 
 NUMBERS = (
     "rmse_in",
@@ -64,8 +63,8 @@ def regression_result(args: argparse.Namespace) -> dict:
 
     Returns:
         ``{"data": key, "settings": {...}, "methods": {method: numbers + "source"}}``; the
-        numbers include ``std_vs_hmc`` (:func:`~core.regression.metrics.band_difference` from
-        HMC's band; NaN unless HMC is among the methods).
+        numbers include ``std_vs_hmc`` (:func:`~core.regression.study.compared_numbers`: the
+        gap to HMC's band; NaN unless HMC is among the methods).
     """
     data = make_data(args.preset, args.n_inputs, args.noise, args.seed)
     settings = FitSettings(
@@ -86,12 +85,10 @@ def regression_result(args: argparse.Namespace) -> dict:
     if args.ship:
         for method in fits:
             print(f"shipped {ship_fit(data, method, settings)}", file=sys.stderr)
-    reference = fits.get("hmc")
-    methods = {}
-    for method, fit in fits.items():
-        band = band_difference(fit.plot, reference.plot) if reference else math.nan
-        numbers = fit.metrics | {"std_vs_hmc": band}
-        methods[method] = {k: numbers[k] for k in NUMBERS} | {"source": fit.source}
+    methods = {
+        method: {k: numbers[k] for k in NUMBERS} | {"source": fits[method].source}
+        for method, numbers in compared_numbers(fits).items()
+    }
     return {"data": data.key, "settings": settings.to_dict(), "methods": methods}
 
 

@@ -17,6 +17,8 @@ the cache entry's digest of all of the above, matches.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import torch
@@ -25,7 +27,7 @@ from core.progress import Job, ProgressFn, report
 from core.regression.data import RegressionData
 from core.regression.hmc import chain_functions, run_nuts
 from core.regression.methods import METHODS, FitSettings, check_method, predict, train_network
-from core.regression.metrics import Predictive, regression_metrics, summarize
+from core.regression.metrics import Predictive, band_difference, regression_metrics, summarize
 from core.storage.cache import CacheEntry, cache_entry
 from core.storage.paths import REPO_ROOT
 
@@ -315,3 +317,26 @@ def ship_fit(data: RegressionData, method: str, settings: FitSettings) -> str:
         raise ValueError(f"no cached {method} fit for {data.key}: run it first")
     target.save(stored)  # atomic
     return str(target.path)
+
+
+def compared_numbers(fits: Mapping[str, RegressionFit]) -> dict[str, dict[str, float]]:
+    """Each fit's numbers, with those that compare it to HMC's reference.
+
+    Args:
+        fits: Method → its fit on one data set, with one settings.
+
+    Returns:
+        Method → its :attr:`RegressionFit.metrics` plus ``std_vs_hmc`` (the gap between its
+        predictive std and HMC's over the plot, :func:`~core.regression.metrics.band_difference`;
+        NaN unless ``"hmc"`` is among the fits) and ``learned_noise`` (mean learned σ over
+        the networks; NaN when σ is not learned).
+    """
+    reference = fits.get("hmc")
+    numbers = {}
+    for method, fit in fits.items():
+        noise = fit.info.get("learned_noise")
+        numbers[method] = fit.metrics | {
+            "std_vs_hmc": band_difference(fit.plot, reference.plot) if reference else math.nan,
+            "learned_noise": sum(noise) / len(noise) if noise else math.nan,
+        }
+    return numbers

@@ -1,0 +1,38 @@
+"""Start the lab's server warm: ``python -m app.serve [streamlit options]``.
+
+Prepares the process (:func:`app.warmup.warm_up`: the pages' imports, the checkpoint listing,
+the models compared by default and the MNIST test set), then runs ``streamlit run app/main.py``
+with the given options in the same process, so the first visitor of a fresh server does not wait
+for that work. ``scripts/run_app.sh`` starts the lab this way.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from app.main import PAGES, REPO_ROOT
+from app.warmup import warm_up
+
+MAIN_SCRIPT = REPO_ROOT / "app" / "main.py"
+
+
+def main(options: list[str]) -> None:
+    """Warm up, then hand the process to Streamlit's command line.
+
+    Args:
+        options: ``streamlit run`` options, e.g. ``["--server.port=8502"]``.
+    """
+    print("Preparing the lab's pages…", flush=True)
+    seconds = warm_up([MAIN_SCRIPT, *(page.path for page in PAGES)])
+    print(
+        "Prepared in " + ", ".join(f"{step} {s:.1f} s" for step, s in seconds.items()) + ".",
+        flush=True,
+    )
+    from streamlit.web import cli
+
+    sys.argv = ["streamlit", "run", str(MAIN_SCRIPT), *options]
+    cli.main()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
