@@ -60,6 +60,7 @@ def test_a_phone_draws_with_a_finger_undoes_sends_and_scrolls_past_charts(tmp_pa
         assert page.evaluate("() => document.documentElement.scrollWidth") <= width
 
         undo = page.locator(".st-key-draw_undo button")
+        undo.wait_for(state="visible")
         assert undo.bounding_box()["height"] >= FINGER_PX
         clear = page.locator(".st-key-draw_clear button")
         assert clear.bounding_box()["height"] >= FINGER_PX
@@ -71,6 +72,7 @@ def test_a_phone_draws_with_a_finger_undoes_sends_and_scrolls_past_charts(tmp_pa
         # The first verdict comes before any chart, right under the canvas and its buttons.
         verdict = page.locator("[class*='st-key-prediction_']").first.bounding_box()
         chart = page.locator("[data-testid='stPlotlyChart']").first
+        chart.wait_for(state="visible")  # the browser may still be loading its chart code
         assert verdict["y"] < chart.bounding_box()["y"]
 
         chart.scroll_into_view_if_needed()
@@ -90,6 +92,7 @@ def test_a_phone_draws_with_a_finger_undoes_sends_and_scrolls_past_charts(tmp_pa
                 break
         assert choice.get_by_role("radio", name="1").is_checked()
         submit = page.get_by_role("button", name="Submit")
+        submit.wait_for(state="visible")
         assert submit.bounding_box()["height"] >= FINGER_PX
         page.wait_for_function(
             "() => ![...document.querySelectorAll('button')].find("
