@@ -58,6 +58,7 @@ from core.bandits.environments import Environment
 from core.engine.seeding import seeded
 from core.methods import METHODS, ModelConfig, build_model
 from core.methods import method as lab_method
+from core.methods.base import MIXTURE_SIGMA2
 from core.training import TrainConfig
 
 
@@ -114,7 +115,13 @@ class ModelSettings:
         lr: Adam's learning rate.
         noise_sigma: BBB's likelihood standard deviation σ, in units of the environment's
             ``reward_scale``.
-        prior_sigma: Standard deviation of BBB's Gaussian weight prior.
+        prior: BBB's weight prior: ``"gaussian"`` N(0, prior_sigma²) or ``"mixture"``, the
+            scale mixture prior_pi·N(0, prior_sigma1²) + (1 − prior_pi)·N(0, prior_sigma2²)
+            of Blundell et al. (2015).
+        prior_sigma: Standard deviation of the Gaussian prior.
+        prior_pi: Weight of the mixture's wide component.
+        prior_sigma1: Standard deviation of the mixture's wide component.
+        prior_sigma2: Standard deviation of the mixture's narrow component.
         init_sigma: BBB's initial posterior standard deviation of every weight.
         kl_beta: Multiplies BBB's complexity cost (1 = the ELBO).
         dropout: Dropout probability of MC dropout.
@@ -135,7 +142,11 @@ class ModelSettings:
     updates_per_step: int = 1
     lr: float = 1e-3
     noise_sigma: float = 1.0
+    prior: str = "gaussian"
     prior_sigma: float = 1.0
+    prior_pi: float = 0.5
+    prior_sigma1: float = 1.0
+    prior_sigma2: float = MIXTURE_SIGMA2
     init_sigma: float = 0.02
     kl_beta: float = 1.0
     dropout: float = 0.2
@@ -159,6 +170,22 @@ class ModelSettings:
             )
         if min(self.linear_lambda, self.linear_a0, self.linear_b0) <= 0:
             raise ValueError("linear_lambda, linear_a0 and linear_b0 must be > 0")
+        if self.prior not in ("gaussian", "mixture"):
+            raise ValueError(f"prior must be 'gaussian' or 'mixture', got {self.prior!r}")
+        if not 0.0 < self.prior_pi < 1.0 or not 0.0 < self.prior_sigma2 < self.prior_sigma1:
+            raise ValueError("need 0 < prior_pi < 1 and 0 < prior_sigma2 < prior_sigma1")
+
+    @property
+    def prior_config(self) -> dict:
+        """The weight prior as :class:`~core.engine.interface.ModelConfig` takes it."""
+        if self.prior == "gaussian":
+            return {"kind": "gaussian", "sigma": self.prior_sigma}
+        return {
+            "kind": "mixture",
+            "pi": self.prior_pi,
+            "sigma1": self.prior_sigma1,
+            "sigma2": self.prior_sigma2,
+        }
 
     def to_dict(self) -> dict:
         """The settings as a JSON-serialisable dict.
@@ -411,7 +438,7 @@ class NeuralGroup(AgentGroup):
             hidden=settings.hidden,
             in_features=self.context_dim + self.n_actions,
             num_classes=1,
-            prior={"kind": "gaussian", "sigma": settings.prior_sigma},
+            prior=settings.prior_config,
             init_sigma=settings.init_sigma,
             lrt=True,
             dropout=settings.dropout,

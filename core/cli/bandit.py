@@ -6,6 +6,7 @@ Examples::
     python -m core bandit --env wheel --delta 0.95 --steps 5000 --seeds 3
     python -m core bandit --env mushroom --steps 50000 --save     # a reference run for the page
     python -m core bandit --env wheel --set updates_per_step=2 --set kl_beta=0.1 --json
+    python -m core bandit --protocol blundell2015                 # the paper's experiment
 
 Prints, per agent, the mean cumulative regret over seeds every 1,000 steps, the final mean and
 standard deviation over seeds, and the seconds of compute. Finished runs are cached by their
@@ -23,6 +24,7 @@ import torch
 
 from core.bandits.agents import AGENTS, ModelSettings
 from core.bandits.environments import ENVIRONMENTS
+from core.bandits.protocols import PROTOCOLS, Protocol
 from core.bandits.runner import DEFAULT_AGENTS, RunConfig, regret_table
 from core.bandits.store import run_bandit, save_reference
 from core.progress import text_progress
@@ -96,6 +98,21 @@ def format_result(result: dict, every: int = 1000, cached: bool = False) -> str:
     return "\n".join(lines)
 
 
+def format_protocol(protocol: Protocol) -> str:
+    """A protocol's settings for people: one line each, with its source.
+
+    Args:
+        protocol: The protocol.
+
+    Returns:
+        Its title, then ``setting = value  (source)`` lines.
+    """
+    lines = [f"{protocol.title}:"]
+    for key, value, source in protocol.settings():
+        lines.append(f"  {key} = {value}  ({source})")
+    return "\n".join(lines)
+
+
 def cmd_bandit(args: argparse.Namespace) -> int:
     """Run ``python -m core bandit``.
 
@@ -107,16 +124,21 @@ def cmd_bandit(args: argparse.Namespace) -> int:
     """
     if args.threads:
         torch.set_num_threads(args.threads)  # the CLI owns its process; pages never do this
-    agents = args.agents or ",".join(DEFAULT_AGENTS[args.env])
-    config = RunConfig(
-        env=args.env,
-        delta=args.delta,
-        agents=tuple(agents.split(",")),
-        steps=args.steps,
-        seeds=args.seeds,
-        seed=args.seed,
-        model=model_settings(args.set or []),
-    )
+    if args.protocol:
+        protocol = PROTOCOLS[args.protocol]
+        config = protocol.config
+        print(format_protocol(protocol), file=sys.stderr)
+    else:
+        agents = args.agents or ",".join(DEFAULT_AGENTS[args.env])
+        config = RunConfig(
+            env=args.env,
+            delta=args.delta,
+            agents=tuple(agents.split(",")),
+            steps=args.steps,
+            seeds=args.seeds,
+            seed=args.seed,
+            model=model_settings(args.set or []),
+        )
     result, run = run_bandit(config, progress=text_progress("bandit"), use_cache=not args.no_cache)
     if args.json:
         print(json.dumps(result))
@@ -135,6 +157,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """
     p = subparsers.add_parser(
         "bandit", help="contextual bandits: Thompson sampling with a BBB reward model vs greedy"
+    )
+    p.add_argument(
+        "--protocol",
+        choices=list(PROTOCOLS),
+        help="a paper's experiment: every setting fixed (printed with its source; the other "
+        "run and model options are ignored)",
     )
     p.add_argument("--env", choices=ENVIRONMENTS, default="mushroom")
     p.add_argument("--delta", type=float, default=0.95, help="the wheel's δ in (0, 1)")

@@ -1,0 +1,90 @@
+"""Papers' experiments as named run settings, each setting with where it comes from.
+
+A :class:`Protocol` is a :class:`~core.bandits.runner.RunConfig` and, for every setting it
+fixes, one line on its source: the paper's text, or what the paper leaves open and the value
+chosen here. ``python -m core bandit --protocol NAME`` runs one and prints that table first.
+The lab's quick settings (``RunConfig``'s defaults) stay what the live page uses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from core.bandits.agents import ModelSettings
+from core.bandits.environments import MushroomBandit
+from core.bandits.runner import RunConfig
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """A paper's experiment.
+
+    Attributes:
+        name: Its key, e.g. ``"blundell2015"``.
+        title: The paper and the experiment, for people.
+        config: The run it is.
+        sources: Setting (a :class:`RunConfig` field, or ``model.<field>`` of its
+            :class:`~core.bandits.agents.ModelSettings`) → where its value comes from.
+    """
+
+    name: str
+    title: str
+    config: RunConfig
+    sources: dict[str, str]
+
+    def settings(self) -> list[tuple[str, object, str]]:
+        """Every setting the protocol fixes, its value and its source.
+
+        Returns:
+            ``(setting, value, source)`` in the order of :attr:`sources`.
+        """
+        values = self.config.to_dict()
+        model = values.pop("model")
+        values |= {f"model.{key}": value for key, value in model.items()}
+        return [(key, values[key], source) for key, source in self.sources.items()]
+
+
+BLUNDELL = "Blundell et al. 2015, §5.3"
+
+PROTOCOLS: dict[str, Protocol] = {
+    "blundell2015": Protocol(
+        name="blundell2015",
+        title="Blundell et al. (2015), §5.3 and Figure 5: the mushroom bandit",
+        config=RunConfig(
+            env="mushroom",
+            agents=("bbb", "greedy", "eps1", "eps5"),
+            steps=50_000,
+            seeds=5,
+            model=ModelSettings(
+                hidden=(100, 100),
+                buffer_size=4096,
+                batch_size=64,
+                updates_per_step=64,
+                noise_sigma=1.0 / MushroomBandit.reward_scale,
+                prior="mixture",
+            ),
+        ),
+        sources={
+            "env": f"{BLUNDELL}: the UCI mushrooms; eat or not; +5 for an edible one, +5 or "
+            "−35 with equal odds for a poisonous one, 0 for not eating",
+            "agents": f"{BLUNDELL}, Figure 5: Thompson sampling with Bayes by Backprop against "
+            "greedy, 1 % and 5 % ε-greedy agents on the same network",
+            "steps": f"{BLUNDELL}, Figure 5: 50,000 steps",
+            "seeds": "not given in the paper: 5 runs per agent",
+            "model.hidden": f"{BLUNDELL}: two hidden layers of 100 rectified linear units",
+            "model.buffer_size": f"{BLUNDELL}: the last 4,096 interactions",
+            "model.batch_size": f"{BLUNDELL}: minibatches of 64",
+            "model.updates_per_step": f"{BLUNDELL}: 64 minibatch updates per interaction",
+            "model.prior": f"{BLUNDELL.split(',')[0]}, §3.3: the scale-mixture prior",
+            "model.prior_pi": "not given for this experiment: the lab's MNIST mixture, π = 1/2",
+            "model.prior_sigma1": "not given for this experiment: the lab's MNIST mixture, σ1 = 1",
+            "model.prior_sigma2": "not given for this experiment: the lab's MNIST mixture, "
+            "σ2 = e^-6",
+            "model.noise_sigma": "not given in the paper: σ = 1 reward unit (0.2 of the "
+            "rewards divided by 5 that the network sees)",
+            "model.lr": "not given in the paper: Adam, the lab's 0.001",
+            "model.kl_beta": "the ELBO (β = 1), as in the paper's objective",
+        },
+    ),
+}
+"""Protocol name → protocol."""
