@@ -40,6 +40,21 @@ SCROLLED = (
 """How far the app's main area is scrolled (Streamlit scrolls it, not the window)."""
 
 
+VERDICT = "[class*='st-key-prediction_']"
+CHART = "[data-testid='stPlotlyChart']"
+BOXES_JS = """(selectors) => {
+  const rects = selectors.map(s => document.querySelector(s)?.getBoundingClientRect());
+  if (!rects.every(r => r && r.height > 0)) return false;
+  return rects.map(r => ({x: r.x, y: r.y, width: r.width, height: r.height}));
+}"""
+
+
+def drawn_boxes(page, *selectors: str) -> list[dict]:
+    """The first element of each selector, once all are drawn, read in one step of the page
+    (a rerun may replace an element between two separate reads); viewport coordinates."""
+    return page.wait_for_function(BOXES_JS, arg=list(selectors)).json_value()
+
+
 def test_a_phone_draws_with_a_finger_undoes_sends_and_scrolls_past_charts(tmp_path, monkeypatch):
     scored_default_models()
     database = f"sqlite:///{tmp_path / 'class.sqlite'}"
@@ -50,7 +65,7 @@ def test_a_phone_draws_with_a_finger_undoes_sends_and_scrolls_past_charts(tmp_pa
         page.wait_for_selector("canvas.upper-canvas")
         wait_for_script(page)
         touch_draw(page, ONE)
-        page.wait_for_selector("[class*='st-key-prediction_']")
+        page.wait_for_selector(VERDICT)
         wait_for_script(page)
         sent = messages_sent(page)
         touch_draw(page, SCRIBBLE)
@@ -59,24 +74,21 @@ def test_a_phone_draws_with_a_finger_undoes_sends_and_scrolls_past_charts(tmp_pa
         width = PHONE["viewport"]["width"]
         assert page.evaluate("() => document.documentElement.scrollWidth") <= width
 
+        buttons = drawn_boxes(page, ".st-key-draw_undo button", ".st-key-draw_clear button")
+        assert all(button["height"] >= FINGER_PX for button in buttons)
         undo = page.locator(".st-key-draw_undo button")
-        undo.wait_for(state="visible")
-        assert undo.bounding_box()["height"] >= FINGER_PX
         clear = page.locator(".st-key-draw_clear button")
-        assert clear.bounding_box()["height"] >= FINGER_PX
         undo.tap()  # the scribble goes; the "1" stays and is read again
         wait_for_script(page)
-        page.wait_for_selector("[class*='st-key-prediction_']")
+        page.wait_for_selector(VERDICT)
         assert page.get_by_text(PROMPT).count() == 0
 
         # The first verdict comes before any chart, right under the canvas and its buttons.
-        verdict = page.locator("[class*='st-key-prediction_']").first.bounding_box()
-        chart = page.locator("[data-testid='stPlotlyChart']").first
-        chart.wait_for(state="visible")  # the browser may still be loading its chart code
-        assert verdict["y"] < chart.bounding_box()["y"]
+        verdict, chart = drawn_boxes(page, VERDICT, CHART)
+        assert verdict["y"] < chart["y"]
 
-        chart.scroll_into_view_if_needed()
-        box = chart.bounding_box()
+        page.locator(CHART).first.scroll_into_view_if_needed()
+        (box,) = drawn_boxes(page, CHART)
         before = page.evaluate(f"() => {SCROLLED}")
         swipe_up(page, box["x"] + box["width"] / 2, box["y"] + box["height"] / 2, 300)
         # The page scrolled: the chart did not take the swipe.
