@@ -87,7 +87,11 @@ def test_a_phone_draws_with_a_finger_undoes_sends_and_scrolls_past_charts(tmp_pa
         verdict, chart = drawn_boxes(page, VERDICT, CHART)
         assert verdict["y"] < chart["y"]
 
-        page.locator(CHART).first.scroll_into_view_if_needed()
+        page.wait_for_function(  # in one step of the page: a rerun may replace the chart
+            "(s) => { const e = document.querySelector(s); e?.scrollIntoView({block: 'center'});"
+            " return !!e; }",
+            arg=CHART,
+        )
         (box,) = drawn_boxes(page, CHART)
         before = page.evaluate(f"() => {SCROLLED}")
         swipe_up(page, box["x"] + box["width"] / 2, box["y"] + box["height"] / 2, 300)
