@@ -34,7 +34,6 @@ docs_site="$(mktemp -d)"
 NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$docs_site"
 rm -rf "$docs_site"
 echo "== pytest"
-# One test process for now: with two (pytest-xdist, -n 2 --dist loadgroup; the Ray tests then
-# share a worker through their xdist_group) the suite takes ~14 instead of ~20 minutes here, but
-# two browser tests still time out under that load now and then. Pass -n 2 to try it.
-.venv/bin/python -m pytest --durations=15 "$@"
+# Two test processes (pytest-xdist): the browser tests share one of them (tests/conftest.py) and
+# the Ray tests another group, each group on one worker; one torch thread per worker.
+.venv/bin/python -m pytest -n 2 --dist loadgroup --durations=15 "$@"

@@ -243,10 +243,10 @@ def wait_for_text(page, text: str, deadline_s: float = 600, idle_s: float = 15) 
     seconds without showing the text (the run that should have shown it is over), or after
     ``deadline_s`` in all.
     """
-    shown = page.get_by_text(text)
+    shown = page.get_by_text(text).filter(visible=True)  # not a table's hidden copy
     running = page.locator("[data-testid='stApp'][data-test-script-state='running']")
     start = idle_since = time.monotonic()
-    while not (shown.count() and shown.first.is_visible()):
+    while not shown.count():
         now = time.monotonic()
         if running.count():
             idle_since = now
@@ -263,9 +263,10 @@ def wait_for_polled_text(page, text: str, deadline_s: float = 300) -> None:
 
     Such a page is never idle for long, but each poll is a run of a few milliseconds that
     :func:`wait_for_text`'s check of the script state can miss many times in a row; so this
-    wait only has a deadline.
+    wait only has a deadline. Only visible text counts: a table's cells (``st.dataframe``) are
+    drawn on a canvas and also kept as hidden text, which would otherwise match first.
     """
-    page.get_by_text(text).first.wait_for(timeout=deadline_s * 1000)
+    page.get_by_text(text).filter(visible=True).first.wait_for(timeout=deadline_s * 1000)
 
 
 def choose(page, box, option: str, tries: int = 10) -> None:

@@ -21,6 +21,15 @@ def pytest_configure(config):
         torch.set_num_threads(1)
 
 
+def pytest_itemcollected(item):
+    """Under ``--dist loadgroup``, the browser tests share one worker (one served app and one
+    Chromium at a time, beside the other worker's computations), except those already in a
+    group of their own (the one on the session's Ray head). Marked as each test is collected,
+    before pytest-xdist reads the groups."""
+    if item.get_closest_marker("browser") and not item.get_closest_marker("xdist_group"):
+        item.add_marker(pytest.mark.xdist_group("browser"))
+
+
 @pytest.fixture(scope="session")
 def mnist_small():
     """(train (2000 images, labels), test (1000 images, labels)) of MNIST; skips if absent."""

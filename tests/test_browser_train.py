@@ -56,7 +56,7 @@ def test_a_job_survives_a_reload_and_finishes(tmp_path, mnist_small):
         page.get_by_role("textbox", name="Name of the new model").fill("browser_run")
         page.get_by_role("button", name="Start training").click()
         wait_for_text(page, "Job #1")
-        page.get_by_text("running").first.wait_for()
+        wait_for_polled_text(page, "running")
         page.reload()
         wait_for_script(page)
         wait_for_text(page, "Job #1")  # re-attached after the reload
@@ -113,7 +113,7 @@ def test_a_second_browser_cannot_cancel_the_first_ones_job(tmp_path, mnist_small
         wait_for_setting(anna, "train_epochs", "50")
         anna.get_by_role("button", name="Start training").click()
         wait_for_text(anna, "Job #1")
-        anna.get_by_text("running").first.wait_for()
+        wait_for_polled_text(anna, "running")
         anna.reload()  # a new session of the same browser: still the owner
         wait_for_script(anna)
         wait_for_text(anna, "Job #1")
@@ -122,7 +122,7 @@ def test_a_second_browser_cannot_cancel_the_first_ones_job(tmp_path, mnist_small
         ben.goto(f"{url}/train")
         wait_for_script(ben)
         wait_for_text(ben, "Job #1")
-        ben.get_by_text("running").first.wait_for()
+        wait_for_polled_text(ben, "running")
         assert ben.get_by_role("button", name="Cancel").count() == 0
         cancel.click()
         wait_for_polled_text(anna, "Cancelled: nothing was saved.")
