@@ -85,8 +85,6 @@ def _softplus_of_exp(u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch
 class Softplus(torch.autograd.Function):
     """Differentiable :func:`softplus` (works under ``torch.func.vmap``): σ = softplus(ρ)."""
 
-    generate_vmap_rule = True
-
     @staticmethod
     def forward(rho):
         """σ and sigmoid(ρ) (the latter saved for the backward pass).
@@ -113,6 +111,23 @@ class Softplus(torch.autograd.Function):
         """
         ctx.save_for_backward(output[1])
         ctx.mark_non_differentiable(output[1])
+
+    @staticmethod
+    def vmap(info, in_dims, rho):
+        """The rule under ``vmap``: element-wise, so the batched tensor goes through whole.
+
+        ``torch.func``'s generated rule for this function cost ~40× more on the CPU.
+
+        Args:
+            info: Batch size and randomness (unused).
+            in_dims: ``(dim of the batch in rho,)``.
+            rho: The batched tensor, as one.
+
+        Returns:
+            ``((softplus(ρ), sigmoid(ρ)), (dim, dim))``.
+        """
+        (dim,) = in_dims
+        return Softplus.apply(rho), (dim, dim)
 
     @staticmethod
     def backward(ctx, grad_sigma, _grad_sig):
