@@ -8,6 +8,9 @@
 2. Vectorisation: BBB Thompson alone for ``--scaling-steps`` steps with 1, 2, 4 and 8 seeds in
    lockstep (stacked networks, one vmapped call per step), against running the seeds one after
    the other (the 1-seed time × seeds): milliseconds per step and per run-step.
+3. A paper's protocol (``--protocol blundell2015``): ``--protocol-steps`` of its steps, the
+   seconds per step of each agent family and per minibatch update, and the whole protocol's
+   time projected from them (every step costs the same once the buffer is sampled).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -22,6 +26,7 @@ sys.path.insert(0, str(REPO_ROOT))
 
 import torch  # noqa: E402
 
+from core.bandits.protocols import PROTOCOLS  # noqa: E402
 from core.bandits.runner import BanditRun, RunConfig  # noqa: E402
 
 
@@ -37,9 +42,14 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=10_000)
     parser.add_argument("--scaling-steps", type=int, default=1000)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--protocol", choices=sorted(PROTOCOLS), help="only time this protocol")
+    parser.add_argument("--protocol-steps", type=int, default=20)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s)")
+    if args.protocol:
+        protocol_speed(PROTOCOLS[args.protocol].config, args.protocol_steps)
+        return
 
     config = RunConfig(
         env="mushroom", agents=("bbb", "greedy", "eps5", "random"), steps=args.steps, seeds=2
@@ -67,6 +77,21 @@ def main() -> None:
             f"{seeds:6d} {seconds:11.1f} {per_step:8.2f} {per_step / seeds:12.2f} "
             f"{single * seeds:13.1f}"
         )
+
+
+def protocol_speed(config: RunConfig, steps: int) -> None:
+    seconds, run = timed(replace(config, steps=steps))
+    updates = steps * config.model.updates_per_step
+    print(
+        f"{steps} of {config.steps:,} steps, {config.seeds} seeds, "
+        f"{config.model.updates_per_step} updates of {config.model.batch_size} per step:"
+    )
+    print(f"{'family':>8s} {'s/step':>8s} {'ms/update':>10s} {'projected h':>12s}")
+    for family, spent in run.group_seconds.items():
+        hours = spent / steps * config.steps / 3600
+        print(f"{family:>8s} {spent / steps:8.3f} {1000 * spent / updates:10.2f} {hours:12.1f}")
+    total = seconds / steps * config.steps / 3600
+    print(f"{'all':>8s} {seconds / steps:8.3f} {'':>10s} {total:12.1f}")
 
 
 if __name__ == "__main__":

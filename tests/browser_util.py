@@ -235,26 +235,38 @@ def wait_for_setting(page, key: str, value: str) -> None:
     wait_for_script(page)
 
 
-def wait_for_text(page, text: str, deadline_s: float = 600, idle_s: float = 15) -> None:
+def wait_for_text(
+    page, text: str, deadline_s: float = 600, idle_s: float = 15, start_s: float = 120
+) -> None:
     """Wait until the page shows ``text``, for as long as the app is still working on it.
 
     A loaded machine only makes the app's script run longer, so the wait follows the page's
     state rather than a fixed time: it fails once the script has been idle for ``idle_s``
     seconds without showing the text (the run that should have shown it is over), or after
-    ``deadline_s`` in all.
+    ``deadline_s`` in all. Until a run has been seen, the idle limit is ``start_s``: a page
+    just opened on a busy server may take a while to start its first run.
     """
     shown = page.get_by_text(text).filter(visible=True)  # not a table's hidden copy
     running = page.locator("[data-testid='stApp'][data-test-script-state='running']")
     start = idle_since = time.monotonic()
+    limit = start_s
     while not shown.count():
         now = time.monotonic()
         if running.count():
-            idle_since = now
-        elif now - idle_since > idle_s:
-            pytest.fail(f"the page stopped working without showing {text!r}")
+            idle_since, limit = now, idle_s
+        elif now - idle_since > limit:
+            pytest.fail(f"the page stopped working without showing {text!r}:\n{page_text(page)}")
         if now - start > deadline_s:
-            pytest.fail(f"waited {deadline_s:g} s for {text!r}")
+            pytest.fail(f"waited {deadline_s:g} s for {text!r}:\n{page_text(page)}")
         page.wait_for_timeout(100)
+
+
+def page_text(page, chars: int = 1500) -> str:
+    """The end of the page's visible text, for a failure message."""
+    try:
+        return page.inner_text("body")[-chars:]
+    except Exception as exc:  # the page itself may be gone
+        return f"(no text: {exc})"
 
 
 def wait_for_polled_text(page, text: str, deadline_s: float = 300) -> None:
