@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from dataclasses import replace
 
 import pytest
@@ -23,6 +25,7 @@ from core.engine.interface import ModelConfig
 from core.evaluation.uncertainty import summarize
 from core.methods import build_model, method
 from core.methods.base import TRAIN_FIELDS
+from tests.browser_util import REPO_ROOT
 
 TINY = ActiveConfig(
     pool_size=600, candidates=200, acquire=10, budget=50, train_steps=40, test_size=500, n_samples=8
@@ -170,3 +173,91 @@ def test_post_hoc_methods_are_not_offered():
     assert "laplace" not in MODEL_KINDS and "mlp" not in MODEL_KINDS
     with pytest.raises(ValueError, match="kind must be one of"):
         live_config("laplace")
+
+
+def test_the_pooled_layout_is_the_papers_cnn_with_its_two_dropout_rates():
+    config = ModelConfig(
+        kind="dropout",
+        conv=(32, 32),
+        conv_layout="pooled",
+        hidden=(128,),
+        conv_dropout=0.25,
+        dropout=0.5,
+    )
+    assert config.sizes == [32 * 11 * 11, 128, 10]  # 28 → 25 → 22 → pooled 11
+    model = build_model(config)
+    assert [conv.kernel_size for conv in model.convs] == [(4, 4), (4, 4)]
+    assert (model.conv_dropout_p, model.dropout_p) == (0.25, 0.5)
+    assert model(torch.rand(3, 1, 28, 28)).shape == (3, 10)
+    assert ModelConfig.from_dict(config.to_dict()) == config
+    with pytest.raises(ValueError, match="conv_layout"):
+        ModelConfig(kind="dropout", conv=(8,), conv_layout="dilated")
+    with pytest.raises(ValueError, match="conv_dropout"):
+        ModelConfig(kind="dropout", conv=(8,), conv_dropout=1.0)
+
+
+@pytest.mark.parametrize("layout", ["strided", "pooled"])
+def test_passes_sharing_the_convolutions_match_independent_forward_passes(layout):
+    """MC dropout's passes compute the convolutional features once and draw fresh masks per pass
+    and input after them: each input's predictive (mean and spread of the probabilities over
+    passes) matches that of separate forward passes, and inputs in one pass differ in masks."""
+    config = ModelConfig(
+        kind="dropout", conv=(4, 8), conv_layout=layout, hidden=(16,), conv_dropout=0.3
+    )
+    torch.manual_seed(0)
+    model = build_model(config, seed=0).eval()
+    with torch.no_grad():  # larger weights: confident, widely spread predictions
+        for layer in model.layers:
+            layer.weight.mul_(8)
+    x = torch.rand(1, 1, 28, 28).expand(3, 1, 28, 28)  # one image three times
+    n_passes = 3000
+    with torch.no_grad():
+        shared = model.sample_logits(x, n_passes).softmax(-1)  # (P, 3, C)
+        looped = torch.stack([model(x[:1])[0] for _ in range(n_passes)]).softmax(-1)  # (P, C)
+    assert shared.shape == (n_passes, 3, 10)
+    for i in range(3):
+        assert torch.allclose(shared[:, i].mean(0), looped.mean(0), atol=0.02)
+        assert torch.allclose(shared[:, i].std(0), looped.std(0), atol=0.02)
+    assert not torch.equal(shared[:, 0], shared[:, 1])  # masks drawn per input
+    assert shared[:, 0].std(0).max() > 0.1  # and per pass
+
+
+def test_the_gal2017_protocol_states_each_setting_and_runs_a_round(data):
+    from core.active.protocols import PROTOCOLS, ActiveStudy
+
+    protocol = PROTOCOLS["gal2017"]
+    study = protocol.config
+    assert isinstance(study, ActiveStudy)
+    changed = {
+        f"run.{key}"
+        for key, value in study.run.to_dict().items()
+        if value != ActiveConfig().to_dict()[key] and key not in ("acquisition", "seed")
+    }
+    assert changed <= set(protocol.sources)
+    assert {"acquisitions", "seeds"} <= set(protocol.sources)
+    assert all(source for _, _, source in protocol.settings())
+    assert study.run.model_config().sizes == [3872, 128, 10]
+    assert set(study.acquisitions) <= set(ACQUISITIONS)
+    small = replace(
+        study.run,
+        budget=30,
+        pool_size=400,
+        candidates=100,
+        n_samples=4,
+        train_steps=20,
+        test_size=200,
+        n_eval_samples=2,
+    )
+    learner = ActiveLearner(small, data)
+    assert learner.step().labels == 20 and learner.step().labels == 30 and learner.done
+
+
+def test_the_cli_prints_a_protocols_settings_with_their_sources():
+    help_text = subprocess.run(
+        [sys.executable, "-m", "core", "active", "--help"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "--protocol {gal2017}" in help_text

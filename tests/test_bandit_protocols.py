@@ -13,7 +13,6 @@ import pytest
 from core.bandits.agents import ModelSettings, NeuralGroup
 from core.bandits.protocols import PROTOCOLS
 from core.bandits.runner import BanditRun, RunConfig
-from core.cli.bandit import format_protocol
 from core.engine.priors import ScaleMixturePrior
 from tests.browser_util import REPO_ROOT
 
@@ -59,7 +58,7 @@ def test_blundells_settings_reach_the_networks_and_64_updates_per_step():
 
 
 def test_the_cli_lists_the_protocols_and_prints_each_setting_with_its_source():
-    text = format_protocol(BLUNDELL).splitlines()
+    text = BLUNDELL.describe().splitlines()
     assert text[0] == f"{BLUNDELL.title}:"
     assert text[1:] == [
         f"  {key} = {value}  ({source})" for key, value, source in BLUNDELL.settings()

@@ -36,7 +36,9 @@ that train their own posterior: a post-hoc fit on a few dozen labels is nearly i
 predictions at chance, 11.8 % test accuracy)."""
 
 
-ACTIVE_MODEL_FIELDS = frozenset({"kind", "hidden", "conv", "dropout", "init_sigma"})
+ACTIVE_MODEL_FIELDS = frozenset(
+    {"kind", "hidden", "conv", "conv_layout", "conv_dropout", "dropout", "init_sigma"}
+)
 """The :class:`~core.engine.interface.ModelConfig` fields an :class:`ActiveConfig` sets."""
 
 
@@ -49,9 +51,12 @@ class ActiveConfig:
         kind: A method of :data:`MODEL_KINDS` (e.g. ``"dropout"``, ``"bbb"``, ``"sgld"``),
             trained by its own procedure at its own learning rate.
         hidden: Hidden dense layer widths of the network (…-10).
-        conv: Channels of the strided 5 × 5 convolutions before the dense layers (the kinds
+        conv: Channels of the convolutions before the dense layers (the kinds
             ``ModelConfig.conv`` offers them for); empty for an MLP 784-…-10.
-        dropout: Dropout probability of the MC-dropout network.
+        conv_layout: Their layout, a key of :data:`core.engine.interface.CONV_LAYOUTS`.
+        dropout: Dropout probability of the MC-dropout network's dense layers.
+        conv_dropout: Dropout probability of its convolutional features (None: ``dropout``).
+        weight_decay: L2 coefficient of the optimiser (0: none).
         initial: Labelled images at the start (equal numbers per class).
         pool_size: Unlabelled training images the acquisitions choose from.
         candidates: Random pool subset scored each round (Gal et al. 2017 used 2,000; we use
@@ -69,7 +74,10 @@ class ActiveConfig:
     kind: str = "dropout"
     hidden: tuple[int, ...] = (256,)
     conv: tuple[int, ...] = ()
+    conv_layout: str = "strided"
     dropout: float = 0.5
+    conv_dropout: float | None = None
+    weight_decay: float = 0.0
     initial: int = 20
     pool_size: int = 10_000
     candidates: int = 1_000
@@ -90,6 +98,8 @@ class ActiveConfig:
             raise ValueError("initial must be a positive multiple of 10 (equal per class)")
         if not self.initial <= self.budget <= self.pool_size or self.acquire < 1:
             raise ValueError("need initial ≤ budget ≤ pool_size and acquire ≥ 1")
+        if self.weight_decay < 0:
+            raise ValueError(f"weight_decay must be ≥ 0, got {self.weight_decay}")
         object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))
         object.__setattr__(self, "conv", tuple(int(c) for c in self.conv))
         self.model_config()  # raises for a network the kind does not offer
@@ -104,7 +114,9 @@ class ActiveConfig:
             kind=self.kind,
             hidden=self.hidden,
             conv=self.conv,
+            conv_layout=self.conv_layout,
             dropout=self.dropout,
+            conv_dropout=self.conv_dropout,
             init_sigma=0.01,
         )
 
@@ -202,7 +214,14 @@ class ActiveLearner:
         model_config, settings = unit.apply(
             defaults,
             given,
-            TrainConfig(epochs=epochs, batch_size=batch, lr=unit.lr, n_eval_samples=1, seed=seed),
+            TrainConfig(
+                epochs=epochs,
+                batch_size=batch,
+                lr=unit.lr,
+                weight_decay=self.config.weight_decay,
+                n_eval_samples=1,
+                seed=seed,
+            ),
         )
         model = build_model(model_config, seed=seed)  # train() seeds its own noise
         cpu = torch.device("cpu")

@@ -1,48 +1,15 @@
-"""Papers' experiments as named run settings, each setting with where it comes from.
+"""The papers' bandit experiments as :class:`~core.protocols.Protocol` presets.
 
-A :class:`Protocol` is a :class:`~core.bandits.runner.RunConfig` and, for every setting it
-fixes, one line on its source: the paper's text, or what the paper leaves open and the value
-chosen here. ``python -m core bandit --protocol NAME`` runs one and prints that table first.
-The lab's quick settings (``RunConfig``'s defaults) stay what the live page uses.
+``python -m core bandit --protocol NAME`` runs one and prints its settings and their sources
+first.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from core.bandits.agents import ModelSettings
 from core.bandits.environments import MushroomBandit
 from core.bandits.runner import RunConfig
-
-
-@dataclass(frozen=True)
-class Protocol:
-    """A paper's experiment.
-
-    Attributes:
-        name: Its key, e.g. ``"blundell2015"``.
-        title: The paper and the experiment, for people.
-        config: The run it is.
-        sources: Setting (a :class:`RunConfig` field, or ``model.<field>`` of its
-            :class:`~core.bandits.agents.ModelSettings`) → where its value comes from.
-    """
-
-    name: str
-    title: str
-    config: RunConfig
-    sources: dict[str, str]
-
-    def settings(self) -> list[tuple[str, object, str]]:
-        """Every setting the protocol fixes, its value and its source.
-
-        Returns:
-            ``(setting, value, source)`` in the order of :attr:`sources`.
-        """
-        values = self.config.to_dict()
-        model = values.pop("model")
-        values |= {f"model.{key}": value for key, value in model.items()}
-        return [(key, values[key], source) for key, source in self.sources.items()]
-
+from core.protocols import Protocol
 
 BLUNDELL = "Blundell et al. 2015, §5.3"
 

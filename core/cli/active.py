@@ -6,6 +6,7 @@ Examples::
     python -m core active --acquisition bald,random --seeds 1 --budget 100 --json
     python -m core active --save                            # benchmarks/active_learning.json
     python -m core active --arch mlp --budget 300 --save    # the MLP 784-256-10 instead
+    python -m core active --protocol gal2017 --save         # the paper's experiment
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import sys
 
 from core.active.acquisition import ACQUISITIONS
 from core.active.loop import ARCHITECTURES, MODEL_KINDS, RESULT_FILE, ActiveConfig, curves_for
+from core.active.protocols import PROTOCOLS
 from core.progress import text_progress
 from core.storage.atomic import atomic_write_text
 from core.storage.paths import REPO_ROOT
@@ -46,22 +48,32 @@ def cmd_active(args: argparse.Namespace) -> int:
     """Run ``python -m core active``.
 
     Args:
-        args: The parsed command line (``acquisition``, ``seeds``, ``kind``, ``arch``,
-            ``budget``, ``json``, ``save``).
+        args: The parsed command line (``protocol``, ``acquisition``, ``seeds``, ``kind``,
+            ``arch``, ``budget``, ``json``, ``save``).
 
     Returns:
         The exit code: 0, or 2 for the CNN with BBB.
     """
-    names = [a.strip() for a in args.acquisition.split(",") if a.strip()]
-    try:
-        base = ActiveConfig(kind=args.kind, budget=args.budget, **ARCHITECTURES[args.arch])
-    except ValueError as exc:
-        print(f"error: {exc}; use --arch mlp", file=sys.stderr)
-        return 2
-    result = curves_for(names, args.seeds, base, progress=text_progress("active"))
+    if args.protocol:
+        protocol = PROTOCOLS[args.protocol]
+        print(protocol.describe(), file=sys.stderr)
+        study = protocol.config
+        names, seeds, base = list(study.acquisitions), study.seeds, study.run
+    else:
+        names = [a.strip() for a in args.acquisition.split(",") if a.strip()]
+        seeds = args.seeds
+        try:
+            base = ActiveConfig(kind=args.kind, budget=args.budget, **ARCHITECTURES[args.arch])
+        except ValueError as exc:
+            print(f"error: {exc}; use --arch mlp", file=sys.stderr)
+            return 2
+    result = curves_for(names, seeds, base, progress=text_progress("active"))
     print(json.dumps(result) if args.json else format_table(result))
     if args.save:
-        name = RESULT_FILE if args.arch == "cnn" else "active_learning-mlp.json"
+        if args.protocol:
+            name = f"active_learning-{args.protocol}.json"
+        else:
+            name = RESULT_FILE if args.arch == "cnn" else "active_learning-mlp.json"
         path = REPO_ROOT / "benchmarks" / name
         atomic_write_text(path, json.dumps(result, indent=1) + "\n")
         print(f"saved {path}", file=sys.stderr)
@@ -75,6 +87,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         subparsers: The parser's sub-command collection.
     """
     p = subparsers.add_parser("active", help="active-learning curves per acquisition function")
+    p.add_argument(
+        "--protocol",
+        choices=list(PROTOCOLS),
+        help="a paper's experiment: every setting fixed (printed with its source; the other "
+        "options but --json and --save are ignored)",
+    )
     p.add_argument("--acquisition", default=",".join(ACQUISITIONS), help="comma-separated")
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--kind", choices=MODEL_KINDS, default="dropout")
@@ -86,6 +104,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--save",
         action="store_true",
-        help=f"write benchmarks/{RESULT_FILE} (cnn) or benchmarks/active_learning-mlp.json",
+        help=f"write benchmarks/{RESULT_FILE} (cnn), benchmarks/active_learning-mlp.json or "
+        "benchmarks/active_learning-PROTOCOL.json",
     )
     p.set_defaults(func=cmd_active)

@@ -24,7 +24,7 @@ import torch
 
 from core.bandits.agents import AGENTS, ModelSettings
 from core.bandits.environments import ENVIRONMENTS
-from core.bandits.protocols import PROTOCOLS, Protocol
+from core.bandits.protocols import PROTOCOLS
 from core.bandits.runner import DEFAULT_AGENTS, RunConfig, regret_table
 from core.bandits.store import run_bandit, save_reference
 from core.progress import text_progress
@@ -98,21 +98,6 @@ def format_result(result: dict, every: int = 1000, cached: bool = False) -> str:
     return "\n".join(lines)
 
 
-def format_protocol(protocol: Protocol) -> str:
-    """A protocol's settings for people: one line each, with its source.
-
-    Args:
-        protocol: The protocol.
-
-    Returns:
-        Its title, then ``setting = value  (source)`` lines.
-    """
-    lines = [f"{protocol.title}:"]
-    for key, value, source in protocol.settings():
-        lines.append(f"  {key} = {value}  ({source})")
-    return "\n".join(lines)
-
-
 def cmd_bandit(args: argparse.Namespace) -> int:
     """Run ``python -m core bandit``.
 
@@ -127,7 +112,7 @@ def cmd_bandit(args: argparse.Namespace) -> int:
     if args.protocol:
         protocol = PROTOCOLS[args.protocol]
         config = protocol.config
-        print(format_protocol(protocol), file=sys.stderr)
+        print(protocol.describe(), file=sys.stderr)
     else:
         agents = args.agents or ",".join(DEFAULT_AGENTS[args.env])
         config = RunConfig(

@@ -53,6 +53,46 @@ class ModelKind(StrEnum):
 
 
 @dataclass(frozen=True)
+class ConvLayout:
+    """How the convolutions of :attr:`ModelConfig.conv` are laid out (ReLU after each).
+
+    Attributes:
+        kernel: Side of each square kernel (pixels).
+        stride: Stride of each convolution.
+        padding: Zero padding on each side (pixels).
+        pool: Side of the max-pooling after the last convolution (1: none).
+    """
+
+    kernel: int
+    stride: int
+    padding: int
+    pool: int = 1
+
+    def side(self, side: int, n_convs: int) -> int:
+        """Side of the feature maps after ``n_convs`` convolutions and the pooling.
+
+        Args:
+            side: Side of the input image (pixels).
+            n_convs: Number of convolutions.
+
+        Returns:
+            The side of the last (pooled) feature maps.
+        """
+        for _ in range(n_convs):
+            side = (side + 2 * self.padding - self.kernel) // self.stride + 1
+        return side // self.pool
+
+
+CONV_LAYOUTS = {
+    "strided": ConvLayout(kernel=5, stride=2, padding=2),
+    "pooled": ConvLayout(kernel=4, stride=1, padding=0, pool=2),
+}
+"""Layout name → layout. ``strided``: 5 × 5 stride-2 convolutions, padding 2 (each halves the
+side, rounding up: 28 → 14 → 7), the lab's small CNN. ``pooled``: 4 × 4 convolutions without
+padding and one 2 × 2 max-pool (28 → 25 → 22 → 11), the network of Gal et al. (2017)."""
+
+
+@dataclass(frozen=True)
 class ModelConfig:
     """Architecture of a model; JSON-serialisable via :meth:`to_dict`.
 
@@ -72,13 +112,17 @@ class ModelConfig:
             kept by the SG-MCMC kinds.
         laplace_structure: ``"kron"`` or ``"full"`` posterior precision of the Laplace kind.
         rank: SWAG only: deviation columns K kept for the low-rank part (≥ 2).
-        conv: MLP and MC-dropout kinds only: output channels of 5 × 5, stride-2 convolutions
-            (ReLU, padding 2) applied to the square image before the dense layers, e.g.
-            ``(16, 32)`` maps 1 × 28 × 28 to 32 × 7 × 7; empty (the default): no convolution.
+        conv: MLP and MC-dropout kinds only: output channels of the convolutions applied to
+            the square image before the dense layers, e.g. ``(16, 32)`` maps 1 × 28 × 28 to
+            32 × 7 × 7 in the ``strided`` layout; empty (the default): no convolution.
+        conv_layout: A key of :data:`CONV_LAYOUTS`: kernels, strides and pooling of ``conv``.
+        conv_dropout: MC dropout with convolutions: dropout probability of the convolutional
+            features (None: ``dropout``, as on the dense layers).
 
     Raises:
         ValueError: If ``kind`` is not a :class:`ModelKind` value, ``members < 1``,
-            ``rank < 2``, or ``conv`` is given for another kind or a non-square input.
+            ``rank < 2``, ``conv`` is given for another kind or a non-square input, or
+            ``conv_layout`` or ``conv_dropout`` is out of range.
     """
 
     kind: str = ModelKind.BBB.value
@@ -93,6 +137,8 @@ class ModelConfig:
     laplace_structure: str = "kron"
     rank: int = 10
     conv: tuple[int, ...] = ()
+    conv_layout: str = "strided"
+    conv_dropout: float | None = None
 
     def __post_init__(self) -> None:
         try:
@@ -112,6 +158,10 @@ class ModelConfig:
                 raise ValueError(f"convolutions are offered for mlp and dropout, not {kind.value}")
             if math.isqrt(self.in_features) ** 2 != self.in_features:
                 raise ValueError(f"convolutions need a square image, got {self.in_features} inputs")
+        if self.conv_layout not in CONV_LAYOUTS:
+            raise ValueError(f"conv_layout must be one of {sorted(CONV_LAYOUTS)}")
+        if self.conv_dropout is not None and not 0.0 <= self.conv_dropout < 1.0:
+            raise ValueError(f"conv_dropout must be in [0, 1), got {self.conv_dropout}")
 
     @property
     def image_side(self) -> int:
@@ -123,11 +173,12 @@ class ModelConfig:
         """Widths of the dense layers from input to output, e.g. ``[784, 400, 400, 10]``.
 
         With :attr:`conv`, the first width is the flattened output of the last convolution
-        (each halves the side, rounding up: 28 → 14 → 7).
+        and the pooling (:meth:`ConvLayout.side`).
         """
         first = self.in_features
         if self.conv:
-            first = self.conv[-1] * math.ceil(self.image_side / 2 ** len(self.conv)) ** 2
+            side = CONV_LAYOUTS[self.conv_layout].side(self.image_side, len(self.conv))
+            first = self.conv[-1] * side**2
         return [first, *self.hidden, self.num_classes]
 
     def to_dict(self) -> dict:

@@ -1,8 +1,9 @@
 """Point-estimate MLP and MC dropout (Gal & Ghahramani 2016): the same ReLU network.
 
 The second keeps dropout after each hidden layer on at prediction time. Both may start with a
-few strided convolutions (``ModelConfig.conv``), the small CNN that active learning on images
-needs (Gal et al. 2017); dropout then also follows the convolutions.
+few convolutions (``ModelConfig.conv``, laid out as ``ModelConfig.conv_layout``), the small CNN
+that active learning on images needs (Gal et al. 2017); dropout then also follows the
+convolutional features, so the passes of MC dropout share those features.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from core.engine.interface import ModelConfig, MonteCarloModule, flat
+from core.engine.interface import CONV_LAYOUTS, ModelConfig, MonteCarloModule, flat
 
 
 class MLP(MonteCarloModule):
@@ -23,6 +24,7 @@ class MLP(MonteCarloModule):
         stochastic: False: repeated passes give the same logits.
         weight_posterior: False: point-estimate weights, no posterior σ.
         dropout_p: Dropout probability after each hidden layer (0 here: no dropout).
+        conv_dropout_p: Dropout probability of the convolutional features (0 here).
         config: The architecture of the network.
         convs: The ``nn.Conv2d`` layers before the dense ones (empty for a plain MLP).
         layers: The ``nn.Linear`` layers, input to output.
@@ -31,6 +33,7 @@ class MLP(MonteCarloModule):
     stochastic = False
     weight_posterior = False
     dropout_p = 0.0
+    conv_dropout_p = 0.0
 
     def __init__(self, config: ModelConfig) -> None:
         """Build the convolutions of ``config.conv`` and the layers of ``config.sizes``.
@@ -40,8 +43,11 @@ class MLP(MonteCarloModule):
         """
         super().__init__()
         self.config = config
+        self.layout = CONV_LAYOUTS[config.conv_layout]
+        k, stride, padding = self.layout.kernel, self.layout.stride, self.layout.padding
         self.convs = nn.ModuleList(
-            nn.Conv2d(a, b, 5, stride=2, padding=2) for a, b in pairwise((1, *config.conv))
+            nn.Conv2d(a, b, k, stride=stride, padding=padding)
+            for a, b in pairwise((1, *config.conv))
         )
         self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in pairwise(config.sizes))
 
@@ -54,15 +60,38 @@ class MLP(MonteCarloModule):
         Returns:
             Logits ``(B, C)``.
         """
+        return self.head(self.features(x))
+
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        """The deterministic part: the convolutions and pooling, flattened (no dropout).
+
+        Args:
+            x: Images ``(B, 1, 28, 28)`` or flat inputs ``(B, 784)``.
+
+        Returns:
+            ``(B, config.sizes[0])``; without convolutions, the flat input.
+        """
         h = x
         if self.convs:
             side = self.config.image_side
             h = h.reshape(-1, 1, side, side)
             for conv in self.convs:
                 h = F.relu(conv(h))
-            if self.dropout_p > 0:
-                h = F.dropout(h, self.dropout_p, training=True)
-        h = flat(h)
+            if self.layout.pool > 1:
+                h = F.max_pool2d(h, self.layout.pool)
+        return flat(h)
+
+    def head(self, h: torch.Tensor) -> torch.Tensor:
+        """The dense layers on :meth:`features` (after their dropout, with convolutions).
+
+        Args:
+            h: Features ``(..., config.sizes[0])``; every leading index draws its own masks.
+
+        Returns:
+            Logits ``(..., C)``.
+        """
+        if self.convs and self.conv_dropout_p > 0:
+            h = F.dropout(h, self.conv_dropout_p, training=True)
         for i, layer in enumerate(self.layers):
             h = layer(h)
             if i < len(self.layers) - 1:
@@ -90,6 +119,29 @@ class DropoutMLP(MLP):
         """
         super().__init__(config)
         self.dropout_p = config.dropout
+        self.conv_dropout_p = config.dropout if config.conv_dropout is None else config.conv_dropout
+
+    def sample_logits(
+        self, x: torch.Tensor, n_samples: int, lrt: bool | None = True
+    ) -> torch.Tensor:
+        """Logits of ``n_samples`` passes with fresh masks per pass and input.
+
+        With convolutions the features (:meth:`features`, before any dropout) are computed
+        once and shared by the passes: the same distribution as ``n_samples`` calls of
+        :meth:`forward` at the cost of one pass through the convolutions.
+
+        Args:
+            x: Images ``(B, 1, 28, 28)`` or flat inputs ``(B, 784)``.
+            n_samples: Number of Monte-Carlo passes.
+            lrt: Unused (no weight posterior).
+
+        Returns:
+            Logits ``(n_samples, B, C)``.
+        """
+        if not self.convs:
+            return super().sample_logits(x, n_samples, lrt)
+        h = self.features(x)
+        return self.head(h.expand(n_samples, *h.shape))
 
     def sample_functions(self, x: torch.Tensor, n_samples: int) -> torch.Tensor:
         """Passes with one mask per hidden unit and pass, shared by all inputs.
