@@ -120,7 +120,13 @@ def test_settings_are_read_in_one_module_and_all_declared():
 
 
 LAYERS = (
-    ("core.settings", "core.progress", "core.storage.paths", "core.storage.atomic"),
+    (
+        "core.settings",
+        "core.progress",
+        "core.protocols",
+        "core.storage.paths",
+        "core.storage.atomic",
+    ),
     ("core.engine",),
     ("core.data", "core.evaluation"),
     ("core.training",),
