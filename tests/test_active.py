@@ -210,14 +210,15 @@ def test_passes_sharing_the_convolutions_match_independent_forward_passes(layout
         for layer in model.layers:
             layer.weight.mul_(8)
     x = torch.rand(1, 1, 28, 28).expand(3, 1, 28, 28)  # one image three times
-    n_passes = 3000
+    n_passes = 10_000
     with torch.no_grad():
         shared = model.sample_logits(x, n_passes).softmax(-1)  # (P, 3, C)
-        looped = torch.stack([model(x[:1])[0] for _ in range(n_passes)]).softmax(-1)  # (P, C)
+        copies = x[:1].expand(n_passes, 1, 28, 28)  # forward: masks per input, convs per copy
+        separate = model(copies).softmax(-1)  # (P, C): independent full passes
     assert shared.shape == (n_passes, 3, 10)
     for i in range(3):
-        assert torch.allclose(shared[:, i].mean(0), looped.mean(0), atol=0.02)
-        assert torch.allclose(shared[:, i].std(0), looped.std(0), atol=0.02)
+        assert torch.allclose(shared[:, i].mean(0), separate.mean(0), atol=0.03)
+        assert torch.allclose(shared[:, i].std(0), separate.std(0), atol=0.03)
     assert not torch.equal(shared[:, 0], shared[:, 1])  # masks drawn per input
     assert shared[:, 0].std(0).max() > 0.1  # and per pass
 
