@@ -89,6 +89,37 @@ def test_sequential_and_vmap_agree_exactly_with_same_noise(prior):
         assert torch.allclose(p, q, rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.parametrize(
+    "config, impl",
+    [
+        (ModelConfig(hidden=(32,), init_sigma=0.05), "vmap"),
+        (ModelConfig(kind="dropout", hidden=(32,), conv=(8, 8), dropout=0.5), "vmap"),
+        (ModelConfig(kind="dropout", hidden=(32,), dropout=0.5), "vmap_lrt"),
+    ],
+    ids=["bbb", "dropout-cnn", "dropout-mlp"],
+)
+def test_one_sample_takes_the_same_draws_as_the_vmap_over_one_sample(config, impl):
+    """With S = 1 the vmapped estimator skips vmap; draws, loss and gradients are unchanged."""
+    model = build_model(config, seed=0)
+    x, y = torch.rand(8, 1, 28, 28), torch.randint(0, 10, (8,))
+    params = list(model.parameters())
+
+    def one_sample(_):
+        logits, kl = model.forward_with_kl(x, None, lrt=impl == "vmap_lrt")
+        return torch.nn.functional.cross_entropy(logits, y, reduction="sum"), kl
+
+    torch.manual_seed(5)
+    nll, kl = torch.func.vmap(one_sample, randomness="different")(torch.arange(1))
+    expected = nll[0] + 1e-2 * kl[0]
+    expected_grads = torch.autograd.grad(expected, params)
+    torch.manual_seed(5)
+    terms = minibatch_objective(model, x, y, n_samples=1, weight=1e-2, impl=impl)
+    grads = torch.autograd.grad(terms.loss, params)
+    assert torch.allclose(terms.loss, expected, rtol=1e-6)
+    for p, q in zip(grads, expected_grads, strict=True):
+        assert torch.allclose(p, q, rtol=1e-5, atol=1e-6), ((p - q).abs().max(), q.abs().max())
+
+
 def test_three_implementations_estimate_the_same_objective():
     """Loss and gradient means over many draws agree within Monte-Carlo error."""
     torch.manual_seed(4)

@@ -283,7 +283,8 @@ def cmd_train(args) -> int:
             cuda_graphs=graphed,
         )
         base = {"base": spec.base} if spec.base else {}
-        return meta | {"epochs_planned": done + epochs} | base | fitted
+        held_out = {"train_subset": n_train}  # null: all training images (none held out)
+        return meta | {"epochs_planned": done + epochs} | held_out | base | fitted
 
     def on_epoch(s: EpochStats) -> None:
         s.epoch += done

@@ -218,7 +218,9 @@ def _vmapped(
             logits, kl = functional_call(wrapper, params, (x, noise_s, lrt))
             return lik.nll(logits, y), kl, lik.predict(logits)
 
-        if noise is None:  # noise drawn inside, independently per sample
+        if noise is None and n_samples == 1:  # one sample: the same draws without vmap's cost
+            nll, kl, probs = (t.unsqueeze(0) for t in one_sample(None))
+        elif noise is None:  # noise drawn inside, independently per sample
             nll, kl, probs = vmap(lambda _: one_sample(None), randomness="different")(
                 torch.arange(n_samples, device=x.device)
             )
