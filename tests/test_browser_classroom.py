@@ -14,6 +14,7 @@ import pytest
 from core.classroom.store import ClassStore
 from core.storage.database import DB_ENV
 from tests.browser_util import (
+    chromium_browsers,
     chromium_page,
     draw,
     require_chromium,
@@ -36,35 +37,39 @@ def scored_models() -> list[str]:
     return scored_default_models()
 
 
+def send_a_one(page, url: str) -> None:
+    """Draw a "1" on the Draw page of ``url`` opened with the class code and send it."""
+    page.goto(f"{url}/draw?class={CLASS}")
+    page.wait_for_selector("canvas.upper-canvas")
+    wait_for_script(page)
+    draw(page, ONE)
+    page.wait_for_selector("[class*='st-key-prediction_'], [data-testid='stAlertContentWarning']")
+    wait_for_script(page)
+    page.get_by_text(PANEL).click()
+    wait_for_text(page, f"Class code in use: {CLASS}")
+    choice = page.locator("[class*='st-key-class_label']")
+    for _ in range(5):  # a click that lands while the page reruns can be lost: check it
+        choice.get_by_text("1", exact=True).click()
+        wait_for_script(page)
+        if choice.get_by_role("radio", name="1").is_checked():
+            break
+    assert choice.get_by_role("radio", name="1").is_checked()
+    submit = page.get_by_role("button", name="Submit")
+    submit.wait_for()
+    page.wait_for_function(
+        "() => ![...document.querySelectorAll('button')].find("
+        "b => b.innerText.trim() === 'Submit').disabled",
+    )
+    submit.click()
+    wait_for_text(page, f"Sent as a 1. Class {CLASS} now has 1 drawing(s).")
+
+
 def test_draw_submit_and_see_it_in_the_class_gallery(scored_models, tmp_path, monkeypatch):
     database = tmp_path / "class.sqlite"
     monkeypatch.setenv(DB_ENV, f"sqlite:///{database}")
     with serve_app(env={DB_ENV: f"sqlite:///{database}"}) as url, chromium_page() as page:
-        page.goto(f"{url}/draw?class={CLASS}")
-        page.wait_for_selector("canvas.upper-canvas")
-        wait_for_script(page)
-        draw(page, ONE)
-        page.wait_for_selector(
-            "[class*='st-key-prediction_'], [data-testid='stAlertContentWarning']"
-        )
-        wait_for_script(page)
-        page.get_by_text(PANEL).click()
-        wait_for_text(page, f"Class code in use: {CLASS}")
-        choice = page.locator("[class*='st-key-class_label']")
-        for _ in range(5):  # a click that lands while the page reruns can be lost: check it
-            choice.get_by_text("1", exact=True).click()
-            wait_for_script(page)
-            if choice.get_by_role("radio", name="1").is_checked():
-                break
-        assert choice.get_by_role("radio", name="1").is_checked()
+        send_a_one(page, url)
         submit = page.get_by_role("button", name="Submit")
-        submit.wait_for()
-        page.wait_for_function(
-            "() => ![...document.querySelectorAll('button')].find("
-            "b => b.innerText.trim() === 'Submit').disabled",
-        )
-        submit.click()
-        wait_for_text(page, f"Sent as a 1. Class {CLASS} now has 1 drawing(s).")
         submit.click()  # a second click stores nothing more
         wait_for_text(page, "Already sent as a 1")
         assert ClassStore().count(CLASS) == 1
@@ -85,3 +90,30 @@ def test_draw_submit_and_see_it_in_the_class_gallery(scored_models, tmp_path, mo
         assert download.value.suggested_filename == f"class-{CLASS}-drawings.zip"
         with zipfile.ZipFile(download.value.path()) as archive:
             assert archive.namelist() == ["drawings.csv", f"png/{CLASS}-{row.ids[0]:06d}-1.png"]
+
+
+def test_a_drawing_sent_on_one_replica_shows_in_the_gallery_on_the_other(
+    scored_models, postgres_server
+):
+    """Two app servers (replicas) on one PostgreSQL database: a student sends a drawing through
+    the first, the teacher's gallery on the second shows it, stored once."""
+    from tests.cluster_util import new_database
+
+    database = new_database(postgres_server)
+    env = {DB_ENV: database}
+    with (
+        serve_app(env=env) as first,
+        serve_app(env=env) as second,
+        chromium_browsers(2) as (student, teacher),
+    ):
+        teacher.goto(f"{second}/classroom?class={CLASS}")
+        wait_for_text(teacher, f"No drawings in class {CLASS}")
+        send_a_one(student, first)
+        row = ClassStore(database).drawings(CLASS)
+        assert row.labels.tolist() == [1]
+        teacher.reload()
+        wait_for_text(teacher, f"1 drawing(s) in class {CLASS}")
+        wait_for_text(teacher, f"1 · #{row.ids[0]}")
+        gallery = teacher.locator("[class*='st-key-class_gallery'] img")
+        gallery.first.wait_for()
+        assert gallery.count() == 1

@@ -187,7 +187,7 @@ def cmd_train_request(args) -> int:
             spec_request(
                 spec,
                 args.model_name,
-                n_train=args.train_subset or None,
+                n_train=args.train_subset or spec.train_subset,
                 n_eval_samples=args.eval_samples,
             ),
             training=replace(training, **overrides),
@@ -263,7 +263,7 @@ def cmd_train(args) -> int:
         lr=registered.lr * registered.lr_decay**done,
         seed=registered.seed + done,
     )
-    n_train = args.train_subset or None
+    n_train = args.train_subset or spec.train_subset
     start = time.perf_counter()
 
     fitted: dict = {}
@@ -410,7 +410,12 @@ def register(subparsers) -> None:
     p.add_argument("--epochs", type=int, default=0, help="epochs to run (default: registered)")
     p.add_argument("--resume", action="store_true", help="continue the user-trained checkpoint")
     p.add_argument("--eval-samples", type=int, default=100)
-    p.add_argument("--train-subset", type=int, default=0, help="training images (0: all 60,000)")
+    p.add_argument(
+        "--train-subset",
+        type=int,
+        default=0,
+        help="training images (0: the registered model's, 55,000 for most; else all)",
+    )
     p.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch default)")
     p.set_defaults(func=cmd_train)
     p = subparsers.add_parser(

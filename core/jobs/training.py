@@ -201,7 +201,7 @@ def spec_request(spec: CheckpointSpec, name: str | None = None, **overrides) -> 
         **overrides: :class:`TrainRequest` fields to change (``n_train``, ...).
 
     Returns:
-        The request.
+        The request, on the spec's training images (``spec.train_subset``) unless overridden.
     """
     return TrainRequest(
         name or spec.name,
@@ -209,7 +209,7 @@ def spec_request(spec: CheckpointSpec, name: str | None = None, **overrides) -> 
         spec.training,
         dataset=spec.dataset,
         title=spec.title,
-        **overrides,
+        **({"n_train": spec.train_subset} | overrides),
     )
 
 

@@ -77,6 +77,8 @@ class CheckpointSpec:
             as Laplace fits on top of a trained network), or None.
         dataset: The task it is trained and evaluated on, a key of
             :data:`TASK_DATASETS` (``"mnist"`` or ``"fashion_mnist"``).
+        train_subset: Training images it learns from, the first ones of the task's seeded
+            order (``load_dataset(..., n_inputs=train_subset)``); None for all of them.
     """
 
     name: str
@@ -86,6 +88,7 @@ class CheckpointSpec:
     training: TrainConfig = field(default_factory=TrainConfig)
     base: str | None = None
     dataset: str = "mnist"
+    train_subset: int | None = None
 
 
 @dataclass(frozen=True)
