@@ -87,6 +87,31 @@ def test_a_seeded_run_is_reproducible(data):
     assert [r.picked for r in other] != [r.picked for r in first]
 
 
+def test_an_interrupted_run_resumes_at_its_next_round_with_the_same_curve(
+    data, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("BNN_CACHE_DIR", str(tmp_path / "cache"))
+    config = replace(TINY, budget=50)
+    uninterrupted = run_active(config, data)
+
+    def stop_at_40_labels(fraction: float, message: str) -> None:
+        if message == "40 labels":  # reported before the third round: two are saved
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        loop.cached_run(config, data, stop_at_40_labels)
+    assert loop.partial_entry(config).path.is_file() and not loop.run_entry(config).exists()
+    steps = []
+    step = ActiveLearner.step
+    monkeypatch.setattr(ActiveLearner, "step", lambda self: steps.append(1) or step(self))
+    resumed = loop.cached_run(config, data)
+    assert len(steps) == 2  # the rounds at 40 and 50 labels, not the first two again
+    assert [(r.labels, r.accuracy, r.picked, r.scores) for r in resumed] == [
+        (r.labels, r.accuracy, r.picked, r.scores) for r in uninterrupted
+    ]
+    assert loop.run_entry(config).exists() and not loop.partial_entry(config).path.exists()
+
+
 def test_bald_is_not_worse_than_random_beyond_the_seed_spread(data):
     config = replace(TINY, budget=80, train_steps=60)
     curves = {

@@ -4,7 +4,8 @@ Start from a few labelled MNIST training images (two per class, seeded), keep a 
 unlabelled ones, and repeat: train a fresh network on the labelled set, measure its test
 accuracy, score a random subset of the pool with ``n_samples`` Monte-Carlo passes (vectorised by
 the project's sampler) and label the ``acquire`` highest-scoring inputs. Everything is seeded, so
-a run is reproducible; :func:`cached_run` stores finished runs in the disk cache.
+a run is reproducible; :func:`cached_run` stores finished runs in the disk cache and saves an
+unfinished one after every round, so that it resumes where it stopped.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from core.engine.seeding import seeded
 from core.evaluation.uncertainty import summarize
 from core.methods import METHODS, build_model, method, model_class
 from core.progress import Job, ProgressFn, report
-from core.storage.cache import cache_entry
+from core.storage.cache import CacheEntry, cache_entry
 from core.training import TrainConfig, train
 
 CACHE_VERSION = 1
@@ -197,6 +198,34 @@ class ActiveLearner:
         self.rounds: list[Round] = []
         self.generator = torch.Generator().manual_seed(config.seed + 1)
 
+    def state(self) -> dict:
+        """What a resumed run needs: the labelled set, the pool, the rounds, the generator.
+
+        Returns:
+            Tensors and plain values (for ``torch.save`` and a ``weights_only`` load).
+        """
+        return {
+            "labelled": torch.tensor(self.labelled, dtype=torch.int64),
+            "pool": torch.tensor(self.pool, dtype=torch.int64),
+            "rounds": [asdict(r) for r in self.rounds],
+            "generator": self.generator.get_state(),
+        }
+
+    def restore(self, state: dict) -> None:
+        """Continue from :meth:`state` of a run of the same settings.
+
+        Every round's training, test and scoring noise is seeded by the run's seed and the
+        round's number, and the acquisitions' draws come from the restored generator, so the
+        resumed run gives the same rounds as one never interrupted.
+
+        Args:
+            state: What :meth:`state` returned.
+        """
+        self.labelled = state["labelled"].tolist()
+        self.pool = state["pool"].tolist()
+        self.rounds = [Round(**r) for r in state["rounds"]]
+        self.generator.set_state(state["generator"])
+
     @property
     def done(self) -> bool:
         """Whether the last round (``budget`` labels) has been trained and measured."""
@@ -269,7 +298,10 @@ class ActiveLearner:
 
 
 def run_active(
-    config: ActiveConfig, data: ActiveData, progress: ProgressFn | None = None
+    config: ActiveConfig,
+    data: ActiveData,
+    progress: ProgressFn | None = None,
+    partial: CacheEntry | None = None,
 ) -> list[Round]:
     """A whole run, from ``initial`` to ``budget`` labels.
 
@@ -277,16 +309,23 @@ def run_active(
         config: The run's settings.
         data: What :func:`load_active_data` returns.
         progress: Called with (fraction done, message).
+        partial: Where the unfinished run is saved after every round and resumed from
+            (:func:`partial_entry`); None to keep nothing.
 
     Returns:
         Its rounds.
     """
     learner = ActiveLearner(config, data)
+    saved = partial.load() if partial is not None else None
+    if saved is not None:
+        learner.restore(saved)
     total = (config.budget - config.initial) // config.acquire + 1
     while not learner.done:
         labels = len(learner.labelled)
         report(progress, len(learner.rounds) / total, f"{labels} labels")
         learner.step()
+        if partial is not None:
+            partial.save(learner.state())
     report(progress, 1.0, "done")
     return learner.rounds
 
@@ -303,10 +342,24 @@ def run_entry(config: ActiveConfig):
     return cache_entry("active", CACHE_VERSION, settings=config.to_dict())
 
 
+def partial_entry(config: ActiveConfig) -> CacheEntry:
+    """Where an unfinished run of ``config`` keeps its rounds (:meth:`ActiveLearner.state`).
+
+    Args:
+        config: The run's settings.
+
+    Returns:
+        A :class:`core.storage.cache.CacheEntry` (tensors).
+    """
+    return cache_entry("active-partial", CACHE_VERSION, settings=config.to_dict(), format="pt")
+
+
 def cached_run(
     config: ActiveConfig, data: ActiveData | None = None, progress: ProgressFn | None = None
 ) -> list[Round]:
     """:func:`run_active`, computed once and then read from the disk cache.
+
+    An interrupted run is saved after every round and resumes at its next round.
 
     Args:
         config: The run's settings.
@@ -316,11 +369,14 @@ def cached_run(
     Returns:
         The rounds.
     """
-    return run_entry(config).load_or_compute(
-        lambda: run_active(config, data or load_active_data(), progress),
+    partial = partial_entry(config)
+    rounds = run_entry(config).load_or_compute(
+        lambda: run_active(config, data or load_active_data(), progress, partial),
         decode=lambda stored: [Round(**r) for r in stored],
         encode=lambda rounds: [asdict(r) for r in rounds],
     )
+    partial.path.unlink(missing_ok=True)
+    return rounds
 
 
 def curve_jobs(configs: list[ActiveConfig], data: ActiveData | None = None) -> list[Job]:
