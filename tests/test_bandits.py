@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 
+from core.bandits import runner
 from core.bandits.agents import (
     AGENTS,
     LinearGroup,
@@ -37,6 +38,7 @@ from core.bandits.store import (
     cached_result,
     changed_settings,
     load_references,
+    partial_cache,
     reference_dir,
     reference_name,
     run_bandit,
@@ -399,6 +401,56 @@ def test_finished_runs_are_cached_by_their_settings(folders):
     assert list(again["agents"]) == ["random", "greedy"]  # in the settings' order
     other = RunConfig(**{**config.__dict__, "seed": 3})
     assert cached_result(other) is None
+
+
+@pytest.mark.parametrize(
+    "env, agents",
+    [
+        ("wheel", ("bbb", "dropout", "ensemble", "sgld", "eps5", "random", "lints")),
+        ("mushroom", ("bbb", "greedy", "eps1")),
+    ],
+)
+def test_an_interrupted_run_resumes_from_its_last_save_with_the_same_regret(
+    folders, monkeypatch, env, agents
+):
+    monkeypatch.setattr(runner, "BLOCK", 16)  # the save falls inside the second block
+    config = RunConfig(env=env, agents=agents, steps=40, seeds=2, model=ModelSettings(hidden=(8,)))
+    whole = BanditRun(config)
+    whole.advance()
+
+    def interrupt_after_step_25(fraction: float, message: str) -> None:
+        if fraction >= 25 / 40:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):  # saved every 10 steps (save_every_s=0): at 20
+        run_bandit(config, interrupt_after_step_25, save_every_s=0.0)
+    assert partial_cache(config).path.is_file() and cached_result(config) is None
+    steps = []
+    one_step = BanditRun._one_step
+    monkeypatch.setattr(BanditRun, "_one_step", lambda run: steps.append(1) or one_step(run))
+    result, resumed = run_bandit(config, save_every_s=0.0)
+    assert len(steps) == 20  # steps 21-40 only
+    assert torch.equal(resumed.regret, whole.regret)
+    assert torch.equal(resumed.actions, whole.actions)
+    expected = whole.result(with_snapshot=False)["agents"]
+    for name, agent in result["agents"].items():  # the same curves; only the seconds differ
+        assert {**agent, "seconds": 0} == {**expected[name], "seconds": 0}
+    assert not partial_cache(config).path.exists() and cached_result(config) is not None
+    assert same_state(  # every network, optimiser, buffer and generator ends alike
+        {**resumed.state_dict(), "seconds": 0, "group_seconds": 0},
+        {**whole.state_dict(), "seconds": 0, "group_seconds": 0},
+    )
+
+
+def same_state(a, b) -> bool:
+    """Whether two state dicts hold equal values (tensors exactly)."""
+    if isinstance(a, torch.Tensor):
+        return isinstance(b, torch.Tensor) and torch.equal(a, b)
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same_state(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple):
+        return len(a) == len(b) and all(same_state(x, y) for x, y in zip(a, b, strict=True))
+    return a == b
 
 
 def test_reference_runs_are_saved_and_listed(folders):

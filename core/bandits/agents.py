@@ -280,6 +280,22 @@ class AgentGroup:
             rewards: The realised rewards ``(n_runs,)`` (reward units).
         """
 
+    def state_dict(self) -> dict:
+        """What continues the runs elsewhere (the group's generator; subclasses add theirs).
+
+        Returns:
+            Tensors and plain values (for ``torch.save`` and a ``weights_only`` load).
+        """
+        return {"generator": self.generator.get_state()}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Continue from :meth:`state_dict` of a group built with the same settings.
+
+        Args:
+            state: What :meth:`state_dict` returned.
+        """
+        self.generator.set_state(state["generator"])
+
     def sample_rewards(
         self, run: int, contexts: torch.Tensor, n_samples: int, generator: torch.Generator
     ) -> torch.Tensor | None:
@@ -354,6 +370,31 @@ class ReplayBuffer:
         self.rewards[:, i] = rewards.float()
         self._next = (i + 1) % self.capacity
         self.size = min(self.size + 1, self.capacity)
+
+    def state_dict(self) -> dict:
+        """The interactions held and where the next one goes.
+
+        Returns:
+            Tensors and ints.
+        """
+        return {
+            "contexts": self.contexts,
+            "actions": self.actions,
+            "rewards": self.rewards,
+            "size": self.size,
+            "next": self._next,
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        """Hold what :meth:`state_dict` of a buffer of the same sizes returned.
+
+        Args:
+            state: What :meth:`state_dict` returned.
+        """
+        self.contexts.copy_(state["contexts"])
+        self.actions.copy_(state["actions"])
+        self.rewards.copy_(state["rewards"])
+        self.size, self._next = state["size"], state["next"]
 
     def sample(self, runs: torch.Tensor, batch_size: int, generator: torch.Generator):
         """Uniform minibatches with replacement, one per network.
@@ -547,6 +588,29 @@ class NeuralGroup(AgentGroup):
                 loss.backward()
                 self.procedure.step()
 
+    def state_dict(self) -> dict:
+        """The generator, the networks, the procedure's optimiser state and the buffer.
+
+        Returns:
+            Tensors and plain values.
+        """
+        return super().state_dict() | {
+            "net": self.net.state_dict(),
+            "procedure": self.procedure.state_dict(),
+            "buffer": self.buffer.state_dict(),
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        """Continue from :meth:`state_dict` (parameters copied in place: the optimiser keeps them).
+
+        Args:
+            state: What :meth:`state_dict` returned.
+        """
+        super().load_state_dict(state)
+        self.net.load_state_dict(state["net"])
+        self.procedure.load_state_dict(state["procedure"])
+        self.buffer.load_state_dict(state["buffer"])
+
     @torch.no_grad()
     def sample_rewards(self, run, contexts, n_samples, generator):
         """Sampled rewards of every action for one run's reward model.
@@ -594,6 +658,31 @@ class LinearGroup(AgentGroup):
         self.yty = torch.zeros(*shape, dtype=torch.float64)
         self.count = torch.zeros(*shape, dtype=torch.float64)
         self.rng = np.random.default_rng(seed)
+
+    def state_dict(self) -> dict:
+        """The generators and every arm's sufficient statistics.
+
+        Returns:
+            Tensors and plain values (the NumPy generator's state is a dict of ints).
+        """
+        return super().state_dict() | {
+            "xtx": self.xtx,
+            "xty": self.xty,
+            "yty": self.yty,
+            "count": self.count,
+            "rng": self.rng.bit_generator.state,
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        """Continue from :meth:`state_dict`.
+
+        Args:
+            state: What :meth:`state_dict` returned.
+        """
+        super().load_state_dict(state)
+        for name in ("xtx", "xty", "yty", "count"):
+            getattr(self, name).copy_(state[name])
+        self.rng.bit_generator.state = state["rng"]
 
     def features(self, contexts: torch.Tensor) -> torch.Tensor:
         """Design rows (context, 1).

@@ -203,6 +203,7 @@ class BanditRun:
         self.group_seconds = {g.family: 0.0 for g, _ in self.groups}
         self._block: list[Steps] = []
         self._block_start = 0
+        self._block_states: list[torch.Tensor] = []  # the environments' generators before it
 
     @property
     def done(self) -> bool:
@@ -211,6 +212,7 @@ class BanditRun:
 
     def _current_block(self) -> tuple[list[Steps], int]:
         if not self._block or self.step - self._block_start >= BLOCK:
+            self._block_states = [g.get_state() for g in self.env_generators]
             self._block = [self.env.draw(BLOCK, g) for g in self.env_generators]
             self._block_start = self.step
             if self.info is None:
@@ -269,6 +271,50 @@ class BanditRun:
             done = todo
         self.seconds += time.perf_counter() - start
         return done
+
+    def state_dict(self) -> dict:
+        """What continues the run elsewhere: its records, the environments and the groups.
+
+        The environments' generators are kept as they were before the current block of
+        contexts was drawn, so that :meth:`load_state_dict` draws the same block again.
+
+        Returns:
+            Tensors and plain values (for ``torch.save`` and a ``weights_only`` load).
+        """
+        return {
+            "step": self.step,
+            "regret": self.regret,
+            "actions": self.actions,
+            "info": self.info,
+            "seconds": self.seconds,
+            "group_seconds": dict(self.group_seconds),
+            "block_start": self._block_start,
+            "block_states": self._block_states,
+            "environments": [g.get_state() for g in self.env_generators],
+            "groups": [group.state_dict() for group, _ in self.groups],
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        """Continue from :meth:`state_dict` of a run of the same settings.
+
+        The resumed run's steps are those the uninterrupted run would have taken.
+
+        Args:
+            state: What :meth:`state_dict` returned.
+        """
+        self.step, self.seconds = state["step"], state["seconds"]
+        self.regret, self.actions, self.info = state["regret"], state["actions"], state["info"]
+        self.group_seconds = dict(state["group_seconds"])
+        for (group, _), saved in zip(self.groups, state["groups"], strict=True):
+            group.load_state_dict(saved)
+        self._block, self._block_start = [], state["block_start"]
+        self._block_states = state["block_states"]
+        if self._block_states:  # the current block again, leaving the generators past it
+            for generator, saved in zip(self.env_generators, self._block_states, strict=True):
+                generator.set_state(saved)
+            self._block = [self.env.draw(BLOCK, g) for g in self.env_generators]
+        for generator, saved in zip(self.env_generators, state["environments"], strict=True):
+            generator.set_state(saved)
 
     def cumulative(self) -> torch.Tensor:
         """Cumulative expected regret of the steps done.

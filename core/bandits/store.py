@@ -1,5 +1,6 @@
 """Finished bandit runs on disk: the content-keyed cache and the stored reference runs.
 
+* An unfinished run is saved every minute (:func:`partial_cache`) and resumed from there.
 * Every finished run is cached through :func:`core.storage.cache.cache_entry` under the study
   ``bandits``, keyed by its full settings (:meth:`~core.bandits.runner.RunConfig.to_dict`) and
   :data:`VERSION`, so the same settings are never computed twice (the page and the CLI share it).
@@ -13,11 +14,12 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 from core.bandits.agents import ModelSettings
 from core.bandits.runner import DEFAULT_AGENTS, BanditRun, RunConfig
-from core.progress import ProgressFn
+from core.progress import ProgressFn, report
 from core.storage.atomic import atomic_write_text
 from core.storage.cache import CacheEntry, cache_entry
 from core.storage.paths import bench_dir
@@ -25,6 +27,8 @@ from core.storage.paths import bench_dir
 STUDY = "bandits"
 VERSION = 1
 """Bump to invalidate cached runs when the agents or environments change."""
+SAVE_EVERY_S = 60.0
+"""Seconds of compute between saves of an unfinished run (:func:`partial_cache`)."""
 
 REFERENCE_RUNS = (
     RunConfig(env="mushroom", agents=DEFAULT_AGENTS["mushroom"], steps=50_000, seeds=2),
@@ -101,15 +105,37 @@ def store_result(run: BanditRun) -> dict:
     return result
 
 
+def partial_cache(config: RunConfig) -> CacheEntry:
+    """Where an unfinished run with these settings is saved (:meth:`BanditRun.state_dict`).
+
+    Args:
+        config: The run's settings.
+
+    Returns:
+        The entry (tensors; it may not exist yet).
+    """
+    return cache_entry(
+        f"{STUDY}-partial", VERSION, settings=config.to_dict(), format="pt", prefix=config.env
+    )
+
+
 def run_bandit(
-    config: RunConfig, progress: ProgressFn | None = None, use_cache: bool = True
+    config: RunConfig,
+    progress: ProgressFn | None = None,
+    use_cache: bool = True,
+    save_every_s: float = SAVE_EVERY_S,
 ) -> tuple[dict, BanditRun | None]:
     """The result of a run, from the cache or computed (and then cached).
+
+    While it computes, the run is saved every ``save_every_s`` seconds
+    (:func:`partial_cache`); an interrupted run continues from its last save and ends with the
+    result an uninterrupted one gives.
 
     Args:
         config: What to run.
         progress: Reports the fraction of steps done.
-        use_cache: False recomputes (and overwrites the cached result).
+        use_cache: False recomputes from the first step (and overwrites the cached result).
+        save_every_s: Seconds of compute between saves of the unfinished run.
 
     Returns:
         ``(result, run)``: ``run`` is the finished :class:`BanditRun`, or None when the result
@@ -121,8 +147,22 @@ def run_bandit(
     if use_cache and (cached := cached_result(config)) is not None:
         return cached, None
     run = BanditRun(config)
-    run.advance(progress=progress)
-    return store_result(run), run
+    partial = partial_cache(config)
+    saved = partial.load() if use_cache else None
+    if saved is not None:
+        run.load_state_dict(saved)
+
+    def overall(fraction: float, message: str) -> None:
+        report(progress, run.step / config.steps, message)
+
+    while not run.done:
+        deadline = time.monotonic() + save_every_s
+        run.advance(progress=overall, should_stop=lambda t=deadline: time.monotonic() >= t)
+        if not run.done:
+            partial.save(run.state_dict())
+    result = store_result(run)
+    partial.path.unlink(missing_ok=True)
+    return result, run
 
 
 def reference_dir() -> Path:

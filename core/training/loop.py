@@ -193,6 +193,10 @@ def make_optimizer(
     return torch.optim.Adam(params, lr=lr, weight_decay=weight_decay, fused=True)
 
 
+PLAIN = (bool, int, float, str, tuple, list, torch.Tensor, type(None))
+"""Values of an optimiser's parameter group that :meth:`Procedure.state_dict` keeps."""
+
+
 class Procedure:
     """How a method's training steps are taken: by default Adam on the objective.
 
@@ -255,6 +259,42 @@ class Procedure:
             num_data: The new N.
         """
         self.num_data = num_data
+
+    def state_dict(self) -> dict:
+        """What continues the steps elsewhere: N and the optimisers' and schedule's state.
+
+        Returns:
+            Tensors and plain values (for ``torch.save`` and a ``weights_only`` load).
+        """
+        optimizers = []
+        for optimizer in self.optimizers:
+            saved = optimizer.state_dict()
+            groups = [  # objects set at construction (e.g. SGLD's prior) stay with the optimiser
+                {k: v for k, v in group.items() if isinstance(v, PLAIN)}
+                for group in saved["param_groups"]
+            ]
+            optimizers.append({**saved, "param_groups": groups})
+        return {
+            "num_data": self.num_data,
+            "optimizers": optimizers,
+            "scheduler": None if self.scheduler is None else self.scheduler.state_dict(),
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        """Continue from :meth:`state_dict` of a procedure built alike (after :meth:`optimizer`).
+
+        Args:
+            state: What :meth:`state_dict` returned.
+        """
+        self.resize(state["num_data"])
+        for optimizer, saved in zip(self.optimizers, state["optimizers"], strict=True):
+            groups = [
+                {**{k: v for k, v in group.items() if k != "params"}, **kept}
+                for group, kept in zip(optimizer.param_groups, saved["param_groups"], strict=True)
+            ]
+            optimizer.load_state_dict({**saved, "param_groups": groups})
+        if self.scheduler is not None and state["scheduler"] is not None:
+            self.scheduler.load_state_dict(state["scheduler"])
 
     def before_step(self, step: int) -> None:
         """Called before step ``step`` (1..K), e.g. to set its step size."""
