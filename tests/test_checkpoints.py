@@ -131,6 +131,19 @@ def test_shipped_checkpoint_is_small_and_loads(name):
     model, meta = load_checkpoint(name)
     assert model.config == info.spec.model
     assert meta["epochs"] >= 1 or "posterior" in meta  # trained, or fitted post hoc
+    assert meta.get("train_subset") == info.spec.train_subset  # the images its spec names
+
+
+def test_registered_models_hold_out_the_calibration_split_and_train_without_it():
+    from core.jobs.training import spec_request
+    from core.studies.calibration import VALIDATION_SIZE
+
+    held_out = [spec for spec in REGISTRY.values() if spec.train_subset is not None]
+    assert held_out  # the shipped models leave the temperature-scaling images out
+    for spec in held_out:
+        assert spec.train_subset == 60_000 - VALIDATION_SIZE, spec.name
+        assert spec_request(spec).n_train == spec.train_subset
+        assert spec_request(spec, n_train=100).n_train == 100
 
 
 def test_cli_evaluate_json_schema():

@@ -86,7 +86,8 @@ def test_make_request_takes_the_kinds_defaults_and_the_given_settings():
     assert ensemble.dataset == "fashion_mnist"
     laplace = make_request("l", "laplace")
     assert laplace.training.epochs == REGISTRY["mlp"].training.epochs  # trains as the MLP
-    assert make_request("m", "mlp").describe() == "mlp on MNIST, 15 epochs × all images"
+    epochs = REGISTRY["mlp"].training.epochs
+    assert make_request("m", "mlp").describe() == f"mlp on MNIST, {epochs} epochs × all images"
 
 
 @pytest.mark.parametrize(

@@ -263,7 +263,8 @@ def test_shipped_ensemble_meets_its_target():
 
     model, x, y = shipped("ensemble")
     metrics = evaluate_model(model, x, y, n_samples=model.members)  # the exact ensemble mean
-    assert metrics["test_error"] <= 0.014
+    # 1.35 % when trained on all 60,000 images; 0.1 point more allowed for the 5,000 held out
+    assert metrics["test_error"] <= 0.0145
 
 
 def test_shipped_laplace_keeps_the_mlp_decisions_and_improves_its_nll():
