@@ -371,3 +371,19 @@ def scored_default_models() -> list[str]:
     except DatasetUnavailable:
         pass
     return names
+
+
+def choose_class_label(page, label: str, *, tap: bool = False) -> None:
+    """Pick ``label`` among the send panel's digits (a tap on a touch screen), again when a
+    click landed while the page reran and was lost."""
+    choice = page.locator("[class*='st-key-class_label']")
+    for _ in range(5):
+        option = choice.get_by_text(label, exact=True)
+        if tap:
+            option.tap()
+        else:
+            option.click()
+        wait_for_script(page)
+        if choice.get_by_role("radio", name=label).is_checked():
+            break
+    assert choice.get_by_role("radio", name=label).is_checked()

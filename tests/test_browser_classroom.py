@@ -14,6 +14,7 @@ import pytest
 from core.classroom.store import ClassStore
 from core.storage.database import DB_ENV
 from tests.browser_util import (
+    choose_class_label,
     chromium_browsers,
     chromium_page,
     draw,
@@ -47,13 +48,7 @@ def send_a_one(page, url: str) -> None:
     wait_for_script(page)
     page.get_by_text(PANEL).click()
     wait_for_text(page, f"Class code in use: {CLASS}")
-    choice = page.locator("[class*='st-key-class_label']")
-    for _ in range(5):  # a click that lands while the page reruns can be lost: check it
-        choice.get_by_text("1", exact=True).click()
-        wait_for_script(page)
-        if choice.get_by_role("radio", name="1").is_checked():
-            break
-    assert choice.get_by_role("radio", name="1").is_checked()
+    choose_class_label(page, "1")
     submit = page.get_by_role("button", name="Submit")
     submit.wait_for()
     page.wait_for_function(

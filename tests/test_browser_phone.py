@@ -11,6 +11,7 @@ from core.classroom.store import ClassStore
 from core.storage.database import DB_ENV
 from tests.browser_util import (
     PHONE,
+    choose_class_label,
     chromium_page,
     messages_sent,
     record_timings,
@@ -100,13 +101,7 @@ def test_a_phone_draws_with_a_finger_undoes_sends_and_scrolls_past_charts(tmp_pa
 
         page.get_by_text(PANEL).tap()
         wait_for_text(page, f"Class code in use: {CLASS}")
-        choice = page.locator("[class*='st-key-class_label']")
-        for _ in range(5):  # a tap that lands while the page reruns can be lost: check it
-            choice.get_by_text("1", exact=True).tap()
-            wait_for_script(page)
-            if choice.get_by_role("radio", name="1").is_checked():
-                break
-        assert choice.get_by_role("radio", name="1").is_checked()
+        choose_class_label(page, "1", tap=True)
         submit = page.get_by_role("button", name="Submit")
         submit.wait_for(state="visible")
         assert submit.bounding_box()["height"] >= FINGER_PX
