@@ -414,7 +414,7 @@ def register(subparsers) -> None:
         "--train-subset",
         type=int,
         default=0,
-        help="training images (0: the registered model's, 55,000 for most; else all)",
+        help="training images (0: the registered model's, e.g. 55,000; all with --kind)",
     )
     p.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch default)")
     p.set_defaults(func=cmd_train)
