@@ -324,7 +324,7 @@ def run_active(
         labels = len(learner.labelled)
         report(progress, len(learner.rounds) / total, f"{labels} labels")
         learner.step()
-        if partial is not None:
+        if partial is not None and not learner.done:  # a finished run is cached instead
             partial.save(learner.state())
     report(progress, 1.0, "done")
     return learner.rounds
