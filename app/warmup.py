@@ -4,7 +4,10 @@ A fresh Streamlit server imports the pages' modules (torch, pandas, plotly, the 
 the checkpoints and loads the compared models only when the first visitor opens a page, who then
 waits for all of it. :func:`warm_up` does that work first, in the server's own process, so the
 memoised results (imported modules, :mod:`core.storage.checkpoints`' listing and shared models,
-the test set of :func:`app.ui.test_set`) are there when the first visit asks for them.
+the test set of :func:`app.ui.test_set`) are there when the first visit asks for them. It also
+imports what torch itself imports only on first use: ``torch._dynamo``, which the first optimiser
+a page builds would otherwise import (about 3 s on a 2-core CPU, in the first round of a live
+training).
 ``python -m app.serve`` calls it before it starts serving.
 """
 
@@ -77,6 +80,10 @@ def import_all(names: Iterable[str]) -> list[str]:
     return failed
 
 
+DEFERRED_TORCH_MODULES = ("torch._dynamo",)
+"""Modules torch imports on first use (``torch._dynamo`` by every optimiser's constructor)."""
+
+
 def load_shared_state() -> None:
     """Fill the process-wide memos the pages read.
 
@@ -107,7 +114,7 @@ def warm_up(scripts: Iterable[Path]) -> dict[str, float]:
         Seconds spent per step: ``{"imports": …, "kernels, checkpoints, models, test set": …}``.
     """
     steps: dict[str, Callable[[], object]] = {
-        "imports": lambda: import_all(imported_modules(scripts)),
+        "imports": lambda: import_all([*imported_modules(scripts), *DEFERRED_TORCH_MODULES]),
         "kernels, checkpoints, models, test set": load_shared_state,
     }
     seconds = {}

@@ -50,7 +50,8 @@ REGISTRY: dict[str, CheckpointSpec] = {
             "BBB (scale-mixture prior)",
             "Bayes by Backprop, prior ½·N(0, 1) + ½·N(0, e^-12), KL weight β = 0.1.",
             ModelConfig(kind="bbb", prior=MIXTURE_PRIOR),
-            TrainConfig(epochs=600, impl="fused", lr_decay=0.995, beta=0.1),
+            TrainConfig(epochs=655, impl="fused", lr_decay=0.995, beta=0.1),
+            train_subset=TRAIN_SUBSET,
         ),
         CheckpointSpec(
             "bbb_lrt",

@@ -35,7 +35,10 @@ CHECK = """
 import json, sys
 from app.main import PAGES, REPO_ROOT
 from app.warmup import warm_up
-before = {m: m in sys.modules for m in ("pandas", "plotly.graph_objects", "core.studies.ood")}
+before = {
+    m: m in sys.modules
+    for m in ("pandas", "plotly.graph_objects", "core.studies.ood", "torch._dynamo")
+}
 seconds = warm_up([REPO_ROOT / "app" / "main.py", *(p.path for p in PAGES)])
 from core.storage import checkpoints
 from core.engine import native
