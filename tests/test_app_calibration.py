@@ -212,7 +212,8 @@ def test_missing_mnist_is_reported_in_words(tmp_path, monkeypatch):
 @require_chromium()
 def test_page_in_a_real_browser(tmp_path):
     """The page served on its own (default models, untrained 784-16-10 checkpoints): it renders
-    its charts and the severity slider answers the keyboard."""
+    its charts, the severity slider answers the keyboard, and in presenter mode every text of
+    every chart is at least 16 px and dark (Streamlit's chart theme draws axes small and grey)."""
     small_checkpoints(tmp_path / "checkpoints", ["bbb_mixture", "mlp", "dropout_mlp"])
     env = {
         "BNN_CHECKPOINT_DIR": str(tmp_path / "checkpoints"),
@@ -229,3 +230,25 @@ def test_page_in_a_real_browser(tmp_path):
         slider.press("ArrowRight")
         page.get_by_text("At 75", exact=True).wait_for()
         wait_for_script(page)
+        page.goto(f"{url}/?present=1")
+        page.get_by_text("At 60", exact=True).wait_for(timeout=300_000)
+        wait_for_script(page)
+        texts = page.evaluate(CHART_TEXTS_JS)
+    assert {t["kind"] for t in texts} >= {"xtick", "ytick", "g-xtitle", "g-ytitle", "legendtext"}
+    small_or_light = [t for t in texts if t["px"] < 16 or max(t["rgb"]) > 80]
+    assert not small_or_light, small_or_light[:5]
+
+
+CHART_TEXTS_JS = """() => Array.from(document.querySelectorAll(
+    "[data-testid='stPlotlyChart'] :is(.xtick, .ytick, .g-xtitle, .g-ytitle, .legendtext, "
+    + ".annotation-text, .gtitle, .cbaxis text)"
+  )).flatMap(el => {
+    const text = el.matches('g') ? el.querySelector('text') : el;
+    if (!text || !text.textContent.trim()) return [];
+    const style = getComputedStyle(text);
+    return [{
+      kind: el.classList[0], text: text.textContent, px: parseFloat(style.fontSize),
+      rgb: (style.fill.match(/\\d+/g) || [255, 255, 255]).slice(0, 3).map(Number),
+    }];
+  })"""
+"""Every text of the page's charts: its kind (its element's first class), size and colour."""

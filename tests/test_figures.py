@@ -48,4 +48,14 @@ def test_charts_do_not_zoom_on_a_swipe_and_presenter_mode_is_large_and_dark():
     big = presenter_layout(sweep([1]))
     assert big.layout.font.size >= 16 and big.layout.title.font.size >= 22
     assert big.layout.font.color == INK
+    draw = predictive_figure(np.full(10, 0.1), np.zeros(10), np.ones(10), np.ones(3), 0)
+    big = presenter_layout(draw)
+    axes = [big.layout[k] for k in big.layout if k.startswith(("xaxis", "yaxis"))]
+    assert len(axes) == 6
+    for font in (
+        [a.tickfont for a in axes] + [a.title.font for a in axes] + [big.layout.legend.font]
+    ):
+        assert font.size >= 16 and font.color == INK  # Streamlit's theme would draw them grey
+    assert [a.font.size for a in big.layout.annotations] == [share.PRESENTER_TITLE_FONT] * 3
+    assert big.layout.height > draw.layout.height and draw.layout.xaxis.tickfont.size is None
     assert share.PRESENTER_FONT >= 16 and share.PRESENTER_TITLE_FONT >= 22

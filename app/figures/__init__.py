@@ -6,11 +6,15 @@ numbers and arrays; pages pass data in and show the result with :func:`show_figu
 
 from __future__ import annotations
 
+import copy
+
 import plotly.graph_objects as go
 import streamlit as st
 
 from app import share
 
+TITLE_FONT = 14
+"""Font size of figure titles (and of annotations that title a panel), in points."""
 CLASS_TICKS = {"tickmode": "linear", "dtick": 1}
 CLASS_AXIS = {**CLASS_TICKS, "title": {"text": "class"}}
 DEFAULT_HEIGHT = 450  # plotly's, for figures that set none
@@ -70,7 +74,7 @@ def layout(title: str, height: int, xaxis: dict, yaxis: dict, **extra) -> dict:
         A plotly layout dict.
     """
     return {
-        "title": {"text": title, "font": {"size": 14}},
+        "title": {"text": title, "font": {"size": TITLE_FONT}},
         "height": height,
         "margin": {"l": 10, "r": 10, "t": 40, "b": 10},
         "legend": {"orientation": "h", "y": -0.3},
@@ -104,25 +108,48 @@ def vline(x: float, **line) -> dict:
 
 
 def presenter_layout(fig: go.Figure) -> go.Figure:
-    """Enlarge a figure for a projector: larger fonts, taller plot.
+    """Enlarge a figure for a projector: larger fonts in dark ink, taller plot.
+
+    Every text is set explicitly (axes' ticks and titles, legend, colour bars, annotations), since
+    Streamlit's chart theme gives axes and legends their own small grey fonts, which a figure-wide
+    font does not override. An annotation sized :data:`TITLE_FONT` titles a panel and gets the
+    title size; an annotation with its own colour keeps it.
 
     Args:
         fig: The figure; not modified (it may be cached and shared).
 
     Returns:
         A copy with fonts of :data:`app.share.PRESENTER_FONT` points (titles
-        :data:`app.share.PRESENTER_TITLE_FONT`) and the height times
+        :data:`app.share.PRESENTER_TITLE_FONT`) in :data:`INK`, and the height times
         :data:`app.share.PRESENTER_HEIGHT`.
     """
-    height = fig.layout.height or DEFAULT_HEIGHT
-    top = fig.layout.margin.t
-    return go.Figure(fig).update_layout(
-        font_size=share.PRESENTER_FONT,
-        font_color=INK,
-        title_font_size=share.PRESENTER_TITLE_FONT,
-        height=round(height * share.PRESENTER_HEIGHT),
-        margin_t=None if top is None else max(top, 60),
-    )
+    text = {"size": share.PRESENTER_FONT, "color": INK}
+    title_text = {"size": share.PRESENTER_TITLE_FONT, "color": INK}
+    big = copy.deepcopy(fig.layout.to_plotly_json())
+    height = big.get("height") or DEFAULT_HEIGHT
+    top = big.get("margin", {}).get("t")
+    big["height"] = round(height * share.PRESENTER_HEIGHT)
+    if top is not None:
+        big["margin"]["t"] = max(top, 60)
+    for key, value in [("font", text), ("title", {"font": title_text}), ("legend", {"font": text})]:
+        big[key] = {**big.get(key, {}), **value}
+    for name in [k for k in big if k.startswith(("xaxis", "yaxis"))]:
+        _set_fonts(big[name], text)
+    for note in big.get("annotations", []):
+        font = note.setdefault("font", {})
+        font["size"] = title_text["size"] if font.get("size") == TITLE_FONT else text["size"]
+        font.setdefault("color", INK)
+    traces = copy.deepcopy([trace.to_plotly_json() for trace in fig.data])
+    for trace in traces:
+        if trace.get("type") == "heatmap":
+            _set_fonts(trace.setdefault("colorbar", {}), text)
+    return go.Figure(traces, big)
+
+
+def _set_fonts(element: dict, text: dict) -> None:
+    """Give an axis or colour bar (a layout dict, changed in place) this font for all its text."""
+    element["tickfont"] = text
+    element["title"] = {**element.get("title", {}), "font": text}
 
 
 def show_figure(fig: go.Figure, key: str) -> None:

@@ -8,9 +8,16 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from app.figures import CLASS_TICKS, class_color
+from app.figures import CLASS_TICKS, TITLE_FONT, class_color
 
-PANEL_TITLE = {"xref": "paper", "yref": "paper", "x": 0, "xanchor": "left", "showarrow": False}
+PANEL_TITLE = {
+    "xref": "paper",
+    "yref": "paper",
+    "x": 0,
+    "xanchor": "left",
+    "showarrow": False,
+    "font": {"size": TITLE_FONT},
+}
 
 
 def predictive_figure(
