@@ -12,6 +12,7 @@ from app.main import PAGES
 from core.catalogue import REGISTRY
 from core.methods import build_model
 from core.storage.checkpoints import save_checkpoint
+from core.studies.comparison import load_comparison
 
 MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
 
@@ -44,6 +45,11 @@ def test_home_explains_and_links_every_page(checkpoint_dir):
     assert "Bayesian neural network" in text and "distribution" in text
     assert [link.label for link in at.get("page_link")] == [p.title for p in PAGES[1:]]
     assert all(p.path.is_file() for p in PAGES)
+    rows = load_comparison()["rows"]
+    table = at.table[0].value
+    assert list(table.index) == [row["title"] for row in rows]
+    assert table.loc[rows[0]["title"], "test error (%)"] == f"{100 * rows[0]['test_error']:.2f}"
+    assert "None" not in table.to_string() and "nan" not in table.to_string()
 
 
 def test_sidebar_defaults_to_bbb_mlp_and_dropout(checkpoint_dir):
