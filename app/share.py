@@ -51,8 +51,9 @@ html { font-size: 20px; }
 [data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li,
 [data-testid="stCaptionContainer"], [data-testid="stText"],
 [data-testid="stWidgetLabel"] p { font-size: 1.2rem; }
-[data-baseweb="select"] div, [data-baseweb="input"] input, [data-baseweb="tag"] span,
-[data-testid="stNumberInputContainer"] input { font-size: 1.2rem; }
+[data-testid="stSelectbox"] input, [data-testid="stMultiSelect"] :is(input, span),
+[data-testid="stTextInput"] input, [data-testid="stNumberInputContainer"] input,
+[data-testid="stTable"] :is(th, td) { font-size: 1.2rem; }
 h1 { font-size: 3rem !important; }
 h2 { font-size: 2.3rem !important; }
 h3 { font-size: 1.8rem !important; }

@@ -75,3 +75,28 @@ def test_draw_one_and_zero(scored_models):
             page.get_by_role("button", name="Reset canvas & history").click()
             page.get_by_text("Draw a digit on the black square").wait_for()
             wait_for_script(page)
+
+
+CONTROL_FONTS_JS = """() => Object.entries({
+    selectbox: "[data-testid='stSelectbox'] input",
+    multiselect: "[data-testid='stMultiSelect'] span",
+    number: "[data-testid='stNumberInputContainer'] input",
+    label: "[data-testid='stWidgetLabel'] p",
+    text: "[data-testid='stMain'] [data-testid='stMarkdownContainer'] p",
+  }).flatMap(([kind, selector]) => Array.from(document.querySelectorAll(selector))
+    .filter(el => (el.value || el.textContent).trim())
+    .map(el => [kind, (el.value || el.textContent).slice(0, 30),
+                parseFloat(getComputedStyle(el).fontSize)]))"""
+"""The text of every select box, multiselect, number box, control label and paragraph."""
+
+
+def test_presenter_mode_draws_controls_as_large_as_their_labels():
+    with serve_app() as url, chromium_page(1920, 1080) as page:
+        page.goto(f"{url}/regression?present=1")
+        page.get_by_role("heading", name="Regression playground").wait_for()
+        wait_for_script(page, timeout_ms=300_000)
+        found = page.evaluate(CONTROL_FONTS_JS)
+    kinds = {kind for kind, _, _ in found}
+    assert kinds == {"selectbox", "multiselect", "number", "label", "text"}, kinds
+    small = [f for f in found if f[2] < 22]  # 1.2rem of presenter mode's 20 px is 24 px
+    assert not small, small
