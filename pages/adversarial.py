@@ -9,7 +9,7 @@ import numpy as np
 import streamlit as st
 
 from app import share, ui
-from app.figures import show_figure
+from app.figures import show_figure, show_table
 from app.figures.adversarial import curve_figure, tile, trajectory_figure
 from core.data import class_examples
 from core.engine.sampler import predictive_samples
@@ -183,7 +183,8 @@ for name, model in models.items():
             clamp=True,
         )
 predictions.markdown(f"**Predicted class (mean probability)**, ✗ = wrong, {n_samples} passes")
-predictions.dataframe({"true class": [str(t) for t in y.tolist()], **table}, hide_index=True)
+with predictions:
+    show_table({"true class": [str(t) for t in y.tolist()], **table})
 
 # --- curves --------------------------------------------------------------------------------
 st.subheader("Accuracy and uncertainty against ε")

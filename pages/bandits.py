@@ -6,7 +6,7 @@ import streamlit as st
 import torch
 
 from app import share
-from app.figures import show_figure
+from app.figures import show_figure, show_table
 from app.figures.bandits import (
     final_rows,
     format_seconds,
@@ -155,7 +155,7 @@ def show_snapshot(result: dict, key: str) -> None:
         mushroom_decisions_figure(snapshot, "the last mushrooms"),
         key=f"{key}_mushrooms",
     )
-    st.dataframe(
+    show_table(
         [
             {
                 "step": d["step"],
@@ -167,8 +167,7 @@ def show_snapshot(result: dict, key: str) -> None:
                 "draws that eat": f"{d['eat_fraction']:.0%}",
             }
             for d in reversed(snapshot["decisions"])
-        ],
-        hide_index=True,
+        ]
     )
     st.caption(
         "For each recent mushroom: the agent's decision then, and now the spread over 32 "
@@ -181,7 +180,7 @@ def show_snapshot(result: dict, key: str) -> None:
 def show_result(result: dict, key: str, title: str = "") -> None:
     """Regret curves, the final table and the snapshot of one result."""
     show_figure(regret_figure(result, title), key=f"{key}_regret")
-    st.dataframe(final_rows(result), hide_index=True)
+    show_table(final_rows(result))
     show_snapshot(result, key)
 
 

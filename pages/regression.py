@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from app import share
-from app.figures import show_figure
+from app.figures import show_figure, show_table
 from app.figures.regression import (
     FIT_KEY,
     canvas_background,
@@ -421,12 +421,9 @@ else:
 
 st.subheader("Numbers")
 table = metrics_table(fits, data.held_out)
-st.dataframe(
-    table,
-    column_config={
-        c: st.column_config.NumberColumn(format="%.1f" if c == "train s" else "%.3f")
-        for c in table.columns
-    },
+show_table(
+    table.reset_index(),
+    formats={c: "%.1f" if c == "train s" else "%.3f" for c in table.columns},
 )
 st.caption(
     (

@@ -276,6 +276,21 @@ def test_presenter_mode_enlarges_figures_and_text_and_survives_page_switches(sma
     assert not plain.get("html")
 
 
+def test_presenter_mode_shows_tables_static_with_their_formats(small_models):
+    """A grid is drawn on a canvas at a fixed size: projected, the tables are static."""
+    grid = run(page("regression"), {})
+    static = run(page("regression"), {"present": "1"})
+    assert len(grid.dataframe) == 1 and not grid.table
+    assert len(static.table) == 1 and not static.dataframe
+    shown = static.table[0].proto.arrow_data.styler.display_values
+    frame = grid.dataframe[0].value
+    assert list(frame.columns[:2]) == ["method", "RMSE in range"]
+    first = (
+        f"{frame['RMSE in range'].iloc[0]:.3f}"  # the grid's column format, in the static table too
+    )
+    assert first.encode() in shown
+
+
 def test_link_control_shows_the_view_url(small_models):
     at = run(MAIN, {"sidebar_samples": "20"})
     at.switch_page("../pages/pruning.py").run()

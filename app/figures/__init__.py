@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 
+import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -166,3 +167,25 @@ def show_figure(fig: go.Figure, key: str) -> None:
         fig = presenter_layout(fig)
     config = {"displayModeBar": False, "scrollZoom": False, "doubleClick": False}
     st.plotly_chart(fig, width="stretch", config=config, key=key)
+
+
+def show_table(data, formats: dict[str, str] | None = None) -> None:
+    """Show a table without its index: a sortable grid, or in presenter mode a static table.
+
+    Presenter mode's larger fonts reach a static table but not the grid (drawn on a canvas at a
+    fixed size), so a projected table is static.
+
+    Args:
+        data: Rows (a list of dicts) or a DataFrame.
+        formats: printf-style formats of numeric columns by name, e.g. ``{"NLL": "%.3f"}``.
+    """
+    formats = formats or {}
+    if share.presenter():
+        frame = pd.DataFrame(data)
+        if formats:  # a Styler shows every other float with six decimals: only when asked
+            frame = frame.style.format({c: (lambda v, f=f: f % v) for c, f in formats.items()})
+        st.table(frame, hide_index=True)
+        return
+    number = st.column_config.NumberColumn
+    config = {c: number(format=f) for c, f in formats.items()}
+    st.dataframe(data, hide_index=True, column_config=config)
