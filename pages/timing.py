@@ -244,7 +244,8 @@ def peers_section() -> None:
     show_figure(peer_figure(result), key="timing_peer_figure")
     st.dataframe(peer_rows(result, load_results().get(REFERENCE_FILE)), hide_index=True)
     st.caption(
-        f"One run on {result['device']}, {result['threads']} thread(s), {result['date'][:10]}; "
+        f"One run on {result['device']}, {result['threads']} "
+        f"thread{'s' if result['threads'] != 1 else ''}, {result['date'][:10]}; "
         "the A100 slopes of the reference are another machine's, for scale only."
     )
     st.markdown(

@@ -228,7 +228,9 @@ class ThreadExecutor:
         self.runner, self.directory, self.threads = runner, directory, threads
         device = default_device()
         self.where = (
-            "the GPU" if device.type == "cuda" else f"{threads} CPU thread(s) per job"
+            "the GPU"
+            if device.type == "cuda"
+            else f"{threads} CPU thread{'s' if threads != 1 else ''} per job"
         ) + " of this server"
 
     def run(self, store: JobStore, job: TrainJob, stop: threading.Event) -> None:
