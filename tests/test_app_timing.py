@@ -146,7 +146,7 @@ def test_both_tasks_are_offered_on_the_servers_threads(bench_folder):
 
 def test_a_result_in_the_session_is_plotted_with_fits_speedups_and_goals(bench_folder):
     at = AppTest.from_file(PAGE, default_timeout=60)
-    at.session_state["timing_result"] = fake_result("cpu (1 threads)", "2026-11-21T12:00:00", 10.0)
+    at.session_state["timing_result"] = fake_result("cpu (1 thread)", "2026-11-21T12:00:00", 10.0)
     at.run()
     assert not at.exception, at.exception
     fit_table = at.dataframe[0].value

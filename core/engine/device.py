@@ -28,7 +28,8 @@ def device_name(device: torch.device | None = None) -> str:
     device = device or default_device()
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
-    return f"cpu ({torch.get_num_threads()} threads)"
+    threads = torch.get_num_threads()
+    return f"cpu ({threads} thread{'s' if threads != 1 else ''})"
 
 
 def synchronize(device: torch.device) -> None:
