@@ -20,10 +20,12 @@ settings (:func:`core.storage.cache.cache_entry`, study folder ``calibration``):
   temperature scaling, the mean of every score, and the fraction rejected by the 99th-percentile
   rule fixed on the clean test set.
 
-The shipped checkpoints were trained on all 60,000 training images, validation split included,
-so their fitted temperature is not a held-out fit; :func:`validation_seen` detects this (from
-the checkpoint's recorded ``train_subset`` when there is one, else because the validation NLL
-is far below the test NLL) and the page and CLI say so.
+The shipped checkpoints learn from the first 55,000 training images
+(:data:`core.catalogue.TRAIN_SUBSET`), so the validation split is unseen and the fit is a
+held-out one. A model trained on all 60,000 (a user's, say) has seen it, and its fitted
+temperature is not a held-out fit; :func:`validation_seen` detects this (from the checkpoint's
+recorded ``train_subset`` when there is one, else because the validation NLL is far below the
+test NLL) and the page and CLI say so.
 """
 
 from __future__ import annotations
