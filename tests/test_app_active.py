@@ -28,7 +28,11 @@ CURVES = {
             "labels_to_95": None,
             "area": sum(mean) / 3,
         }
-        for name, mean in (("bald", [0.5, 0.6, 0.7]), ("random", [0.5, 0.55, 0.6]))
+        for name, mean in (
+            ("bald", [0.5, 0.6, 0.7]),
+            ("entropy", [0.5, 0.6, 0.65]),
+            ("random", [0.5, 0.55, 0.6]),
+        )
     },
 }
 
@@ -41,8 +45,8 @@ def test_page_shows_the_stored_curves_and_a_table(tmp_path, monkeypatch, mnist_s
     assert not at.exception, at.exception
     assert at.title[0].value == "Active learning"
     rows = at.table[0].value
-    assert list(rows["acquisition"]) == ["BALD (mutual information)", "Random"]
-    assert list(rows["paper, labels to 90 % (CNN)"]) == ["145", "255"]
+    assert list(rows["acquisition"]) == ["BALD (mutual information)", "Max entropy", "Random"]
+    assert list(rows["paper, labels to 90 % (CNN)"]) == ["145", "165", "255"]
 
 
 def test_a_live_run_grows_both_curves_and_can_pause(mnist_small):
