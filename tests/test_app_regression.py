@@ -63,8 +63,13 @@ def charts(at: AppTest) -> int:
     return len(at.get("plotly_chart"))
 
 
+def table(at: AppTest):
+    """The Numbers table, by method."""
+    return at.dataframe[0].value.set_index("method")
+
+
 def table_rows(at: AppTest) -> list[str]:
-    return list(at.dataframe[0].value.index)
+    return list(table(at).index)
 
 
 def test_default_page_trains_each_method_and_offers_to_run_hmc(cache):
@@ -78,8 +83,8 @@ def test_default_page_trains_each_method_and_offers_to_run_hmc(cache):
     assert len(cached_files(cache)) == len(DEFAULT_SHOWN)
     captions = " ".join(c.value for c in at.caption)
     assert all(METHODS[m].notice in captions for m in DEFAULT_SHOWN)
-    table = at.dataframe[0].value
-    assert (table["out / in"] > 0).all() and table["90 % coverage"].between(0, 1).all()
+    numbers = table(at)
+    assert (numbers["out / in"] > 0).all() and numbers["90 % coverage"].between(0, 1).all()
 
 
 def test_hmc_runs_on_request_then_opens_from_the_cache(cache):
@@ -127,13 +132,13 @@ def test_switching_methods_and_layout_redraws_from_the_cache(cache):
 def test_a_hyperparameter_change_retrains_only_the_methods_it_concerns(cache):
     at = run_page()
     files = cached_files(cache)
-    before = at.dataframe[0].value.loc[METHODS["dropout"].title, "std out"]
+    before = table(at).loc[METHODS["dropout"].title, "std out"]
     at.slider(key="reg_dropout").set_value(0.3).run()
     assert not at.exception, at.exception
     after = cached_files(cache)
     assert len(after) == len(files) + 1
     assert [f for f in after if f not in files][0].startswith("blundell-dropout-")
-    assert at.dataframe[0].value.loc[METHODS["dropout"].title, "std out"] != before
+    assert table(at).loc[METHODS["dropout"].title, "std out"] != before
 
 
 @pytest.mark.parametrize("preset", ["gap", "heteroscedastic"])
