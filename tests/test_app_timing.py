@@ -10,6 +10,10 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
+import core.storage.checkpoints
+from core.catalogue import REGISTRY
+from core.methods import build_model
+from core.storage.checkpoints import save_checkpoint
 from core.studies.training_speed import REFERENCE_FILE, fits, goals, save_result, speedups
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -108,14 +112,25 @@ def test_gpu_rows_with_and_without_cuda_graphs_beside_the_cpu(bench_folder):
     assert any("No saved MNIST runs" in i.value for i in at.info)
 
 
-def test_the_shipped_gpu_model_is_listed_beside_the_papers_error(bench_folder):
-    """The shipped scale-mixture BBB was trained for Blundell's 600 epochs on a GPU."""
+def test_a_shipped_model_trained_on_a_gpu_is_listed_beside_the_papers_error(
+    bench_folder, tmp_path, monkeypatch
+):
+    """Listed from the checkpoints' metadata: a model trained on a GPU, not one on the CPU."""
+    monkeypatch.setattr(core.storage.checkpoints, "CHECKPOINT_DIR", tmp_path / "checkpoints")
+    cpu = {"device": "cpu (1 thread)", "epochs": 16, "train_seconds": 480.0, "test_error": 0.0164}
+    save_checkpoint("mlp", build_model(REGISTRY["mlp"].model), {"dataset": "mnist", **cpu})
+    at = run_page()
+    assert not any("Shipped models trained on a GPU" in m.value for m in at.markdown)
+    gpu = {"device": "NVIDIA H200", "epochs": 600, "train_seconds": 113.0, "test_error": 0.0149}
+    model = build_model(REGISTRY["bbb_mixture"].model)
+    save_checkpoint("bbb_mixture", model, {"dataset": "mnist", **gpu})
     at = run_page()
     assert any("Shipped models trained on a GPU" in m.value for m in at.markdown)
     table = next(d.value for d in at.dataframe if "published (%)" in d.value.columns)
-    row = table[table["model"] == "BBB (scale-mixture prior)"].iloc[0]
+    assert list(table["model"]) == ["BBB (scale-mixture prior)"]
+    row = table.iloc[0]
     assert row["epochs"] == 600 and row["published (%)"] == 1.36
-    assert row["test error (%)"] < 1.6 and not row["device"].startswith("cpu")
+    assert row["test error (%)"] == 1.49 and row["device"] == "NVIDIA H200"
 
 
 def test_an_empty_folder_says_so_in_plain_words(tmp_path, monkeypatch):
