@@ -40,13 +40,19 @@ def canvas_image(image_data: np.ndarray | None) -> np.ndarray | None:
     return grey if grey.max() >= 0.05 else None
 
 
-def redraw_canvas(drawing: dict, strokes: list) -> None:
-    """Make the canvas show ``strokes`` of ``drawing`` (Fabric.js JSON): a button callback for
-    Undo and Clear, which stay visible and large on a phone (the canvas's own toolbar shows on
-    hover only). The canvas loads a changed ``initial_drawing`` and sends it back; the count
-    makes each request a change, even a second Clear."""
+def redraw_canvas(keep: int) -> None:
+    """Make the canvas show the first ``keep`` strokes of its current drawing (all but the last
+    for ``-1``, none for ``0``): a button callback for Undo and Clear, which stay visible and
+    large on a phone (the canvas's own toolbar shows on hover only). It reads the drawing the
+    canvas sent last, not the one of the run that drew the button: a tap right after a stroke
+    can come before that stroke's run has finished. The canvas loads a changed
+    ``initial_drawing`` and sends it back; the count makes each request a change, even a second
+    Clear."""
+    drawing = (st.session_state.get(CANVAS_KEY) or {}).get("drawing") or {}
+    raw = drawing.get("raw") or {}
+    strokes = (raw.get("objects") or [])[:keep]
     count = st.session_state.get(CANVAS_START_KEY, {}).get("redraws", 0) + 1
-    st.session_state[CANVAS_START_KEY] = {**drawing, "objects": strokes, "redraws": count}
+    st.session_state[CANVAS_START_KEY] = {**raw, "objects": strokes, "redraws": count}
 
 
 def from_canvas() -> tuple[np.ndarray, str] | None:
@@ -63,15 +69,14 @@ def from_canvas() -> tuple[np.ndarray, str] | None:
         return_image_data=True,
         key=CANVAS_KEY,
     )
-    drawing = result.json_data or {}
-    strokes = drawing.get("objects") or []
+    strokes = (result.json_data or {}).get("objects") or []
     undo, clear = st.columns(2)
     undo.button(
         "Undo",
         key="draw_undo",
         icon=":material/undo:",
         on_click=redraw_canvas,
-        args=(drawing, strokes[:-1]),
+        args=(-1,),
         disabled=not strokes,
         width="stretch",
     )
@@ -80,7 +85,7 @@ def from_canvas() -> tuple[np.ndarray, str] | None:
         key="draw_clear",
         icon=":material/delete:",
         on_click=redraw_canvas,
-        args=(drawing, []),
+        args=(0,),
         disabled=not strokes,
         width="stretch",
     )

@@ -35,6 +35,7 @@ TEST_SUBSETS = (500, 1_000, 2_000, 5_000, 10_000)
 EVAL_PASSES = (1, 10, 20, 50, 100)
 JOB_KEY = "train_job"  # the job this session watches
 NOTICE_KEY = "train_notice"  # (kind, message) left by a rename/delete callback
+MANAGE_KEY = "train_manage_model"  # the picked model that Rename and Delete act on
 
 
 def kind_title(kind: str) -> str:
@@ -220,8 +221,11 @@ def cancel_job(job_id: int) -> None:
         st.session_state[NOTICE_KEY] = ("error", str(exc))
 
 
-def rename_callback(old: str) -> None:
-    """Rename callback: runs before the next script run, so the sidebar is up to date."""
+def rename_callback() -> None:
+    """Rename callback: runs before the next script run, so the sidebar is up to date. It reads
+    the model picked when the button was pressed, not when it was drawn: a click right after a
+    new pick can come before that pick's run has finished."""
+    old = st.session_state.get(MANAGE_KEY, "")
     try:
         new = st.session_state.get("train_new_name", "")
         path = rename_model(ui.visitor(), old, new)
@@ -230,8 +234,9 @@ def rename_callback(old: str) -> None:
         st.session_state[NOTICE_KEY] = ("error", str(exc))
 
 
-def delete_callback(name: str) -> None:
+def delete_callback() -> None:
     """Delete callback (see :func:`rename_callback`)."""
+    name = st.session_state.get(MANAGE_KEY, "")
     try:
         delete_model(ui.visitor(), name)
         st.session_state[NOTICE_KEY] = ("success", f"Deleted {name}.")
@@ -300,13 +305,11 @@ def models_panel() -> None:
         st.caption("Models trained by other students can be picked in the sidebar, not changed.")
         return
     pick, rename, delete = st.columns([2, 3, 2], vertical_alignment="bottom")
-    chosen = pick.selectbox("Model", names, key="train_manage_model")
+    pick.selectbox("Model", names, key=MANAGE_KEY)
     rename.text_input("New name", key="train_new_name", placeholder="letters, digits, _ and -")
-    rename.button("Rename", key="train_rename", on_click=rename_callback, args=(chosen,))
+    rename.button("Rename", key="train_rename", on_click=rename_callback)
     confirm = delete.checkbox("Really delete", key="train_delete_confirm")
-    delete.button(
-        "Delete", key="train_delete", on_click=delete_callback, args=(chosen,), disabled=not confirm
-    )
+    delete.button("Delete", key="train_delete", on_click=delete_callback, disabled=not confirm)
 
 
 # --- page ----------------------------------------------------------------------------------

@@ -125,6 +125,23 @@ def test_undo_and_clear_redraw_the_canvas_with_one_stroke_less_or_none(untrained
     assert at.session_state["draw_canvas_start"]["redraws"] == 3
 
 
+def test_undo_right_after_a_stroke_takes_that_stroke_not_the_one_before(untrained):
+    """A tap on Undo can reach the app before the run of the stroke it follows has drawn the
+    button again: Undo removes the canvas's last stroke as sent, not as of the button's run."""
+    at = draw_page()
+    strokes = [{"type": "Path", "path": [["M", 1, 2]]}, {"type": "Path", "path": [["M", 3, 4]]}]
+    state = canvas_state("1")
+    state["drawing"]["raw"] = {"version": "5.3.0", "objects": strokes[:1]}
+    at.session_state["draw_canvas"] = state
+    at.run()  # the button is drawn with one stroke on the canvas
+    newer = canvas_state("1")
+    newer["drawing"]["raw"] = {"version": "5.3.0", "objects": strokes}
+    at.session_state["draw_canvas"] = newer  # the second stroke, sent with the tap
+    at.button(key="draw_undo").click().run()
+    assert not at.exception, at.exception
+    assert at.session_state["draw_canvas_start"]["objects"] == strokes[:1]
+
+
 def test_missing_thresholds_are_computed_with_progress(untrained, monkeypatch, tmp_path):
     calls = []
 

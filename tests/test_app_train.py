@@ -187,6 +187,24 @@ def test_rename_and_delete_from_the_page(paused):
     assert "No user-trained model yet." in [c.value for c in at.caption]
 
 
+def test_delete_right_after_a_new_pick_deletes_the_picked_model(paused):
+    """A click on Delete can reach the app before the run of the pick it follows: Delete acts
+    on the model picked when it was pressed, never on the one picked before."""
+    paused.release.set()
+    at = page()
+    for name in ("alpha", "beta"):
+        assert training_queue().wait(start(at, name), 120).status is JobStatus.DONE
+    at.run()
+    pick = at.selectbox(key="train_manage_model")
+    other = next(name for name in pick.options if name != pick.value)
+    at.checkbox(key="train_delete_confirm").check().run()
+    at.selectbox(key="train_manage_model").set_value(other)  # sent with the click, one run
+    at.button(key="train_delete").click().run()
+    assert not at.exception, at.exception
+    assert f"Deleted {other}." in [t.value for t in at.text]
+    assert [i.spec.name for i in list_user_checkpoints()] == [f"user:{pick.value}"]
+
+
 def test_bad_name_is_refused_in_plain_text(paused):
     at = page()
     at.text_input(key="train_name").set_value("**bold** name")
