@@ -430,3 +430,16 @@ def test_missing_mnist_is_a_dataset_error(small, monkeypatch, tmp_path):
     monkeypatch.setenv("BNN_DATA_PATH", str(tmp_path / "nowhere"))
     with pytest.raises(DatasetUnavailable):
         study.temperature_fit("mlp", n_samples=2, validation_size=300)
+
+
+@pytest.mark.parametrize("subset", [55_000, 50_000, 60_000, None, "absent"])
+def test_tuning_reads_the_validation_images_only_of_models_that_never_saw_them(small, subset):
+    meta = {"dataset": "mnist"} | ({} if subset == "absent" else {"train_subset": subset})
+    save_checkpoint("tuned", build_model(REGISTRY["mlp"].model), meta)
+    if subset in (55_000, 50_000):
+        images, labels = study.held_out_validation("tuned")
+        expected_images, expected_labels = study.validation_split()
+        assert torch.equal(images, expected_images) and torch.equal(labels, expected_labels)
+        return
+    with pytest.raises(ValueError, match="--train-subset 55000"):
+        study.held_out_validation("tuned")

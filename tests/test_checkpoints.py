@@ -146,26 +146,19 @@ def test_registered_models_hold_out_the_calibration_split_and_train_without_it()
         assert spec_request(spec, n_train=100).n_train == 100
 
 
-def test_cli_evaluate_json_schema():
+@pytest.mark.parametrize(("split", "images"), [("test", 10_000), ("validation", 5_000)])
+def test_cli_evaluate_json_schema(split, images):
     if not (REPO_ROOT / "checkpoints" / "mlp.pt").is_file():
         pytest.skip("mlp checkpoint not trained yet")
+    command = ["evaluate", "--checkpoint", "mlp", "--samples", "2", "--split", split, "--json"]
     out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "core",
-            "evaluate",
-            "--checkpoint",
-            "mlp",
-            "--samples",
-            "2",
-            "--json",
-        ],
+        [sys.executable, "-m", "core", *command],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
         check=True,
     ).stdout
     result = json.loads(out)
-    assert {"test_error", "nll", "n_samples"} <= set(result)
-    assert result["n_samples"] == 2 and 0 <= result["test_error"] < 0.05
+    assert {f"{split}_error", "nll", "n_samples"} <= set(result)
+    assert result["n_samples"] == 2 and 0 <= result[f"{split}_error"] < 0.05
+    assert result["num_examples"] == images and result["split"] == split

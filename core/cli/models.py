@@ -45,6 +45,7 @@ from core.storage.checkpoints import (
     user_key,
 )
 from core.storage.paths import user_model_dir
+from core.studies.calibration import held_out_validation
 from core.studies.evaluations import SHIPPED_THRESHOLDS, rejection_thresholds, ship_thresholds
 from core.training import EpochStats, cuda_graphs_enabled, train
 
@@ -341,24 +342,35 @@ def cmd_evaluate(args) -> int:
     """Run ``python -m core evaluate``: print a checkpoint's metrics on its own test set.
 
     A Fashion-MNIST model is evaluated on the Fashion-MNIST test set, a MNIST model on MNIST's.
+    With ``--split validation`` it is rated on the 5,000 training images that a model trained
+    with ``--train-subset 55000`` never saw instead: the split to tune settings on, leaving the
+    test set for the final number.
 
     Args:
-        args: The parsed command line (``checkpoint``, ``samples``, ``json``).
+        args: The parsed command line (``checkpoint``, ``samples``, ``split``, ``json``).
 
     Returns:
         The exit code: 0.
+
+    Raises:
+        ValueError: If the validation split is asked for and the model was trained on it.
     """
     model, _ = load_checkpoint(args.checkpoint, default_device())
     dataset = checkpoint_dataset(args.checkpoint)
-    metrics = evaluate_model(model, *load_dataset(dataset, "test"), n_samples=args.samples)
-    metrics["checkpoint"] = args.checkpoint
-    metrics["dataset"] = dataset
+    if args.split == "validation":
+        images, labels = held_out_validation(args.checkpoint)
+    else:
+        images, labels = load_dataset(dataset, "test")
+    metrics = evaluate_model(model, images, labels, n_samples=args.samples)
+    error = metrics[f"{args.split}_error"] = metrics.pop("test_error")
+    metrics.update(checkpoint=args.checkpoint, dataset=dataset, split=args.split)
     if args.json:
         print(json.dumps(metrics))
     else:
         print(
-            f"{args.checkpoint}: {task_title(dataset)} test error {metrics['test_error']:.2%}, "
-            f"NLL {metrics['nll']:.4f}, ECE {metrics['ece']:.4f} ({args.samples} samples)"
+            f"{args.checkpoint}: {task_title(dataset)} {args.split} error {error:.2%}, "
+            f"NLL {metrics['nll']:.4f}, ECE {metrics['ece']:.4f} "
+            f"({args.samples} samples, {len(labels):,} images)"
         )
     return 0
 
@@ -426,6 +438,12 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("evaluate", help="MNIST test metrics of a checkpoint")
     p.add_argument("--checkpoint", required=True, help="registry name or .pt path")
     p.add_argument("--samples", type=int, default=100)
+    p.add_argument(
+        "--split",
+        choices=("test", "validation"),
+        default="test",
+        help="test set, or the 5,000 training images that --train-subset 55000 leaves out",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_evaluate)
     p = subparsers.add_parser(

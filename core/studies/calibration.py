@@ -55,6 +55,7 @@ from core.progress import Job, ProgressFn, report, run_all, share
 from core.storage.cache import CacheEntry, cache_entry
 from core.storage.checkpoints import (
     CheckpointError,
+    checkpoint_dataset,
     load_checkpoint,
     read_metadata,
     resolve_checkpoint,
@@ -149,6 +150,40 @@ def validation_split(
         ValueError: If ``validation_size`` is out of range.
     """
     return _validation(dataset, validation_size, seed)[:2]
+
+
+def held_out_validation(checkpoint: str | Path) -> tuple[torch.Tensor, torch.Tensor]:
+    """The validation images of a checkpoint's task, for tuning without the test set.
+
+    Args:
+        checkpoint: Registry name or ``.pt`` path; its metadata must record a training subset
+            (``train_subset``) that leaves the validation images out.
+
+    Returns:
+        Images ``(VALIDATION_SIZE, 1, 28, 28)`` in [0, 1] and int64 labels.
+
+    Raises:
+        ValueError: If the checkpoint was trained on them, or does not say what it was
+            trained on.
+        CheckpointError: If the checkpoint is missing or damaged.
+        DatasetUnavailable: If the training set is missing.
+    """
+    path = resolve_checkpoint(checkpoint)
+    subset = read_metadata(path).get("train_subset")
+    images, labels, total = _validation(checkpoint_dataset(path), VALIDATION_SIZE, SPLIT_SEED)
+    if not isinstance(subset, int) or isinstance(subset, bool) or subset <= 0:
+        raise ValueError(
+            f"{checkpoint} does not record that it was trained on a subset of the training "
+            f"images, so its validation images may be among them: train it with "
+            f"--train-subset {total - VALIDATION_SIZE} to tune on them"
+        )
+    if subset > total - VALIDATION_SIZE:
+        raise ValueError(
+            f"{checkpoint} was trained on {subset:,} of the {total:,} training images, "
+            f"among them the {VALIDATION_SIZE:,} validation images: train it with "
+            f"--train-subset {total - VALIDATION_SIZE} to tune on them"
+        )
+    return images, labels
 
 
 def _validation(
