@@ -453,6 +453,18 @@ def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     )
 
 
+def test_cli_train_help_gives_each_ad_hoc_settings_default():
+    """An ad-hoc model's method settings take the method's defaults, not the registered
+    model's (``--kind sgld`` samples at T = 1): the help says which."""
+    from core.methods import METHODS
+
+    text = " ".join(cli("train", "--help").stdout.split())
+    assert "take their defaults" in text
+    assert "Temperature T (default 1.0)" in text
+    assert "Weight samples kept (default 5 for ensemble, 8 for sgld, 8 for sgmcmc_cyclic)" in text
+    assert f"Implementation (default {METHODS['bbb'].setting('impl').default})" in text
+
+
 def test_cli_trains_an_adhoc_configuration_and_lists_it(tmp_path, mnist_available):
     env = {"BNN_MODELS_DIR": str(tmp_path)}
     run = cli(

@@ -134,9 +134,19 @@ def _adhoc_settings(args) -> dict:
 def _add_setting_flags(parser) -> None:
     """One ``--flag`` per method setting, e.g. ``--prior-sigma``, ``--burn-in``."""
     for name, setting in method_settings().items():
-        kinds = ", ".join(k for k, m in METHODS.items() if name in {x.name for x in m.settings})
+        defaults = {
+            k: m.setting(name).default
+            for k, m in METHODS.items()
+            if name in {x.name for x in m.settings}
+        }
+        kinds = ", ".join(defaults)
         flag = "--" + name.replace("_", "-")
-        text = f"ad-hoc {kinds}: {setting.label}"
+        shown = {k: v if isinstance(v, str) else setting.title(v) for k, v in defaults.items()}
+        if len(set(shown.values())) == 1:
+            default = shown[next(iter(shown))]
+        else:
+            default = ", ".join(f"{v} for {k}" for k, v in shown.items())
+        text = f"ad-hoc {kinds}: {setting.label} (default {default})"
         if setting.type is bool:
             parser.add_argument(flag, action="store_const", const=True, help=text)
         elif setting.type is str:
@@ -409,8 +419,10 @@ def register(subparsers) -> None:
         "train",
         help="train a registered model or an ad-hoc configuration into the user-model folder",
         description="Train a registered model (NAME) or an ad-hoc configuration (--kind ... "
-        "--name NEW) into the user-model folder (data/models); settings not given come from "
-        "the kind's registered model.",
+        "--name NEW) into the user-model folder (data/models). Ad-hoc, the architecture, "
+        "learning rate, its decay and the batch size not given come from the kind's registered "
+        "model, and the method's own settings not given (prior, temperature, ...) take their "
+        "defaults, shown with each option.",
     )
     p.add_argument("name", nargs="?", choices=sorted(REGISTRY), help="a registered model")
     p.add_argument("--name", dest="model_name", help="save as this user model (ad-hoc: required)")

@@ -2,12 +2,13 @@
 
 A request is either an ad-hoc configuration (:func:`make_request`: a model kind, a task dataset
 and any settings of :class:`~core.engine.interface.ModelConfig` and
-:class:`~core.training.TrainConfig`; unset ones come from the kind's registered model) or a
-registered spec. :func:`run_training` trains it with :func:`core.training.train` and saves
-the result **once, at the end**, atomically, as a user checkpoint in
-:func:`~core.storage.paths.user_model_dir` (never ``checkpoints/``) with the same metadata as the
-shipped models. A cancelled, failed or killed run therefore leaves no checkpoint, and an
-existing file is never half-overwritten. Used by the Train page's job queue
+:class:`~core.training.TrainConfig`; the architecture and the common training settings not
+given come from the kind's registered model, the method's own settings take their declared
+defaults) or a registered spec. :func:`run_training` trains it with
+:func:`core.training.train` and saves the result **once, at the end**, atomically, as a user
+checkpoint in :func:`~core.storage.paths.user_model_dir` (never ``checkpoints/``) with the
+same metadata as the shipped models. A cancelled, failed or killed run therefore leaves no
+checkpoint, and an existing file is never half-overwritten. Used by the Train page's job queue
 (:mod:`core.jobs.queue`) and by ``python -m core train --kind ...``.
 """
 
