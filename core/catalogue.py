@@ -110,10 +110,10 @@ REGISTRY: dict[str, CheckpointSpec] = {
             "sgld",
             "SGLD (8 samples)",
             "784-400-400-10 ReLU network sampled by stochastic-gradient Langevin dynamics "
-            "(prior N(0, 0.3²), a cold T = 0.003, step as SGD's learning rate 0.5 decayed ×0.95 "
+            "(prior N(0, 0.3²), a cold T = 0.001, step as SGD's learning rate 0.5 decayed ×0.95 "
             "per epoch); 8 samples kept over the last half of 65 epochs (Welling & Teh 2011).",
             ModelConfig(kind="sgld", members=8, prior={"kind": "gaussian", "sigma": 0.3}),
-            TrainConfig(epochs=65, lr=0.5, lr_decay=0.95, temperature=0.003, burn_in=0.5),
+            TrainConfig(epochs=65, lr=0.5, lr_decay=0.95, temperature=0.001, burn_in=0.5),
             train_subset=TRAIN_SUBSET,
         ),
         CheckpointSpec(
@@ -121,8 +121,8 @@ REGISTRY: dict[str, CheckpointSpec] = {
             "Cyclical SG-MCMC (4 cycles)",
             "784-400-400-10 ReLU network sampled by cyclical SGLD: 4 cosine step-size cycles "
             "of 16¼ epochs (warm restarts, step as SGD's learning rate 0.5), 80 % exploration, "
-            "2 samples at the end of each cycle (prior N(0, 1), T = 0.01; Zhang et al. 2020).",
-            ModelConfig(kind="sgmcmc_cyclic", members=8),
+            "2 samples at the end of each cycle (prior N(0, 0.3²), T = 0.01; Zhang et al. 2020).",
+            ModelConfig(kind="sgmcmc_cyclic", members=8, prior={"kind": "gaussian", "sigma": 0.3}),
             TrainConfig(epochs=65, lr=0.5, temperature=0.01, cycles=4, exploration=0.8),
             train_subset=TRAIN_SUBSET,
         ),
