@@ -46,17 +46,34 @@ def test_bald_is_entropy_minus_expected_entropy_and_zero_without_spread():
         ]
     )  # (S=2, N=3, C=2): disagreement, agreement at 0.5, agreement at 0.8
     s = summarize(probs)
-    bald = ACQUISITIONS["bald"](s, torch.Generator())
+    bald = ACQUISITIONS["bald"](s, 3, torch.Generator())
     mean = probs.mean(0)
     entropy = -(mean * mean.log()).sum(-1)
     expected = -(probs * probs.log()).sum(-1).mean(0)
     assert torch.allclose(bald, entropy - expected, atol=1e-6)
     assert bald[0] > 0.3 and bald[1] == 0 and bald[2] == 0
-    assert ACQUISITIONS["entropy"](s, torch.Generator())[1] == pytest.approx(0.6931, abs=1e-4)
-    picked = acquire(s, "bald", 1, torch.Generator())
-    assert picked.tolist() == [0]
+    assert ACQUISITIONS["entropy"](s, 3, torch.Generator())[1] == pytest.approx(0.6931, abs=1e-4)
+    picked, scores = acquire(s, "bald", 1, torch.Generator())
+    assert picked.tolist() == [0] and scores.tolist() == pytest.approx([bald[0].item()])
     with pytest.raises(ValueError, match="acquisition"):
         acquire(s, "oracle", 1, torch.Generator())
+    with pytest.raises(ValueError, match="needs the predictive"):
+        acquire(None, "bald", 1, torch.Generator(), 3)
+
+
+def test_random_acquisition_needs_no_passes_and_records_the_scores_it_picked_by(data, monkeypatch):
+    calls = []
+    real = loop.predictive_samples
+    monkeypatch.setattr(
+        loop, "predictive_samples", lambda model, x, n: calls.append(len(x)) or real(model, x, n)
+    )
+    config = replace(TINY, acquisition="random", budget=30, candidates=50)
+    round_ = ActiveLearner(config, data).step()
+    assert calls == [config.test_size]  # the test set only, no candidate scored
+    generator = torch.Generator().manual_seed(config.seed + 1)  # the learner's
+    torch.randperm(config.pool_size, generator=generator)  # its draw of the candidates
+    drawn = torch.rand(config.candidates, generator=generator).double()
+    assert round_.scores == drawn.sort(descending=True).values[:10].tolist()
 
 
 @pytest.mark.parametrize("name", list(ACQUISITIONS))
@@ -169,6 +186,31 @@ def test_the_cli_refuses_the_cnn_with_bbb(capsys):
     assert "convolutions are offered for mlp and dropout" in capsys.readouterr().err
 
 
+def test_the_cli_runs_a_part_of_a_protocol_and_refuses_to_widen_it(capsys, monkeypatch):
+    from core.active.protocols import PROTOCOLS
+    from core.cli import active as active_cli
+
+    asked = []
+    monkeypatch.setattr(
+        active_cli,
+        "curves_for",
+        lambda names, seeds, base, progress=None: (
+            asked.append((names, seeds, base)) or {"settings": {}, "curves": {}}
+        ),
+    )
+    study = PROTOCOLS["gal2017"].config
+    assert cli_main(["active", "--protocol", "gal2017", "--acquisition", "random", "--json"]) == 0
+    assert cli_main(["active", "--protocol", "gal2017", "--seeds", "1", "--json"]) == 0
+    assert asked == [
+        (["random"], study.seeds, study.run),
+        (list(study.acquisitions), 1, study.run),
+    ]
+    capsys.readouterr()
+    assert cli_main(["active", "--protocol", "gal2017", "--acquisition", "mean_std"]) == 2
+    assert cli_main(["active", "--protocol", "gal2017", "--seeds", "4"]) == 2
+    assert "can only narrow" in capsys.readouterr().err and len(asked) == 2
+
+
 @pytest.mark.parametrize("kind", MODEL_KINDS)
 def test_every_method_learns_in_a_round_with_its_own_training(data, kind, monkeypatch):
     """Each offered method trains by its procedure with its own defaults (the ensemble by its
@@ -264,18 +306,90 @@ def test_the_gal2017_protocol_states_each_setting_and_runs_a_round(data):
     assert all(source for _, _, source in protocol.settings())
     assert study.run.model_config().sizes == [3872, 128, 10]
     assert set(study.acquisitions) <= set(ACQUISITIONS)
-    small = replace(
-        study.run,
-        budget=30,
-        pool_size=400,
-        candidates=100,
-        n_samples=4,
-        train_steps=20,
-        test_size=200,
-        n_eval_samples=2,
-    )
-    learner = ActiveLearner(small, data)
+    small = replace(study.run, budget=30, pool_size=400, candidates=100, n_samples=4, epochs=2)
+    learner = ActiveLearner(replace(small, test_size=200), data)
     assert learner.step().labels == 20 and learner.step().labels == 30 and learner.done
+
+
+def test_the_papers_training_settings_reach_every_rounds_training(data, monkeypatch):
+    """Epochs over the labelled set, minibatches of at most ``batch_size`` and the weight decay
+    c / N (Gal et al.'s code) are what each round's training gets; without ``epochs`` the step
+    count still sets the epochs."""
+    seen = []
+    real_train = loop.train
+    monkeypatch.setattr(
+        loop,
+        "train",
+        lambda model, settings, *a, **k: (
+            seen.append(settings) or real_train(model, replace(settings, epochs=1), *a, **k)
+        ),
+    )
+    config = replace(TINY, budget=30, epochs=50, batch_size=128, weight_decay_scale=5.0)
+    run_active(config, data)
+    assert [(s.epochs, s.batch_size) for s in seen] == [(50, 20), (50, 30)]
+    assert [s.weight_decay for s in seen] == pytest.approx([5.0 / 20, 5.0 / 30])
+    seen.clear()
+    run_active(replace(TINY, initial=40, budget=40, train_steps=40, weight_decay=1e-4), data)
+    assert [(s.epochs, s.batch_size, s.weight_decay) for s in seen] == [(32, 32, 1e-4)]
+
+
+def test_weight_scaling_is_the_network_with_its_dropout_left_out():
+    config = ModelConfig(
+        kind="dropout", conv=(4, 8), conv_layout="pooled", hidden=(16,), conv_dropout=0.25
+    )
+    model = build_model(config, seed=0)
+    plain = build_model(replace(config, kind="mlp"), seed=1)
+    plain.load_state_dict(model.state_dict())
+    x = torch.rand(5, 1, 28, 28)
+    with torch.no_grad():
+        assert torch.equal(model.scaled_logits(x), plain(x))
+        assert not torch.equal(model(x), plain(x))  # a pass of the model itself drops units
+
+
+def test_a_test_accuracy_without_passes_is_the_scaled_networks_and_only_for_dropout(data):
+    config = replace(TINY, budget=20, n_eval_samples=0, test_size=300)
+    learner = ActiveLearner(config, data)
+    trained = []
+    real = learner._train
+    learner._train = lambda x, y: trained.append(real(x, y)) or trained[-1]
+    accuracy = learner.step().accuracy
+    x_test, y_test = data[2][:300], data[3][:300]
+    with torch.no_grad():
+        expected = (trained[0].scaled_logits(x_test).argmax(-1) == y_test).double().mean()
+    assert accuracy == pytest.approx(expected.item())
+    with pytest.raises(ValueError, match="n_eval_samples"):
+        ActiveConfig(kind="bbb", n_eval_samples=0)
+
+
+def test_a_run_stops_once_its_accuracy_reaches_stop_at(data, tmp_path, monkeypatch):
+    monkeypatch.setenv("BNN_CACHE_DIR", str(tmp_path / "cache"))
+    stopped = run_active(replace(TINY, stop_at=0.05), data)  # any trained network beats 5 %
+    assert [(r.labels, r.picked) for r in stopped] == [(20, [])]
+    full = run_active(replace(TINY, stop_at=1.0), data)
+    assert [r.labels for r in full] == [20, 30, 40, 50]
+    with pytest.raises(ValueError, match="stop_at"):
+        ActiveConfig(stop_at=1.5)
+
+
+def test_curves_of_runs_stopped_at_different_rounds_keep_each_seeds_labels_to_target(
+    monkeypatch,
+):
+    from core.active.loop import Round
+
+    runs = [
+        [Round(20, 0.5), Round(30, 0.91), Round(40, 0.96)],
+        [Round(20, 0.6), Round(30, 0.96)],
+    ]
+    c = curve(runs, "bald")
+    assert c.labels == [20, 30] and c.mean == pytest.approx([0.55, 0.935])
+    monkeypatch.setattr(loop, "curve_jobs", lambda configs, data=None: [])
+    monkeypatch.setattr(loop, "cached_run", lambda config, *a: runs[config.seed])
+    result = loop.curves_for(["bald"], 2, TINY)
+    per_seed = result["curves"]["bald"]["per_seed"]
+    assert [s["labels_to_90"] for s in per_seed] == [30, 30]
+    assert [s["labels_to_95"] for s in per_seed] == [40, 30]
+    assert per_seed[0]["labels"] == [20, 30, 40] and per_seed[1]["accuracy"] == [0.6, 0.96]
+    assert result["curves"]["bald"]["labels_to_95"] is None  # the mean curve stops at 30
 
 
 def test_the_cli_prints_a_protocols_settings_with_their_sources():

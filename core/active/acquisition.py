@@ -19,16 +19,20 @@ import torch
 
 from core.evaluation.uncertainty import PredictiveSummary
 
-Acquisition = Callable[[PredictiveSummary, torch.Generator], torch.Tensor]
+Acquisition = Callable[[PredictiveSummary | None, int, torch.Generator], torch.Tensor]
 
 ACQUISITIONS: dict[str, Acquisition] = {
-    "bald": lambda s, g: s.mutual_information,
-    "entropy": lambda s, g: s.entropy,
-    "variation_ratio": lambda s, g: s.variation_ratio,
-    "mean_std": lambda s, g: s.std.mean(-1),
-    "random": lambda s, g: torch.rand(len(s), generator=g),
+    "bald": lambda s, n, g: s.mutual_information,
+    "entropy": lambda s, n, g: s.entropy,
+    "variation_ratio": lambda s, n, g: s.variation_ratio,
+    "mean_std": lambda s, n, g: s.std.mean(-1),
+    "random": lambda s, n, g: torch.rand(n, generator=g),
 }
-"""Name → ``score(summary, generator) -> (N,)``; higher scores are acquired first."""
+"""Name → ``score(summary, n, generator) -> (n,)`` for ``n`` candidate inputs; higher scores
+are acquired first. ``summary`` is None for the functions of :data:`MODEL_FREE`."""
+
+MODEL_FREE = frozenset({"random"})
+"""Functions that ignore the model: no Monte-Carlo passes are computed for them."""
 
 TITLES = {
     "bald": "BALD (mutual information)",
@@ -40,26 +44,36 @@ TITLES = {
 
 
 def acquire(
-    summary: PredictiveSummary, name: str, count: int, generator: torch.Generator
-) -> torch.Tensor:
-    """Positions of the ``count`` highest-scoring pool inputs.
+    summary: PredictiveSummary | None,
+    name: str,
+    count: int,
+    generator: torch.Generator,
+    n_inputs: int | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Positions and scores of the ``count`` highest-scoring pool inputs.
 
     Ties are broken by position, so the choice is reproducible.
 
     Args:
-        summary: Summary of the predictive on the candidate pool inputs (``N`` of them).
+        summary: Summary of the predictive on the candidate pool inputs (``N`` of them); None
+            for a function of :data:`MODEL_FREE`.
         name: A key of :data:`ACQUISITIONS`.
         count: How many to pick (at most ``N``).
         generator: Seeded generator (used by ``random``).
+        n_inputs: ``N`` when ``summary`` is None.
 
     Returns:
-        ``(count,)`` int64 positions into the summarised inputs, distinct.
+        ``(count,)`` int64 positions into the candidates, distinct, and their ``(count,)``
+        scores.
 
     Raises:
-        ValueError: If ``name`` is unknown.
+        ValueError: If ``name`` is unknown, or needs a summary it was not given.
     """
     if name not in ACQUISITIONS:
         raise ValueError(f"acquisition must be one of {sorted(ACQUISITIONS)}, got {name!r}")
-    scores = ACQUISITIONS[name](summary, generator).double()
-    order = torch.argsort(-scores, stable=True)
-    return order[: min(count, len(order))]
+    if summary is None and (name not in MODEL_FREE or n_inputs is None):
+        raise ValueError(f"acquisition {name!r} needs the predictive summary of its inputs")
+    n = len(summary) if summary is not None else n_inputs
+    scores = ACQUISITIONS[name](summary, n, generator).double()
+    order = torch.argsort(-scores, stable=True)[: min(count, n)]
+    return order, scores[order]

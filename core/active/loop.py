@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
-from core.active.acquisition import ACQUISITIONS, acquire
+from core.active.acquisition import ACQUISITIONS, MODEL_FREE, acquire
 from core.engine.interface import LabModel, ModelConfig
 from core.engine.sampler import predictive_samples
 from core.engine.seeding import seeded
@@ -25,7 +25,7 @@ from core.progress import Job, ProgressFn, report
 from core.storage.cache import CacheEntry, cache_entry
 from core.training import TrainConfig, train
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: random draws its scores once (its picks changed)
 MODEL_KINDS = tuple(
     kind
     for kind, unit in METHODS.items()
@@ -58,6 +58,8 @@ class ActiveConfig:
         dropout: Dropout probability of the MC-dropout network's dense layers.
         conv_dropout: Dropout probability of its convolutional features (None: ``dropout``).
         weight_decay: L2 coefficient of the optimiser (0: none).
+        weight_decay_scale: Adds ``weight_decay_scale / N`` to ``weight_decay`` for a round
+            with N labelled images (a prior whose weight shrinks as data comes in).
         initial: Labelled images at the start (equal numbers per class).
         pool_size: Unlabelled training images the acquisitions choose from.
         candidates: Random pool subset scored each round (Gal et al. 2017 used 2,000; we use
@@ -65,9 +67,15 @@ class ActiveConfig:
         acquire: Images labelled per round.
         budget: Labelled images at the last round.
         n_samples: Monte-Carlo passes when scoring the pool.
-        train_steps: Optimiser steps per round (the network is retrained from scratch).
+        train_steps: Optimiser steps per round (the network is retrained from scratch);
+            used when ``epochs`` is 0.
+        epochs: Epochs over the labelled set per round instead (0: ``train_steps`` steps).
+        batch_size: Images per optimiser step (all of them while fewer are labelled).
         test_size: Test images for the accuracy of each round.
-        n_eval_samples: Monte-Carlo passes for that accuracy.
+        n_eval_samples: Monte-Carlo passes for that accuracy; 0 for MC dropout's network with
+            its dropout off (weight scaling, the usual deterministic prediction).
+        stop_at: Test accuracy (fraction) at which a run stops before ``budget``; None to run
+            to the budget.
         seed: Seed of the initial set, the pool, the candidates, the training and the noise.
     """
 
@@ -79,6 +87,7 @@ class ActiveConfig:
     dropout: float = 0.5
     conv_dropout: float | None = None
     weight_decay: float = 0.0
+    weight_decay_scale: float = 0.0
     initial: int = 20
     pool_size: int = 10_000
     candidates: int = 1_000
@@ -86,8 +95,11 @@ class ActiveConfig:
     budget: int = 300
     n_samples: int = 20
     train_steps: int = 600
+    epochs: int = 0
+    batch_size: int = 32
     test_size: int = 5_000
     n_eval_samples: int = 5
+    stop_at: float | None = None
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -99,8 +111,18 @@ class ActiveConfig:
             raise ValueError("initial must be a positive multiple of 10 (equal per class)")
         if not self.initial <= self.budget <= self.pool_size or self.acquire < 1:
             raise ValueError("need initial ≤ budget ≤ pool_size and acquire ≥ 1")
-        if self.weight_decay < 0:
-            raise ValueError(f"weight_decay must be ≥ 0, got {self.weight_decay}")
+        if self.weight_decay < 0 or self.weight_decay_scale < 0:
+            raise ValueError("weight_decay and weight_decay_scale must be ≥ 0")
+        if self.epochs < 0 or self.batch_size < 1 or self.train_steps < 1:
+            raise ValueError("need epochs ≥ 0, batch_size ≥ 1 and train_steps ≥ 1")
+        if self.n_eval_samples < 0 or (
+            self.n_eval_samples == 0 and not hasattr(model_class(self.kind), "scaled_logits")
+        ):
+            raise ValueError(
+                "n_eval_samples must be ≥ 1 (0, dropout switched off, is for MC dropout only)"
+            )
+        if self.stop_at is not None and not 0 < self.stop_at <= 1:
+            raise ValueError(f"stop_at must be a fraction in (0, 1], got {self.stop_at}")
         object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))
         object.__setattr__(self, "conv", tuple(int(c) for c in self.conv))
         self.model_config()  # raises for a network the kind does not offer
@@ -228,15 +250,21 @@ class ActiveLearner:
 
     @property
     def done(self) -> bool:
-        """Whether the last round (``budget`` labels) has been trained and measured."""
-        return bool(self.rounds) and self.rounds[-1].labels >= self.config.budget
+        """Whether the last round (``budget`` labels, or ``stop_at`` reached) is measured."""
+        return bool(self.rounds) and self._last(self.rounds[-1])
+
+    def _last(self, round_: Round) -> bool:
+        stop_at = self.config.stop_at
+        reached = stop_at is not None and round_.accuracy >= stop_at
+        return reached or round_.labels >= self.config.budget
 
     def _train(self, x: torch.Tensor, y: torch.Tensor) -> LabModel:
-        batch = min(32, len(x))
-        epochs = max(1, round(self.config.train_steps * batch / len(x)))
-        seed = self.config.seed * 1000 + len(self.rounds)
-        unit = method(self.config.kind)
-        given = self.config.model_config()
+        config = self.config
+        batch = min(config.batch_size, len(x))
+        epochs = config.epochs or max(1, round(config.train_steps * batch / len(x)))
+        seed = config.seed * 1000 + len(self.rounds)
+        unit = method(config.kind)
+        given = config.model_config()
         # the method's own defaults (its estimator, sampler schedule, samples kept ...), except
         # for the architecture this run fixes
         defaults = {k: v for k, v in unit.configure({}).items() if k not in ACTIVE_MODEL_FIELDS}
@@ -247,7 +275,7 @@ class ActiveLearner:
                 epochs=epochs,
                 batch_size=batch,
                 lr=unit.lr,
-                weight_decay=self.config.weight_decay,
+                weight_decay=config.weight_decay + config.weight_decay_scale / len(x),
                 n_eval_samples=1,
                 seed=seed,
             ),
@@ -274,27 +302,52 @@ class ActiveLearner:
         index = torch.tensor(self.labelled)
         model = self._train(x_train[index], y_train[index])
         with seeded(config.seed * 1000 + len(self.rounds)):
-            probs = predictive_samples(model, x_test[: config.test_size], config.n_eval_samples)
-            accuracy = (probs.mean(0).argmax(-1) == y_test[: config.test_size]).double().mean()
-            result = Round(len(self.labelled), accuracy.item())
-            if len(self.labelled) < config.budget:
+            accuracy = round_accuracy(
+                model, x_test[: config.test_size], y_test[: config.test_size], config
+            )
+            result = Round(len(self.labelled), accuracy)
+            if not self._last(result):
                 free = torch.tensor(self.pool)
                 pick = torch.randperm(len(free), generator=self.generator)[: config.candidates]
                 candidates = free[pick]
-                summary = summarize(
-                    predictive_samples(model, x_train[candidates], config.n_samples)
-                )
+                summary = None
+                if config.acquisition not in MODEL_FREE:
+                    summary = summarize(
+                        predictive_samples(model, x_train[candidates], config.n_samples)
+                    )
                 count = min(config.acquire, config.budget - len(self.labelled))
-                chosen = acquire(summary, config.acquisition, count, self.generator)
-                scores = ACQUISITIONS[config.acquisition](summary, self.generator)
+                chosen, scores = acquire(
+                    summary, config.acquisition, count, self.generator, len(candidates)
+                )
                 result.picked = candidates[chosen].tolist()
-                result.scores = scores[chosen].tolist()
+                result.scores = scores.tolist()
                 self.labelled += result.picked
                 taken = set(result.picked)
                 self.pool = [i for i in self.pool if i not in taken]
         result.seconds = time.perf_counter() - start
         self.rounds.append(result)
         return result
+
+
+def round_accuracy(
+    model: LabModel, x: torch.Tensor, y: torch.Tensor, config: ActiveConfig
+) -> float:
+    """Accuracy of a round's network: the mean of ``n_eval_samples`` passes, or weight scaling.
+
+    Args:
+        model: The trained network.
+        x: Test images ``(B, 1, 28, 28)``.
+        y: Their labels ``(B,)``.
+        config: The run's settings (``n_eval_samples`` 0: dropout off).
+
+    Returns:
+        The fraction of ``y`` predicted.
+    """
+    if config.n_eval_samples == 0:
+        predicted = torch.cat([model.scaled_logits(chunk) for chunk in x.split(2_000)])
+    else:
+        predicted = predictive_samples(model, x, config.n_eval_samples).mean(0)
+    return (predicted.argmax(-1) == y).double().mean().item()
 
 
 def run_active(
@@ -426,7 +479,7 @@ class Curve:
         Returns:
             The labelled-set size, or None when the curve never reaches it.
         """
-        return next((n for n, a in zip(self.labels, self.mean, strict=True) if a >= accuracy), None)
+        return labels_to(self.labels, self.mean, accuracy)
 
     def area(self) -> float:
         """Mean accuracy over the rounds (area under the curve per round).
@@ -437,20 +490,51 @@ class Curve:
         return sum(self.mean) / len(self.mean)
 
 
-def curve(runs: list[list[Round]], acquisition: str) -> Curve:
-    """Mean ± std over seeds of runs with identical rounds.
+def labels_to(labels: list[int], accuracies: list[float], accuracy: float) -> int | None:
+    """The fewest labels at which a curve reaches ``accuracy``.
 
     Args:
-        runs: One list of rounds per seed.
+        labels: Labelled-set sizes, increasing.
+        accuracies: The accuracy (fraction) at each.
+        accuracy: The target.
+
+    Returns:
+        The labelled-set size, or None when the curve never reaches it.
+    """
+    return next((n for n, a in zip(labels, accuracies, strict=True) if a >= accuracy), None)
+
+
+def curve_of(run: list[Round]) -> tuple[list[int], list[float]]:
+    """A run's labelled-set sizes and accuracies, round by round.
+
+    Args:
+        run: Its rounds.
+
+    Returns:
+        ``(labels, accuracies)``.
+    """
+    return [r.labels for r in run], [r.accuracy for r in run]
+
+
+def curve(runs: list[list[Round]], acquisition: str) -> Curve:
+    """Mean ± std over seeds, up to the rounds every run has (runs stopped early are shorter).
+
+    Args:
+        runs: One list of rounds per seed, the same labelled-set sizes round by round.
         acquisition: The function's name.
 
     Returns:
         The curve.
     """
-    acc = torch.tensor([[r.accuracy for r in run] for run in runs], dtype=torch.float64)
+    length = min(len(run) for run in runs)
+    acc = torch.tensor([[r.accuracy for r in run[:length]] for run in runs], dtype=torch.float64)
     std = acc.std(0, correction=0) if len(runs) > 1 else torch.zeros(acc.shape[1])
     return Curve(
-        acquisition, [r.labels for r in runs[0]], acc.mean(0).tolist(), std.tolist(), len(runs)
+        acquisition,
+        [r.labels for r in runs[0][:length]],
+        acc.mean(0).tolist(),
+        std.tolist(),
+        len(runs),
     )
 
 
@@ -500,7 +584,9 @@ def curves_for(
 
     Returns:
         ``{"settings": base settings, "curves": {name: {labels, mean, std, seeds,
-        labels_to_85, labels_to_90, labels_to_95, area}}}``.
+        labels_to_85, labels_to_90, labels_to_95, area, per_seed}}}``; ``labels_to_T`` is
+        read off the mean curve, ``per_seed`` holds each seed's ``labels_to_T`` (None: not
+        reached) and its rounds' labels and accuracies.
     """
     from dataclasses import replace
 
@@ -521,5 +607,13 @@ def curves_for(
             "labels_to_90": c.labels_to(0.90),
             "labels_to_95": c.labels_to(0.95),
             "area": c.area(),
+            "per_seed": [
+                {
+                    **{f"labels_to_{t}": labels_to(*curve_of(run), t / 100) for t in (85, 90, 95)},
+                    "labels": curve_of(run)[0],
+                    "accuracy": curve_of(run)[1],
+                }
+                for run in runs
+            ],
         }
     return {"settings": {**base.to_dict(), "seeds": seeds}, "curves": curves}

@@ -7,6 +7,7 @@ Examples::
     python -m core active --save                            # benchmarks/active_learning.json
     python -m core active --arch mlp --budget 300 --save    # the MLP 784-256-10 instead
     python -m core active --protocol gal2017 --save         # the paper's experiment
+    python -m core active --protocol gal2017 --acquisition bald,random --seeds 1  # a part
 """
 
 from __future__ import annotations
@@ -52,16 +53,26 @@ def cmd_active(args: argparse.Namespace) -> int:
             ``arch``, ``budget``, ``json``, ``save``).
 
     Returns:
-        The exit code: 0, or 2 for the CNN with BBB.
+        The exit code: 0, or 2 for the CNN with BBB or a protocol widened.
     """
+    chosen = [a.strip() for a in (args.acquisition or "").split(",") if a.strip()]
     if args.protocol:
         protocol = PROTOCOLS[args.protocol]
         print(protocol.describe(), file=sys.stderr)
         study = protocol.config
-        names, seeds, base = list(study.acquisitions), study.seeds, study.run
+        names = chosen or list(study.acquisitions)
+        seeds = study.seeds if args.seeds is None else args.seeds
+        if not set(names) <= set(study.acquisitions) or not 1 <= seeds <= study.seeds:
+            print(
+                f"error: {args.protocol} compares {', '.join(study.acquisitions)} over "
+                f"{study.seeds} seeds; --acquisition and --seeds can only narrow that",
+                file=sys.stderr,
+            )
+            return 2
+        base = study.run
     else:
-        names = [a.strip() for a in args.acquisition.split(",") if a.strip()]
-        seeds = args.seeds
+        names = chosen or list(ACQUISITIONS)
+        seeds = 3 if args.seeds is None else args.seeds
         try:
             base = ActiveConfig(kind=args.kind, budget=args.budget, **ARCHITECTURES[args.arch])
         except ValueError as exc:
@@ -90,11 +101,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--protocol",
         choices=list(PROTOCOLS),
-        help="a paper's experiment: every setting fixed (printed with its source; the other "
-        "options but --json and --save are ignored)",
+        help="a paper's experiment: every setting fixed (printed with its source); "
+        "--acquisition and --seeds may narrow it to a part (its runs are cached, so parts run "
+        "in separate processes add up), the other options are ignored",
     )
-    p.add_argument("--acquisition", default=",".join(ACQUISITIONS), help="comma-separated")
-    p.add_argument("--seeds", type=int, default=3)
+    p.add_argument(
+        "--acquisition", help=f"comma-separated (default: all, {','.join(ACQUISITIONS)})"
+    )
+    p.add_argument("--seeds", type=int, help="seeds 0 … N − 1 (default 3; a protocol's own)")
     p.add_argument("--kind", choices=MODEL_KINDS, default="dropout")
     p.add_argument(
         "--arch", choices=tuple(ARCHITECTURES), default="cnn", help="network (cnn: dropout only)"

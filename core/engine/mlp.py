@@ -81,22 +81,23 @@ class MLP(MonteCarloModule):
                 h = F.max_pool2d(h, self.layout.pool)
         return flat(h)
 
-    def head(self, h: torch.Tensor) -> torch.Tensor:
+    def head(self, h: torch.Tensor, dropout: bool = True) -> torch.Tensor:
         """The dense layers on :meth:`features` (after their dropout, with convolutions).
 
         Args:
             h: Features ``(..., config.sizes[0])``; every leading index draws its own masks.
+            dropout: False to leave out every dropout layer.
 
         Returns:
             Logits ``(..., C)``.
         """
-        if self.convs and self.conv_dropout_p > 0:
+        if dropout and self.convs and self.conv_dropout_p > 0:
             h = F.dropout(h, self.conv_dropout_p, training=True)
         for i, layer in enumerate(self.layers):
             h = layer(h)
             if i < len(self.layers) - 1:
                 h = F.relu(h)
-                if self.dropout_p > 0:
+                if dropout and self.dropout_p > 0:
                     h = F.dropout(h, self.dropout_p, training=True)
         return h
 
@@ -142,6 +143,21 @@ class DropoutMLP(MLP):
             return super().sample_logits(x, n_samples, lrt)
         h = self.features(x)
         return self.head(h.expand(n_samples, *h.shape))
+
+    def scaled_logits(self, x: torch.Tensor) -> torch.Tensor:
+        """One deterministic pass with dropout switched off (weight scaling).
+
+        Training drops units and scales the kept ones by 1 / (1 − p), so the network without
+        dropout has the expected activations of each layer's input: the usual deterministic
+        prediction of a dropout network (Srivastava et al. 2014), not the MC predictive mean.
+
+        Args:
+            x: Images ``(B, 1, 28, 28)`` or flat inputs ``(B, 784)``.
+
+        Returns:
+            Logits ``(B, C)``.
+        """
+        return self.head(self.features(x), dropout=False)
 
     def sample_functions(self, x: torch.Tensor, n_samples: int) -> torch.Tensor:
         """Passes with one mask per hidden unit and pass, shared by all inputs.
