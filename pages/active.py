@@ -16,6 +16,7 @@ from core.active.loop import (
     live_config,
     load_active_data,
 )
+from core.active.protocols import PAPER_LABELS, paper_comparison
 from core.data import DatasetUnavailable
 from core.methods import method
 from core.storage.paths import REPO_ROOT
@@ -29,16 +30,32 @@ KIND_KEY = "active_kind"
 # 2.2-2.8 s, at most 3.6 s); at 150 labels BALD 79.2 / 81.2 / 80.9 % against random 77.9 / 78.8 /
 # 80.5 % (120 steps and 20 passes: 3.6-4.0 s a round in the same conditions).
 LIVE = {"budget": 150, "test_size": 1000, "candidates": 500, "train_steps": 100, "n_samples": 10}
-PAPER = {"bald": 145, "variation_ratio": 120, "entropy": 165, "random": 255}
-"""Labels to 10 % test error (90 % accuracy), Gal et al. 2017, Table 1."""
+PROTOCOL_FILE = "active_learning-gal2017.json"
 
 
-def stored_curves() -> dict | None:
-    """The precomputed curves (``python -m core active --save``), or None."""
+def stored_curves(name: str = RESULT_FILE) -> dict | None:
+    """Precomputed curves in ``benchmarks/`` (``python -m core active --save``), or None."""
     try:
-        return json.loads((REPO_ROOT / "benchmarks" / RESULT_FILE).read_text())
+        return json.loads((REPO_ROOT / "benchmarks" / name).read_text())
     except (OSError, ValueError):
         return None
+
+
+def paper_table(result: dict) -> list[dict]:
+    """The rows of :func:`paper_comparison` in words."""
+    return [
+        {
+            "acquisition": TITLES[row["acquisition"]],
+            "test error": f"{row['error']} %",
+            "labels here, per repetition": ", ".join(
+                "not within 1,000" if n is None else str(n) for n in row["seeds"]
+            ),
+            "mean": "–" if row["mean"] is None else f"{row['mean']:.0f}",
+            "Gal et al.": str(row["paper"]),
+            "here / paper": "–" if row["ratio"] is None else f"{row['ratio']:.2f}×",
+        }
+        for row in paper_comparison(result)
+    ]
 
 
 def network(settings: dict) -> str:
@@ -154,7 +171,7 @@ else:
                 "labels to 90 %": reach(c["labels_to_90"]),
                 "labels to 95 %": reach(c["labels_to_95"]),
                 f"accuracy at {c['labels'][-1]}": f"{c['mean'][-1]:.1%} ± {c['std'][-1]:.1%}",
-                "paper, labels to 90 % (CNN)": str(PAPER.get(name, "–")),
+                "paper, labels to 90 % (CNN)": str(PAPER_LABELS.get(name, {}).get(90, "–")),
             }
             for name, c in result["curves"].items()
         ]
@@ -166,6 +183,28 @@ else:
         f"{settings['test_size']:,} test images; {settings['seeds']} seeds. Gal et al. (2017) "
         "used a larger CNN (two 4×4 convolutions of 32 channels, max-pooling, dense 128) "
         "trained longer: compare the gap between BALD and random more than the label counts."
+    )
+
+paper = stored_curves(PROTOCOL_FILE)
+if paper is not None:
+    st.subheader("The paper's experiment")
+    st.markdown(
+        "Gal et al. (2017) counted how many labels each acquisition function needs before the "
+        "test error falls to 10 % and to 5 %. Here is the same experiment — their network (two "
+        "4×4 convolutions of 32 channels, max-pooling, dense 128), their training and their pool "
+        "of 40,000 digits, 2,000 of them scored with 100 passes per round — run on this lab's "
+        "computer. Each repetition stops once its test error is down to 5 %."
+    )
+    show_figure(
+        curves_figure(paper["curves"], TITLES, "The paper's experiment: test accuracy (mean)"),
+        "active_paper_curves",
+    )
+    st.table(paper_table(paper))
+    repetitions = paper["settings"]["seeds"]
+    st.caption(
+        f"{repetitions} of the paper's 3 repetitions so far."
+        if repetitions < 3
+        else "Mean over the paper's 3 repetitions; the curve stops where the first one did."
     )
 
 st.subheader("Watch it live")

@@ -401,3 +401,28 @@ def test_the_cli_prints_a_protocols_settings_with_their_sources():
         check=True,
     ).stdout
     assert "--protocol {gal2017}" in help_text
+
+
+def test_the_paper_comparison_reads_each_seeds_labels_beside_gals_table():
+    from core.active.protocols import PAPER_LABELS, paper_comparison
+    from core.cli.active import format_comparison
+
+    def seed(to_90, to_95):
+        return {"labels_to_85": None, "labels_to_90": to_90, "labels_to_95": to_95}
+
+    result = {
+        "curves": {
+            "bald": {"per_seed": [seed(140, 330), seed(160, 400)]},
+            "random": {"per_seed": [seed(300, None), seed(260, 900)]},
+        }
+    }
+    rows = {(r["acquisition"], r["error"]): r for r in paper_comparison(result)}
+    assert rows["bald", 10]["mean"] == 150 and rows["bald", 10]["paper"] == 145
+    assert rows["bald", 10]["ratio"] == pytest.approx(150 / 145) and rows["bald", 10]["close"]
+    assert rows["bald", 5]["ratio"] == pytest.approx(365 / 335) and rows["bald", 5]["close"]
+    assert rows["random", 10]["ratio"] == pytest.approx(280 / 255)
+    assert rows["random", 5]["seeds"] == [None, 900] and rows["random", 5]["mean"] is None
+    assert not rows["random", 5]["close"]  # a seed that never got there is not close
+    assert set(PAPER_LABELS) == {"bald", "variation_ratio", "entropy", "random"}
+    text = format_comparison(paper_comparison(result))
+    assert "140, 160" in text and "-, 900" in text and "×1.03" in text

@@ -104,3 +104,49 @@ PROTOCOLS: dict[str, Protocol] = {
     ),
 }
 """Protocol name → protocol."""
+
+PAPER_LABELS: dict[str, dict[int, int]] = {
+    "bald": {90: 145, 95: 335},
+    "variation_ratio": {90: 120, 95: 295},
+    "entropy": {90: 165, 95: 355},
+    "random": {90: 255, 95: 835},
+}
+"""Gal, Islam & Ghahramani 2017, Table 1: labels to 10 % and 5 % test error (accuracy 90, 95 %),
+per acquisition function."""
+
+WITHIN = 1.25
+"""A reproduction counts as close when it needs at most this many times the paper's labels."""
+
+
+def paper_comparison(result: dict) -> list[dict]:
+    """Labels to 10 % and 5 % test error per acquisition, beside Gal et al.'s Table 1.
+
+    Args:
+        result: What :func:`core.active.loop.curves_for` returned for the ``gal2017`` runs
+            (each curve with its ``per_seed`` labels).
+
+    Returns:
+        One row per acquisition function and error level: ``{"acquisition", "error" (percent),
+        "seeds" (each seed's labels, None where not reached), "mean" (None unless every seed
+        reached it), "paper", "ratio" (mean / paper), "close" (ratio ≤ :data:`WITHIN`)}``.
+    """
+    rows = []
+    for name, curve in result["curves"].items():
+        for accuracy in (90, 95):
+            seeds = [run[f"labels_to_{accuracy}"] for run in curve["per_seed"]]
+            reached = None not in seeds
+            mean = sum(seeds) / len(seeds) if reached else None
+            paper = PAPER_LABELS.get(name, {}).get(accuracy)
+            ratio = mean / paper if mean is not None and paper else None
+            rows.append(
+                {
+                    "acquisition": name,
+                    "error": 100 - accuracy,
+                    "seeds": seeds,
+                    "mean": mean,
+                    "paper": paper,
+                    "ratio": ratio,
+                    "close": ratio is not None and ratio <= WITHIN,
+                }
+            )
+    return rows

@@ -18,7 +18,7 @@ import sys
 
 from core.active.acquisition import ACQUISITIONS
 from core.active.loop import ARCHITECTURES, MODEL_KINDS, RESULT_FILE, ActiveConfig, curves_for
-from core.active.protocols import PROTOCOLS
+from core.active.protocols import PROTOCOLS, paper_comparison
 from core.progress import text_progress
 from core.storage.atomic import atomic_write_text
 from core.storage.paths import REPO_ROOT
@@ -42,6 +42,29 @@ def format_table(result: dict) -> str:
         )
         final = f"{c['mean'][-1]:.1%} ± {c['std'][-1]:.1%}"
         lines.append(f"{name:16s}{reach} {final:>15s} {c['area']:7.1%}")
+    return "\n".join(lines)
+
+
+def format_comparison(rows: list[dict]) -> str:
+    """Labels to 10 % and 5 % test error per acquisition beside the paper's, one line each.
+
+    Args:
+        rows: What :func:`core.active.protocols.paper_comparison` returned.
+
+    Returns:
+        The table as text.
+    """
+    lines = [
+        f"{'acquisition':16s}{'error':>6s}  {'labels (per seed)':24s}{'mean':>7s}{'paper':>7s}"
+    ]
+    for row in rows:
+        seeds = ", ".join("-" if n is None else str(n) for n in row["seeds"])
+        mean = "-" if row["mean"] is None else f"{row['mean']:.0f}"
+        paper = "-" if row["paper"] is None else str(row["paper"])
+        ratio = "" if row["ratio"] is None else f"  ×{row['ratio']:.2f}"
+        lines.append(
+            f"{row['acquisition']:16s}{row['error']:>5d} %  {seeds:24s}{mean:>7s}{paper:>7s}{ratio}"
+        )
     return "\n".join(lines)
 
 
@@ -80,6 +103,8 @@ def cmd_active(args: argparse.Namespace) -> int:
             return 2
     result = curves_for(names, seeds, base, progress=text_progress("active"))
     print(json.dumps(result) if args.json else format_table(result))
+    if args.protocol and not args.json:
+        print(format_comparison(paper_comparison(result)))
     if args.save:
         if args.protocol:
             name = f"active_learning-{args.protocol}.json"

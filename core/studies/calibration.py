@@ -169,21 +169,44 @@ def held_out_validation(checkpoint: str | Path) -> tuple[torch.Tensor, torch.Ten
         DatasetUnavailable: If the training set is missing.
     """
     path = resolve_checkpoint(checkpoint)
-    subset = read_metadata(path).get("train_subset")
+    meta = read_metadata(path)
     images, labels, total = _validation(checkpoint_dataset(path), VALIDATION_SIZE, SPLIT_SEED)
-    if not isinstance(subset, int) or isinstance(subset, bool) or subset <= 0:
+    seen = trained_on_validation(meta, total, VALIDATION_SIZE)
+    if seen is None or meta["train_subset"] is None:
         raise ValueError(
             f"{checkpoint} does not record that it was trained on a subset of the training "
             f"images, so its validation images may be among them: train it with "
             f"--train-subset {total - VALIDATION_SIZE} to tune on them"
         )
-    if subset > total - VALIDATION_SIZE:
+    if seen:
         raise ValueError(
-            f"{checkpoint} was trained on {subset:,} of the {total:,} training images, "
-            f"among them the {VALIDATION_SIZE:,} validation images: train it with "
+            f"{checkpoint} was trained on {meta['train_subset']:,} of the {total:,} training "
+            f"images, among them the {VALIDATION_SIZE:,} validation images: train it with "
             f"--train-subset {total - VALIDATION_SIZE} to tune on them"
         )
     return images, labels
+
+
+def trained_on_validation(meta: dict, total: int, validation_size: int) -> bool | None:
+    """Whether a checkpoint learnt from the validation images, as its metadata records it.
+
+    The training subset is the first ``train_subset`` images of the seeded permutation (null:
+    all of them), the validation images its last ``validation_size``.
+
+    Args:
+        meta: The checkpoint's metadata.
+        total: Images in the training set.
+        validation_size: Validation images at its end.
+
+    Returns:
+        True or False; None when the metadata does not record ``train_subset``.
+    """
+    subset = meta.get("train_subset", "absent")
+    if subset is None:
+        return True
+    if not isinstance(subset, int) or isinstance(subset, bool):
+        return None
+    return subset <= 0 or subset > total - validation_size
 
 
 def _validation(
@@ -401,13 +424,12 @@ def validation_seen(
         meta = read_metadata(resolve_checkpoint(checkpoint))
     except CheckpointError:
         meta = {}
-    subset = meta.get("train_subset", "absent")
-    recorded = subset is None or (isinstance(subset, int) and not isinstance(subset, bool))
-    if fit.split_seed == SPLIT_SEED and recorded:
-        total = fit.training_images
+    total = fit.training_images
+    seen = trained_on_validation(meta, total, fit.validation_size)
+    if fit.split_seed == SPLIT_SEED and seen is not None:
+        subset = meta["train_subset"]
         if subset is None or subset <= 0 or subset >= total:
             return True, f"trained on all {total:,} training images (its metadata)"
-        seen = subset > total - fit.validation_size
         return seen, f"trained on {subset:,} of the {total:,} training images (its metadata)"
     ratio = fit.nll_before / max(test_nll, 1e-12)
     return ratio < SEEN_RATIO, f"validation NLL {ratio:.2f}× the test NLL"
