@@ -37,6 +37,45 @@ CURVES = {
 }
 
 
+def test_page_shows_the_papers_experiment_beside_gals_table(tmp_path, monkeypatch, mnist_small):
+    def run(to_90, to_95):
+        labels = list(range(20, to_95 + 1, 10))
+        accuracy = [0.5 + 0.4 * (n >= to_90) + 0.05 * (n >= to_95) for n in labels]
+        return {
+            "labels_to_85": to_90,
+            "labels_to_90": to_90,
+            "labels_to_95": to_95,
+            "labels": labels,
+            "accuracy": accuracy,
+        }
+
+    per_seed = {"bald": [run(140, 330), run(160, 400)], "random": [run(300, 880), run(260, 900)]}
+    stored = {
+        "settings": {"seeds": 2},
+        "curves": {
+            name: {"labels": [20, 30], "mean": [0.5, 0.5], "std": [0.0, 0.0], "per_seed": runs}
+            for name, runs in per_seed.items()
+        },
+    }
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks" / "active_learning-gal2017.json").write_text(json.dumps(stored))
+    monkeypatch.setattr("core.storage.paths.REPO_ROOT", tmp_path)
+    at = AppTest.from_file(PAGE, default_timeout=300).run()
+    assert not at.exception, at.exception
+    assert "The paper's experiment" in [h.value for h in at.subheader]
+    rows = at.table[0].value
+    assert list(rows["acquisition"]) == ["BALD (mutual information)"] * 2 + ["Random"] * 2
+    assert list(rows["labels here, per repetition"]) == [
+        "140, 160",
+        "330, 400",
+        "300, 260",
+        "880, 900",
+    ]
+    assert list(rows["Gal et al."]) == ["145", "335", "255", "835"]
+    assert list(rows["here / paper"])[0] == "1.03×"
+    assert any("2 of the paper's 3 repetitions" in c.value for c in at.caption)
+
+
 def test_page_shows_the_stored_curves_and_a_table(tmp_path, monkeypatch, mnist_small):
     (tmp_path / "benchmarks").mkdir()
     (tmp_path / "benchmarks" / RESULT_FILE).write_text(json.dumps(CURVES))
