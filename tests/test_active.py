@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from dataclasses import replace
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -312,25 +313,39 @@ def test_the_gal2017_protocol_states_each_setting_and_runs_a_round(data):
 
 
 def test_the_papers_training_settings_reach_every_rounds_training(data, monkeypatch):
-    """Epochs over the labelled set, minibatches of at most ``batch_size`` and the weight decay
-    c / N (Gal et al.'s code) are what each round's training gets; without ``epochs`` the step
-    count still sets the epochs."""
+    """Epochs over the labelled set, minibatches of at most ``batch_size`` and the L2 term
+    c / N on the first dense layer's weights only (Gal et al.'s code) are what each round's
+    training gets; without ``epochs`` the step count still sets the epochs."""
     seen = []
     real_train = loop.train
-    monkeypatch.setattr(
-        loop,
-        "train",
-        lambda model, settings, *a, **k: (
-            seen.append(settings) or real_train(model, replace(settings, epochs=1), *a, **k)
-        ),
-    )
-    config = replace(TINY, budget=30, epochs=50, batch_size=128, weight_decay_scale=5.0)
+
+    def spy(model, settings, *args, procedure, **kwargs):
+        seen.append((settings, procedure, model))
+        return real_train(model, replace(settings, epochs=1), *args, procedure=procedure, **kwargs)
+
+    monkeypatch.setattr(loop, "train", spy)
+    config = replace(TINY, budget=30, epochs=50, batch_size=128, dense_decay_scale=5.0)
     run_active(config, data)
-    assert [(s.epochs, s.batch_size) for s in seen] == [(50, 20), (50, 30)]
-    assert [s.weight_decay for s in seen] == pytest.approx([5.0 / 20, 5.0 / 30])
+    assert [(s.epochs, s.batch_size, s.weight_decay) for s, _, _ in seen] == [
+        (50, 20, 0.0),
+        (50, 30, 0.0),
+    ]
+    for (settings, procedure, model), labels in zip(seen, (20, 30), strict=True):
+        steps = procedure(settings, labels, 1)
+        steps.optimizer(model)
+        steps.optimizers = [SimpleNamespace(step=lambda: None)]  # keep the gradients as set
+        for p in model.parameters():
+            p.grad = torch.zeros_like(p)
+        steps.step()
+        grads = {n: p.grad for n, p in model.named_parameters()}
+        dense = model.layers[0].weight.detach()
+        assert torch.allclose(grads["layers.0.weight"], 5.0 / labels * dense)
+        assert all(g.abs().max() == 0 for n, g in grads.items() if n != "layers.0.weight")
     seen.clear()
     run_active(replace(TINY, initial=40, budget=40, train_steps=40, weight_decay=1e-4), data)
-    assert [(s.epochs, s.batch_size, s.weight_decay) for s in seen] == [(32, 32, 1e-4)]
+    [(settings, procedure, _)] = seen
+    assert (settings.epochs, settings.batch_size, settings.weight_decay) == (32, 32, 1e-4)
+    assert procedure is method(TINY.kind).procedure
 
 
 def test_weight_scaling_is_the_network_with_its_dropout_left_out():

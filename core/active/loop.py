@@ -24,8 +24,9 @@ from core.methods import METHODS, build_model, method, model_class
 from core.progress import Job, ProgressFn, report
 from core.storage.cache import CacheEntry, cache_entry
 from core.training import TrainConfig, train
+from core.training.loop import Procedure
 
-CACHE_VERSION = 2  # 2: random draws its scores once (its picks changed)
+CACHE_VERSION = 3  # 2: random draws its scores once; 3: the L2 of gal2017 on one layer
 MODEL_KINDS = tuple(
     kind
     for kind, unit in METHODS.items()
@@ -58,8 +59,9 @@ class ActiveConfig:
         dropout: Dropout probability of the MC-dropout network's dense layers.
         conv_dropout: Dropout probability of its convolutional features (None: ``dropout``).
         weight_decay: L2 coefficient of the optimiser (0: none).
-        weight_decay_scale: Adds ``weight_decay_scale / N`` to ``weight_decay`` for a round
-            with N labelled images (a prior whose weight shrinks as data comes in).
+        dense_decay_scale: An L2 coefficient ``dense_decay_scale / N`` (N labelled images) on
+            the first dense layer's weights only, on top of ``weight_decay`` (a prior whose
+            weight shrinks as labels come in).
         initial: Labelled images at the start (equal numbers per class).
         pool_size: Unlabelled training images the acquisitions choose from.
         candidates: Random pool subset scored each round (Gal et al. 2017 used 2,000; we use
@@ -87,7 +89,7 @@ class ActiveConfig:
     dropout: float = 0.5
     conv_dropout: float | None = None
     weight_decay: float = 0.0
-    weight_decay_scale: float = 0.0
+    dense_decay_scale: float = 0.0
     initial: int = 20
     pool_size: int = 10_000
     candidates: int = 1_000
@@ -111,8 +113,8 @@ class ActiveConfig:
             raise ValueError("initial must be a positive multiple of 10 (equal per class)")
         if not self.initial <= self.budget <= self.pool_size or self.acquire < 1:
             raise ValueError("need initial ≤ budget ≤ pool_size and acquire ≥ 1")
-        if self.weight_decay < 0 or self.weight_decay_scale < 0:
-            raise ValueError("weight_decay and weight_decay_scale must be ≥ 0")
+        if self.weight_decay < 0 or self.dense_decay_scale < 0:
+            raise ValueError("weight_decay and dense_decay_scale must be ≥ 0")
         if self.epochs < 0 or self.batch_size < 1 or self.train_steps < 1:
             raise ValueError("need epochs ≥ 0, batch_size ≥ 1 and train_steps ≥ 1")
         if self.n_eval_samples < 0 or (
@@ -275,14 +277,17 @@ class ActiveLearner:
                 epochs=epochs,
                 batch_size=batch,
                 lr=unit.lr,
-                weight_decay=config.weight_decay + config.weight_decay_scale / len(x),
+                weight_decay=config.weight_decay,
                 n_eval_samples=1,
                 seed=seed,
             ),
         )
         model = build_model(model_config, seed=seed)  # train() seeds its own noise
+        procedure = unit.procedure
+        if config.dense_decay_scale:
+            procedure = first_dense_l2(procedure, config.dense_decay_scale / len(x))
         cpu = torch.device("cpu")
-        train(model, settings, (x, y), (x[:1], y[:1]), device=cpu, procedure=unit.procedure)
+        train(model, settings, (x, y), (x[:1], y[:1]), device=cpu, procedure=procedure)
         return model.eval().requires_grad_(False)
 
     def step(self) -> Round:
@@ -327,6 +332,35 @@ class ActiveLearner:
         result.seconds = time.perf_counter() - start
         self.rounds.append(result)
         return result
+
+
+def first_dense_l2(procedure: type[Procedure], coefficient: float) -> type[Procedure]:
+    """``procedure`` with an L2 term on the first dense layer's weights W only.
+
+    Every step adds ``coefficient · W`` to W's gradient before the optimiser's step: the
+    gradient of ``coefficient / 2 · ‖W‖²`` added to the objective, what Adam's ``weight_decay``
+    does for every parameter.
+
+    Args:
+        procedure: The method's training procedure (its network has ``layers``).
+        coefficient: The L2 coefficient.
+
+    Returns:
+        The procedure class with the term.
+    """
+
+    class FirstDenseL2(procedure):
+        graphable = False  # the step's extra term is added from Python
+
+        def optimizer(self, network: torch.nn.Module) -> torch.optim.Optimizer:
+            self.decayed = network.layers[0].weight
+            return super().optimizer(network)
+
+        def step(self) -> None:
+            self.decayed.grad.add_(self.decayed.detach(), alpha=coefficient)
+            super().step()
+
+    return FirstDenseL2
 
 
 def round_accuracy(

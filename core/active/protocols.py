@@ -60,7 +60,7 @@ PROTOCOLS: dict[str, Protocol] = {
                 hidden=(128,),
                 conv_dropout=0.25,
                 dropout=0.5,
-                weight_decay_scale=5.0,
+                dense_decay_scale=5.0,
                 initial=20,
                 acquire=10,
                 budget=1000,
@@ -84,9 +84,9 @@ PROTOCOLS: dict[str, Protocol] = {
             "run.hidden": f"{GAL}: a dense layer of 128 units before the softmax",
             "run.conv_dropout": f"{GAL}: dropout 0.25 after the pooling",
             "run.dropout": f"{GAL}: dropout 0.5 after the dense layer",
-            "run.weight_decay_scale": f"{CODE}: an L2 term 2.5 / N · Σw² on the dense layer for N "
-            "labelled images (the paper: tuned on 100 validation images), i.e. an optimiser "
-            "coefficient 5 / N; here on every weight (the dense layer holds 96 % of them)",
+            "run.dense_decay_scale": f"{CODE}: an L2 term 2.5 / N · Σw² on the dense layer's "
+            "weights for N labelled images, i.e. a gradient term 5 / N · w (the paper: tuned on "
+            "100 validation images)",
             "run.initial": f"{GAL}: 20 initial labels, balanced over the classes",
             "run.acquire": f"{GAL}: 10 images acquired per round",
             "run.budget": f"{GAL}: up to 1,000 labels",
