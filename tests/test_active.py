@@ -365,8 +365,8 @@ def test_a_test_accuracy_without_passes_is_the_scaled_networks_and_only_for_drop
     config = replace(TINY, budget=20, n_eval_samples=0, test_size=300)
     learner = ActiveLearner(config, data)
     trained = []
-    real = learner._train
-    learner._train = lambda x, y: trained.append(real(x, y)) or trained[-1]
+    real = learner.train_on
+    learner.train_on = lambda x, y: trained.append(real(x, y)) or trained[-1]
     accuracy = learner.step().accuracy
     x_test, y_test = data[2][:300], data[3][:300]
     with torch.no_grad():
@@ -441,3 +441,46 @@ def test_the_paper_comparison_reads_each_seeds_labels_beside_gals_table():
     assert set(PAPER_LABELS) == {"bald", "variation_ratio", "entropy", "random"}
     text = format_comparison(paper_comparison(result))
     assert "140, 160" in text and "-, 900" in text and "×1.03" in text
+
+
+def test_set_changes_a_protocols_settings_and_names_the_saved_file(capsys, monkeypatch, tmp_path):
+    from core.active.protocols import PROTOCOLS
+    from core.cli import active as active_cli
+
+    asked = []
+    monkeypatch.setattr(
+        active_cli,
+        "curves_for",
+        lambda names, seeds, base, progress=None: (
+            asked.append(base) or {"settings": base.to_dict(), "curves": {}}
+        ),
+    )
+    monkeypatch.setattr(active_cli, "REPO_ROOT", tmp_path)
+    (tmp_path / "benchmarks").mkdir()
+    argv = ["active", "--protocol", "gal2017", "--set", "init=glorot", "--set", "stop_at=0.9"]
+    assert cli_main([*argv, "--json", "--save"]) == 0
+    assert asked == [replace(PROTOCOLS["gal2017"].config.run, init="glorot", stop_at=0.9)]
+    saved = tmp_path / "benchmarks" / "active_learning-gal2017-init_glorot-stop_at_0.9.json"
+    assert saved.is_file() and '"init": "glorot"' in saved.read_text()
+    capsys.readouterr()
+    assert cli_main(["active", "--protocol", "gal2017", "--set", "depth=3"]) == 1
+    assert "KEY=VALUE" in capsys.readouterr().err
+    assert cli_main(["active", "--protocol", "gal2017", "--set", "init=he"]) == 1
+    assert "init must be one of ['glorot', 'torch']" in capsys.readouterr().err
+    assert len(asked) == 1
+
+
+def test_a_runs_init_reaches_the_network_of_every_round(data, monkeypatch):
+    monkeypatch.setattr(loop, "train", lambda *args, **kwargs: None)  # the initial weights
+    x, y = data[0][:20], data[1][:20]
+    config = replace(TINY, **ARCHITECTURES["cnn"])
+    torch_net = ActiveLearner(config, data).train_on(x, y)
+    glorot_net = ActiveLearner(replace(config, init="glorot"), data).train_on(x, y)
+    again = ActiveLearner(replace(config, init="glorot"), data).train_on(x, y)
+    for a, b in zip(glorot_net.parameters(), again.parameters(), strict=True):
+        assert torch.equal(a, b)  # seeded by the run and the round
+    dense = glorot_net.layers[0]
+    bound = (6 / (dense.in_features + dense.out_features)) ** 0.5
+    assert dense.bias.abs().max() == 0 and dense.weight.abs().max() <= bound
+    assert dense.weight.abs().max() > 0.95 * bound
+    assert torch_net.layers[0].bias.abs().max() > 0  # PyTorch's own: uniform biases

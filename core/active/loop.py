@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 import torch
 
 from core.active.acquisition import ACQUISITIONS, MODEL_FREE, acquire
+from core.engine.initialisation import INITIALISATIONS
 from core.engine.interface import LabModel, ModelConfig
 from core.engine.sampler import predictive_samples
 from core.engine.seeding import seeded
@@ -78,6 +79,8 @@ class ActiveConfig:
             its dropout off (weight scaling, the usual deterministic prediction).
         stop_at: Test accuracy (fraction) at which a run stops before ``budget``; None to run
             to the budget.
+        init: A key of :data:`~core.engine.initialisation.INITIALISATIONS`: each round's
+            initial weights (``"torch"``: PyTorch's; ``"glorot"``: Keras').
         seed: Seed of the initial set, the pool, the candidates, the training and the noise.
     """
 
@@ -102,6 +105,7 @@ class ActiveConfig:
     test_size: int = 5_000
     n_eval_samples: int = 5
     stop_at: float | None = None
+    init: str = "torch"
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -123,6 +127,8 @@ class ActiveConfig:
             raise ValueError(
                 "n_eval_samples must be ≥ 1 (0, dropout switched off, is for MC dropout only)"
             )
+        if self.init not in INITIALISATIONS:
+            raise ValueError(f"init must be one of {sorted(INITIALISATIONS)}, got {self.init!r}")
         if self.stop_at is not None and not 0 < self.stop_at <= 1:
             raise ValueError(f"stop_at must be a fraction in (0, 1], got {self.stop_at}")
         object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))
@@ -260,7 +266,16 @@ class ActiveLearner:
         reached = stop_at is not None and round_.accuracy >= stop_at
         return reached or round_.labels >= self.config.budget
 
-    def _train(self, x: torch.Tensor, y: torch.Tensor) -> LabModel:
+    def train_on(self, x: torch.Tensor, y: torch.Tensor) -> LabModel:
+        """The network this run's current round trains: fresh weights, trained on ``x``.
+
+        Args:
+            x: Labelled images ``(N, 1, 28, 28)``.
+            y: Their labels ``(N,)``.
+
+        Returns:
+            The trained network, in evaluation mode, without gradients.
+        """
         config = self.config
         batch = min(config.batch_size, len(x))
         epochs = config.epochs or max(1, round(config.train_steps * batch / len(x)))
@@ -283,6 +298,7 @@ class ActiveLearner:
             ),
         )
         model = build_model(model_config, seed=seed)  # train() seeds its own noise
+        INITIALISATIONS[config.init](model, torch.Generator().manual_seed(seed))
         procedure = unit.procedure
         if config.dense_decay_scale:
             procedure = first_dense_l2(procedure, config.dense_decay_scale / len(x))
@@ -305,7 +321,7 @@ class ActiveLearner:
         config = self.config
         x_train, y_train, x_test, y_test = self.data
         index = torch.tensor(self.labelled)
-        model = self._train(x_train[index], y_train[index])
+        model = self.train_on(x_train[index], y_train[index])
         with seeded(config.seed * 1000 + len(self.rounds)):
             accuracy = round_accuracy(
                 model, x_test[: config.test_size], y_test[: config.test_size], config

@@ -8,6 +8,7 @@ Examples::
     python -m core active --arch mlp --budget 300 --save    # the MLP 784-256-10 instead
     python -m core active --protocol gal2017 --save         # the paper's experiment
     python -m core active --protocol gal2017 --acquisition bald,random --seeds 1  # a part
+    python -m core active --protocol gal2017 --set init=glorot --save  # an ablation
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import sys
 from core.active.acquisition import ACQUISITIONS
 from core.active.loop import ARCHITECTURES, MODEL_KINDS, RESULT_FILE, ActiveConfig, curves_for
 from core.active.protocols import PROTOCOLS, paper_comparison
+from core.cli.overrides import suffix, with_overrides
 from core.progress import text_progress
 from core.storage.atomic import atomic_write_text
 from core.storage.paths import REPO_ROOT
@@ -73,7 +75,7 @@ def cmd_active(args: argparse.Namespace) -> int:
 
     Args:
         args: The parsed command line (``protocol``, ``acquisition``, ``seeds``, ``kind``,
-            ``arch``, ``budget``, ``json``, ``save``).
+            ``arch``, ``budget``, ``set``, ``json``, ``save``).
 
     Returns:
         The exit code: 0, or 2 for the CNN with BBB or a protocol widened.
@@ -101,6 +103,9 @@ def cmd_active(args: argparse.Namespace) -> int:
         except ValueError as exc:
             print(f"error: {exc}; use --arch mlp", file=sys.stderr)
             return 2
+    base = with_overrides(base, args.set or [])
+    if args.set:
+        print(f"changed for this run: {', '.join(args.set)}", file=sys.stderr)
     result = curves_for(names, seeds, base, progress=text_progress("active"))
     print(json.dumps(result) if args.json else format_table(result))
     if args.protocol and not args.json:
@@ -110,7 +115,7 @@ def cmd_active(args: argparse.Namespace) -> int:
             name = f"active_learning-{args.protocol}.json"
         else:
             name = RESULT_FILE if args.arch == "cnn" else "active_learning-mlp.json"
-        path = REPO_ROOT / "benchmarks" / name
+        path = REPO_ROOT / "benchmarks" / name.replace(".json", f"{suffix(args.set or [])}.json")
         atomic_write_text(path, json.dumps(result, indent=1) + "\n")
         print(f"saved {path}", file=sys.stderr)
     return 0
@@ -128,7 +133,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         choices=list(PROTOCOLS),
         help="a paper's experiment: every setting fixed (printed with its source); "
         "--acquisition and --seeds may narrow it to a part (its runs are cached, so parts run "
-        "in separate processes add up), the other options are ignored",
+        "in separate processes add up), --set changes one of its settings (an ablation); the other "
+        "options are ignored",
     )
     p.add_argument(
         "--acquisition", help=f"comma-separated (default: all, {','.join(ACQUISITIONS)})"
@@ -139,11 +145,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--arch", choices=tuple(ARCHITECTURES), default="cnn", help="network (cnn: dropout only)"
     )
     p.add_argument("--budget", type=int, default=ActiveConfig.budget, help="labels at the end")
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="a run setting, e.g. init=glorot or stop_at=0.9 (repeatable; see ActiveConfig); "
+        "with --protocol an ablation of it",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
     p.add_argument(
         "--save",
         action="store_true",
         help=f"write benchmarks/{RESULT_FILE} (cnn), benchmarks/active_learning-mlp.json or "
-        "benchmarks/active_learning-PROTOCOL.json",
+        "benchmarks/active_learning-PROTOCOL.json (with --set, the settings in the name: "
+        "…-init_glorot.json)",
     )
     p.set_defaults(func=cmd_active)

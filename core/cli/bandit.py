@@ -16,7 +16,6 @@ settings (``.cache/bandits``): the same command a second time answers at once.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
 
@@ -27,39 +26,8 @@ from core.bandits.environments import ENVIRONMENTS
 from core.bandits.protocols import PROTOCOLS
 from core.bandits.runner import DEFAULT_AGENTS, RunConfig, regret_table
 from core.bandits.store import run_bandit, save_reference
+from core.cli.overrides import with_overrides
 from core.progress import text_progress
-
-
-def model_settings(assignments: list[str]) -> ModelSettings:
-    """Reward-model settings with ``key=value`` overrides.
-
-    Args:
-        assignments: E.g. ``["updates_per_step=2", "hidden=50,50"]``.
-
-    Returns:
-        The settings.
-
-    Raises:
-        ValueError: If a key is unknown or a value does not parse.
-    """
-    fields = {f.name: f for f in dataclasses.fields(ModelSettings)}
-    values: dict = {}
-    for item in assignments:
-        key, sep, text = item.partition("=")
-        key = key.strip().replace("-", "_")
-        if not sep or key not in fields:
-            raise ValueError(f"--set {item!r}: use KEY=VALUE with KEY one of {', '.join(fields)}")
-        default = getattr(ModelSettings(), key)
-        try:
-            if isinstance(default, tuple):
-                values[key] = tuple(int(t) for t in text.split(",") if t.strip())
-            else:
-                values[key] = type(default)(text)
-        except ValueError:
-            raise ValueError(
-                f"--set {item!r}: {text!r} is not a {type(default).__name__}"
-            ) from None
-    return ModelSettings(**values)
 
 
 def format_result(result: dict, every: int = 1000, cached: bool = False) -> str:
@@ -122,7 +90,7 @@ def cmd_bandit(args: argparse.Namespace) -> int:
             steps=args.steps,
             seeds=args.seeds,
             seed=args.seed,
-            model=model_settings(args.set or []),
+            model=with_overrides(ModelSettings(), args.set or []),
         )
     result, run = run_bandit(config, progress=text_progress("bandit"), use_cache=not args.no_cache)
     if args.json:
