@@ -45,7 +45,7 @@ reproducible and the caller's random state is unchanged.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -53,13 +53,16 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
+from torch.utils._pytree import tree_map
 
 from core.bandits.environments import Environment
+from core.bandits.updates import StepUpdates
 from core.engine.seeding import seeded
 from core.methods import METHODS, ModelConfig, build_model
 from core.methods import method as lab_method
 from core.methods.base import MIXTURE_SIGMA2
 from core.training import TrainConfig
+from core.training.step import cuda_graphs_enabled
 
 
 @dataclass(frozen=True)
@@ -211,13 +214,14 @@ class ModelSettings:
 
 
 @contextmanager
-def drawn_from(generator: torch.Generator) -> Iterator[None]:
+def drawn_from(generator: torch.Generator, cuda: bool = False) -> Iterator[None]:
     """Fork torch's generator (the caller's state is restored) and seed it from ``generator``.
 
     Args:
         generator: The group's (or a snapshot's) own randomness.
+        cuda: Fork and seed the CUDA generators too (networks on a GPU draw from them).
     """
-    with seeded(int(torch.randint(2**62, (), generator=generator)), cuda=False):
+    with seeded(int(torch.randint(2**62, (), generator=generator)), cuda=cuda):
         yield
 
 
@@ -242,6 +246,8 @@ class AgentGroup:
         env: Environment,
         settings: ModelSettings,
         seed: int,
+        device: torch.device | str = "cpu",
+        compile: bool = False,
     ) -> None:
         """Set up the group's runs.
 
@@ -251,6 +257,10 @@ class AgentGroup:
             env: The environment (its sizes and reward scale).
             settings: Reward model and training settings.
             seed: Seed of the group's generator.
+            device: Where the reward networks compute (the random and linear agents always
+                compute on the CPU). The group's own generator stays on the CPU.
+            compile: Compile the networks' training loss with :func:`torch.compile` (fewer,
+                fused kernels; the first steps take longer).
         """
         self.specs, self.n_seeds = list(specs), n_seeds
         self.n_runs = len(self.specs) * n_seeds
@@ -259,6 +269,8 @@ class AgentGroup:
         self.settings = settings
         self.seed_index = torch.arange(self.n_runs) % n_seeds
         self.generator = torch.Generator().manual_seed(seed)
+        self.device = torch.device(device)
+        self.compile = compile
 
     def act(self, contexts: torch.Tensor) -> torch.Tensor:
         """Choose an action for every run.
@@ -295,6 +307,14 @@ class AgentGroup:
             state: What :meth:`state_dict` returned.
         """
         self.generator.set_state(state["generator"])
+
+    def weight_sigma(self) -> torch.Tensor | None:
+        """Each run's mean posterior standard deviation of its weights.
+
+        Returns:
+            ``(n_runs,)``, or None for agents without a weight posterior.
+        """
+        return None
 
     def sample_rewards(
         self, run: int, contexts: torch.Tensor, n_samples: int, generator: torch.Generator
@@ -342,18 +362,21 @@ class ReplayBuffer:
         size: Interactions held per run (the same for all runs: they act in lockstep).
     """
 
-    def __init__(self, n_runs: int, capacity: int, context_dim: int) -> None:
+    def __init__(
+        self, n_runs: int, capacity: int, context_dim: int, device: torch.device | str = "cpu"
+    ) -> None:
         """Allocate an empty buffer.
 
         Args:
             n_runs: Number of runs.
             capacity: Interactions kept per run.
             context_dim: Width of a context.
+            device: Where the interactions are kept (the networks' device).
         """
         self.capacity = capacity
-        self.contexts = torch.zeros(n_runs, capacity, context_dim)
-        self.actions = torch.zeros(n_runs, capacity, dtype=torch.long)
-        self.rewards = torch.zeros(n_runs, capacity)
+        self.contexts = torch.zeros(n_runs, capacity, context_dim, device=device)
+        self.actions = torch.zeros(n_runs, capacity, dtype=torch.long, device=device)
+        self.rewards = torch.zeros(n_runs, capacity, device=device)
         self.size, self._next = 0, 0
 
     def add(self, contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor) -> None:
@@ -396,19 +419,17 @@ class ReplayBuffer:
         self.rewards.copy_(state["rewards"])
         self.size, self._next = state["size"], state["next"]
 
-    def sample(self, runs: torch.Tensor, batch_size: int, generator: torch.Generator):
-        """Uniform minibatches with replacement, one per network.
+    def gather(self, idx: torch.Tensor):
+        """The interactions at positions ``idx`` of every run's ring.
 
         Args:
-            runs: The run each network learns from, ``(K,)``.
-            batch_size: Interactions per minibatch B.
-            generator: Randomness.
+            idx: Positions ``(K, B)`` in ``[0, size)``, row k from run k (on the buffer's
+                device).
 
         Returns:
             ``(contexts (K, B, context_dim), actions (K, B), rewards (K, B))``.
         """
-        idx = torch.randint(self.size, (len(runs), batch_size), generator=generator)
-        rows = runs[:, None]
+        rows = torch.arange(idx.shape[0], device=idx.device)[:, None]
         return self.contexts[rows, idx], self.actions[rows, idx], self.rewards[rows, idx]
 
 
@@ -461,7 +482,7 @@ class NeuralGroup(AgentGroup):
         buffer: The runs' recent interactions.
     """
 
-    def __init__(self, specs, n_seeds, env, settings, seed) -> None:
+    def __init__(self, specs, n_seeds, env, settings, seed, device="cpu", compile=False) -> None:
         """Build the runs' networks, the method's procedure and the buffer.
 
         Args:
@@ -470,8 +491,12 @@ class NeuralGroup(AgentGroup):
             env: The environment.
             settings: Reward model and training settings.
             seed: Seed of the group's generator.
+            device: Where the networks and the buffer live; on CUDA a step's updates are
+                replayed from a CUDA graph (:mod:`core.bandits.updates`) when the method's
+                procedure allows it, and the group works on its own stream.
+            compile: Compile the training loss (:func:`torch.compile`).
         """
-        super().__init__(specs, n_seeds, env, settings, seed)
+        super().__init__(specs, n_seeds, env, settings, seed, device, compile)
         self.family = specs[0].family
         unit = lab_method(self.family)
         self.config = ModelConfig(
@@ -487,6 +512,7 @@ class NeuralGroup(AgentGroup):
         )
         seeds = torch.randint(2**31, (self.n_runs,), generator=self.generator).tolist()
         params, _ = stack_module_state([build_model(self.config, seed=s) for s in seeds])
+        params = {name: p.to(self.device) for name, p in params.items()}
         with torch.device("meta"):  # a stateless template: no memory, no global randomness
             template = build_model(self.config)
         self._training = _Call(template, "training_passes")
@@ -498,8 +524,23 @@ class NeuralGroup(AgentGroup):
         self.epsilon = torch.tensor(
             [spec.epsilon for spec in self.specs for _ in range(n_seeds)], dtype=torch.float64
         )
-        self.buffer = ReplayBuffer(self.n_runs, settings.buffer_size, self.context_dim)
-        self._eye = torch.eye(self.n_actions)
+        self.buffer = ReplayBuffer(
+            self.n_runs, settings.buffer_size, self.context_dim, device=self.device
+        )
+        self._eye = torch.eye(self.n_actions, device=self.device)
+        self._n_data = torch.ones((), device=self.device)  # N of the KL weight: the buffer's size
+        cuda = self.device.type == "cuda"
+        self.stream = torch.cuda.Stream(self.device) if cuda else None
+        self._loss = torch.compile(self.loss, dynamic=False) if compile else self.loss
+        self.updates = StepUpdates(
+            self._update,
+            self.procedure.zero_grad,
+            graphs=self.procedure.graphable and cuda_graphs_enabled(self.device),
+        )
+
+    def _on_device(self) -> AbstractContextManager:
+        """The group's own CUDA stream (so that its work overlaps other groups'), or nothing."""
+        return nullcontext() if self.stream is None else torch.cuda.stream(self.stream)
 
     @property
     def params(self) -> dict[str, torch.Tensor]:
@@ -524,7 +565,7 @@ class NeuralGroup(AgentGroup):
 
     def _values(self, params: dict, x: torch.Tensor, generator: torch.Generator):
         """One posterior draw per network: ``x (K, n, in)`` → sampled rewards ``(K, n)``."""
-        with drawn_from(generator):
+        with drawn_from(generator, cuda=self.device.type == "cuda"):
             return self._call(self._draw, params, x)[..., 0]
 
     # --- the agent interface ----------------------------------------------------------------
@@ -539,7 +580,9 @@ class NeuralGroup(AgentGroup):
         Returns:
             Actions ``(n_runs,)``.
         """
-        actions = self._values(self.params, self._all_actions(contexts), self.generator).argmax(-1)
+        with self._on_device():
+            x = self._all_actions(contexts.to(self.device))
+            actions = self._values(self.params, x, self.generator).argmax(-1).cpu()
         if bool((self.epsilon > 0).any()):
             explore = torch.rand(self.n_runs, generator=self.generator, dtype=torch.float64)
             uniform = torch.randint(self.n_actions, (self.n_runs,), generator=self.generator)
@@ -551,8 +594,9 @@ class NeuralGroup(AgentGroup):
 
         The minibatch ELBO ``Σ_b (r_b − f(x_b))²/(2σ²) + β·(B/N)·KL(q‖p)`` averaged over the
         model's training passes (an ensemble's members), N the interactions in the buffer
-        (the KL weighting of one minibatch of an epoch over the buffer); without a weight
-        posterior the KL is 0 and the loss is the summed squared error.
+        (the KL weighting of one minibatch of an epoch over the buffer, read from a device
+        scalar so that a CUDA graph sees it change); without a weight posterior the KL is 0
+        and the loss is the summed squared error.
 
         Args:
             contexts: ``(K, B, context_dim)``.
@@ -566,39 +610,55 @@ class NeuralGroup(AgentGroup):
         out, kl = self._call(self._training, self.params, x, 1)  # (K, P, B, 1), (K, P)
         sigma = self.settings.noise_sigma
         nll = ((out[..., 0] - rewards[:, None]) ** 2).sum(-1) / (2 * sigma**2)
-        weight = self.settings.kl_beta * actions.shape[1] / self.buffer.size
+        weight = self.settings.kl_beta * actions.shape[1] / self._n_data
         return (nll + weight * kl).mean(-1).sum()
+
+    def _update(self, positions: torch.Tensor) -> None:
+        """One optimiser step of every network on its minibatch at ``positions (K, B)``."""
+        self._loss(*self.buffer.gather(positions)).backward()
+        self.procedure.step()
 
     def update(self, contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor):
         """Store the interactions, then ``updates_per_step`` steps on fresh minibatches.
+
+        The minibatches' positions (uniform with replacement) and one seed of the networks'
+        noise for the whole step come from the group's generator.
 
         Args:
             contexts: ``(n_runs, context_dim)``.
             actions: ``(n_runs,)``.
             rewards: ``(n_runs,)`` (reward units).
         """
-        self.buffer.add(contexts, actions, rewards / self.reward_scale)
-        self.procedure.resize(self.buffer.size)
-        runs = torch.arange(self.n_runs)
-        for _ in range(self.settings.updates_per_step):
-            batch = self.buffer.sample(runs, self.settings.batch_size, self.generator)
-            with drawn_from(self.generator):
-                loss = self.loss(*batch)
-                self.procedure.zero_grad()
-                loss.backward()
-                self.procedure.step()
+        s = self.settings
+        shape = (s.updates_per_step, self.n_runs, s.batch_size)
+        with self._on_device():
+            self.buffer.add(
+                contexts.to(self.device),
+                actions.to(self.device),
+                (rewards / self.reward_scale).to(self.device),
+            )
+            self.procedure.resize(self.buffer.size)
+            self._n_data.fill_(self.buffer.size)
+            positions = torch.randint(self.buffer.size, shape, generator=self.generator)
+            with drawn_from(self.generator, cuda=self.device.type == "cuda"):
+                self.updates(positions.to(self.device))
 
     def state_dict(self) -> dict:
         """The generator, the networks, the procedure's optimiser state and the buffer.
 
         Returns:
-            Tensors and plain values.
+            Tensors (on the CPU, wherever the networks are) and plain values.
         """
-        return super().state_dict() | {
+        if self.stream is not None:
+            self.stream.synchronize()
+        state = {
             "net": self.net.state_dict(),
             "procedure": self.procedure.state_dict(),
             "buffer": self.buffer.state_dict(),
         }
+        return super().state_dict() | tree_map(
+            lambda v: v.cpu() if isinstance(v, torch.Tensor) else v, state
+        )
 
     def load_state_dict(self, state: dict) -> None:
         """Continue from :meth:`state_dict` (parameters copied in place: the optimiser keeps them).
@@ -607,9 +667,31 @@ class NeuralGroup(AgentGroup):
             state: What :meth:`state_dict` returned.
         """
         super().load_state_dict(state)
-        self.net.load_state_dict(state["net"])
-        self.procedure.load_state_dict(state["procedure"])
-        self.buffer.load_state_dict(state["buffer"])
+        with self._on_device():
+            self.net.load_state_dict(state["net"])
+            self.procedure.load_state_dict(state["procedure"])
+            for optimizer in self.procedure.optimizers:  # a capturable Adam's rate is a tensor
+                for group in optimizer.param_groups:
+                    if isinstance(group["lr"], torch.Tensor):
+                        group["lr"] = group["lr"].to(self.device)
+            self.buffer.load_state_dict(state["buffer"])
+            self._n_data.fill_(self.buffer.size)
+
+    @torch.no_grad()
+    def weight_sigma(self) -> torch.Tensor | None:
+        """Each run's mean posterior standard deviation of its weights, softplus(ρ).
+
+        Returns:
+            ``(n_runs,)`` float64, the mean over every layer's weight matrix (not the biases),
+            or None for a network without a weight posterior.
+        """
+        rhos = [p for name, p in self.params.items() if name.endswith("weight_rho")]
+        if not rhos:
+            return None
+        with self._on_device():
+            total = sum(F.softplus(r.double()).flatten(1).sum(1) for r in rhos)
+            count = sum(r[0].numel() for r in rhos)
+            return (total / count).cpu()
 
     @torch.no_grad()
     def sample_rewards(self, run, contexts, n_samples, generator):
@@ -626,8 +708,10 @@ class NeuralGroup(AgentGroup):
         """
         params = {name: p[run].expand(n_samples, *p.shape[1:]) for name, p in self.params.items()}
         n_inputs = contexts.shape[0]
-        x = self._all_actions(contexts).reshape(1, n_inputs * self.n_actions, -1)
-        values = self._values(params, x.expand(n_samples, -1, -1), generator)
+        with self._on_device():
+            x = self._all_actions(contexts.to(self.device))
+            x = x.reshape(1, n_inputs * self.n_actions, -1).expand(n_samples, -1, -1)
+            values = self._values(params, x, generator).cpu()
         return values.view(n_samples, n_inputs, self.n_actions) * self.reward_scale
 
 
@@ -640,7 +724,7 @@ class LinearGroup(AgentGroup):
 
     family = "linear"
 
-    def __init__(self, specs, n_seeds, env, settings, seed) -> None:
+    def __init__(self, specs, n_seeds, env, settings, seed, device="cpu", compile=False) -> None:
         """Start every arm at the prior.
 
         Args:
@@ -649,6 +733,8 @@ class LinearGroup(AgentGroup):
             env: The environment.
             settings: The prior's λ, a₀, b₀.
             seed: Seed of the group's generators.
+            device: Ignored: exact linear Thompson sampling computes on the CPU in float64.
+            compile: Ignored (no network).
         """
         super().__init__(specs, n_seeds, env, settings, seed)
         p = self.context_dim + 1

@@ -164,18 +164,29 @@ class BanditRun:
         group_seconds: Compute time per family (s).
     """
 
-    def __init__(self, config: RunConfig, env: Environment | None = None) -> None:
+    def __init__(
+        self,
+        config: RunConfig,
+        env: Environment | None = None,
+        device: torch.device | str = "cpu",
+        compile: bool = False,
+    ) -> None:
         """Build the environment's generators and the agent groups.
 
         Args:
             config: What to run.
             env: The environment; None builds it from ``config`` (a test may pass a small
                 one).
+            device: Where the reward networks compute (on CUDA each family's step is
+                replayed from a CUDA graph, on its own stream; results differ from the CPU's
+                only by the noise drawn).
+            compile: Compile the networks' training losses (:func:`torch.compile`).
 
         Raises:
             DatasetUnavailable: If the mushroom file is missing or damaged.
         """
         self.config = config
+        self.device = torch.device(device)
         self.env = env if env is not None else make_environment(config.env, config.delta or 0.95)
         self.agent_index = {name: i for i, name in enumerate(config.agents)}
         self.groups: list[tuple[AgentGroup, list[int]]] = []
@@ -188,6 +199,8 @@ class BanditRun:
                     self.env,
                     config.model,
                     derived_seed(config.seed, family, "agents"),
+                    device=device,
+                    compile=compile,
                 )
                 self.groups.append((group, [self.agent_index[n] for n in names]))
         self.env_generators = [
@@ -196,6 +209,9 @@ class BanditRun:
         ]
         shape = (config.steps, len(config.agents), config.seeds)
         self.regret = torch.zeros(shape, dtype=torch.float64)
+        self.every = record_interval(config.steps)
+        marks = (config.steps // self.every, len(config.agents), config.seeds)
+        self.sigma = torch.full(marks, float("nan"), dtype=torch.float64)
         self.actions = torch.zeros(shape, dtype=torch.int8)
         self.info: torch.Tensor | None = None
         self.step = 0
@@ -237,6 +253,8 @@ class BanditRun:
             shape = (len(agent_rows), self.config.seeds)
             self.regret[t, agent_rows] = regret.view(shape)
             self.actions[t, agent_rows] = actions.view(shape).to(torch.int8)
+            if (t + 1) % self.every == 0 and (sigma := group.weight_sigma()) is not None:
+                self.sigma[(t + 1) // self.every - 1, agent_rows] = sigma.view(shape)
         self.step += 1
 
     def advance(
@@ -284,6 +302,7 @@ class BanditRun:
         return {
             "step": self.step,
             "regret": self.regret,
+            "sigma": self.sigma,
             "actions": self.actions,
             "info": self.info,
             "seconds": self.seconds,
@@ -304,6 +323,7 @@ class BanditRun:
         """
         self.step, self.seconds = state["step"], state["seconds"]
         self.regret, self.actions, self.info = state["regret"], state["actions"], state["info"]
+        self.sigma = state.get("sigma", self.sigma)
         self.group_seconds = dict(state["group_seconds"])
         for (group, _), saved in zip(self.groups, state["groups"], strict=True):
             group.load_state_dict(saved)
@@ -434,15 +454,17 @@ class BanditRun:
             random agent's closed-form regret per step), ``steps_done``, ``record_steps`` (the
             steps of the curve points), ``agents`` (name → ``title``, ``curves`` per seed,
             ``final`` per seed, ``mean``, ``std`` over seeds, ``per_step`` = mean / steps,
-            ``seconds`` of its family's compute in proportion to its runs), ``seconds`` (all
-            compute) and ``snapshot``.
+            ``seconds`` of its family's compute in proportion to its runs; for a network with
+            a weight posterior also ``sigma``, per seed its mean posterior σ of the weights at
+            the steps ``sigma_steps``), ``seconds`` (all compute), ``device`` and ``snapshot``.
         """
         cumulative = self.cumulative()
-        every = record_interval(self.config.steps)
+        every = self.every
         marks = list(range(every, self.step + 1, every))
         if self.step and (not marks or marks[-1] != self.step):
             marks.append(self.step)
         picked = cumulative[[m - 1 for m in marks]] if marks else cumulative[:0]
+        sigma = self.sigma[: self.step // self.every]
         agents = {}
         for name in self.config.agents:
             column = self.agent_index[name]
@@ -458,6 +480,10 @@ class BanditRun:
                 "per_step": float(final.mean()) / max(self.step, 1),
                 "seconds": self.group_seconds[group.family] * share,
             }
+            if sigma.numel() and not sigma[:, column].isnan().any():
+                agents[name]["sigma"] = [
+                    [round(v, 5) for v in c] for c in sigma[:, column].T.tolist()
+                ]
         env = {
             "name": self.env.name,
             "title": self.env.title,
@@ -470,9 +496,11 @@ class BanditRun:
             "env": env,
             "steps_done": self.step,
             "record_steps": marks,
+            "sigma_steps": list(range(self.every, len(sigma) * self.every + 1, self.every)),
             "agents": agents,
             "seconds": self.seconds,
             "threads": torch.get_num_threads(),
+            "device": str(self.device),
             "snapshot": self.snapshot() if with_snapshot else None,
         }
 

@@ -17,6 +17,8 @@ import json
 import time
 from pathlib import Path
 
+import torch
+
 from core.bandits.agents import ModelSettings
 from core.bandits.runner import DEFAULT_AGENTS, BanditRun, RunConfig
 from core.progress import ProgressFn, report
@@ -124,6 +126,8 @@ def run_bandit(
     progress: ProgressFn | None = None,
     use_cache: bool = True,
     save_every_s: float = SAVE_EVERY_S,
+    device: torch.device | str = "cpu",
+    compile: bool = False,
 ) -> tuple[dict, BanditRun | None]:
     """The result of a run, from the cache or computed (and then cached).
 
@@ -136,6 +140,9 @@ def run_bandit(
         progress: Reports the fraction of steps done.
         use_cache: False recomputes from the first step (and overwrites the cached result).
         save_every_s: Seconds of compute between saves of the unfinished run.
+        device: Where the reward networks compute (:class:`BanditRun`); the cache does not
+            tell devices apart, and a run saved on one continues on another.
+        compile: Compile the networks' training losses.
 
     Returns:
         ``(result, run)``: ``run`` is the finished :class:`BanditRun`, or None when the result
@@ -146,7 +153,7 @@ def run_bandit(
     """
     if use_cache and (cached := cached_result(config)) is not None:
         return cached, None
-    run = BanditRun(config)
+    run = BanditRun(config, device=device, compile=compile)
     partial = partial_cache(config)
     saved = partial.load() if use_cache else None
     if saved is not None:

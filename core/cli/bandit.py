@@ -6,7 +6,7 @@ Examples::
     python -m core bandit --env wheel --delta 0.95 --steps 5000 --seeds 3
     python -m core bandit --env mushroom --steps 50000 --save     # a reference run for the page
     python -m core bandit --env wheel --set updates_per_step=2 --set kl_beta=0.1 --json
-    python -m core bandit --protocol blundell2015                 # the paper's experiment
+    python -m core bandit --protocol blundell2015 --device cuda --compile   # the paper's
 
 Prints, per agent, the mean cumulative regret over seeds every 1,000 steps, the final mean and
 standard deviation over seeds, and the seconds of compute. Finished runs are cached by their
@@ -92,7 +92,13 @@ def cmd_bandit(args: argparse.Namespace) -> int:
             seed=args.seed,
             model=with_overrides(ModelSettings(), args.set or []),
         )
-    result, run = run_bandit(config, progress=text_progress("bandit"), use_cache=not args.no_cache)
+    result, run = run_bandit(
+        config,
+        progress=text_progress("bandit"),
+        use_cache=not args.no_cache,
+        device=args.device,
+        compile=args.compile,
+    )
     if args.json:
         print(json.dumps(result))
     else:
@@ -139,6 +145,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=int,
         default=1,
         help="CPU threads (0: torch's default); the networks are tiny, so 1 is fastest",
+    )
+    p.add_argument(
+        "--device",
+        default="cpu",
+        help="where the reward networks compute: cpu, or cuda (each step's updates replayed "
+        "from a CUDA graph: the paper's 64 updates per step need a GPU)",
+    )
+    p.add_argument(
+        "--compile",
+        action="store_true",
+        help="compile the networks' training losses with torch.compile (fused kernels)",
     )
     p.add_argument("--no-cache", action="store_true", help="recompute even if cached")
     p.add_argument("--json", action="store_true", help="print the result as JSON")

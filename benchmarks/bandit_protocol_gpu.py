@@ -1,0 +1,93 @@
+"""Run a paper's bandit protocol on a GPU for at most a given time, saving as it goes.
+
+A lent GPU comes for minutes, so this runs ``core bandit --protocol NAME`` on it with a deadline:
+every ``--every`` seconds it writes the result so far (curves, posterior σ, seconds) as JSON,
+and at the deadline also the run's state, in parts small enough to be fetched, from which a
+later call continues (``--resume``) to the result an uninterrupted run gives.
+
+    python benchmarks/bandit_protocol_gpu.py --protocol blundell2015 --seconds 480 --out $OUT
+    python benchmarks/bandit_protocol_gpu.py --protocol blundell2015 --resume DIR --out $OUT
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import time
+from pathlib import Path
+
+import torch
+
+from core.bandits.protocols import PROTOCOLS
+from core.bandits.runner import BanditRun
+from core.storage.atomic import atomic_write_text
+
+PART_BYTES = 15 * 2**20  # the device tool fetches files of up to 16 MiB
+
+
+def save_state(run: BanditRun, folder: Path) -> list[Path]:
+    """Write the run's state as ``state.part0 ...`` of at most :data:`PART_BYTES` each."""
+    buffer = io.BytesIO()
+    torch.save(run.state_dict(), buffer)
+    data = buffer.getvalue()
+    paths = []
+    for i, start in enumerate(range(0, len(data), PART_BYTES)):
+        path = folder / f"state.part{i}"
+        path.write_bytes(data[start : start + PART_BYTES])
+        paths.append(path)
+    return paths
+
+
+def load_state(folder: Path) -> dict:
+    """The state :func:`save_state` wrote into ``folder``."""
+    parts = sorted(folder.glob("state.part*"), key=lambda p: int(p.suffix.removeprefix(".part")))
+    return torch.load(io.BytesIO(b"".join(p.read_bytes() for p in parts)), weights_only=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--protocol", choices=list(PROTOCOLS), default="blundell2015")
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--no-compile", action="store_true", help="eager losses in the graphs")
+    parser.add_argument("--seconds", type=float, default=480.0, help="stop after this long")
+    parser.add_argument("--every", type=float, default=60.0, help="seconds between saves")
+    parser.add_argument("--resume", type=Path, help="folder of a saved state to continue")
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+    start = time.monotonic()
+    args.out.mkdir(parents=True, exist_ok=True)
+    config = PROTOCOLS[args.protocol].config
+    run = BanditRun(config, device=args.device, compile=not args.no_compile)
+    if args.resume:
+        run.load_state_dict(load_state(args.resume))
+    first = run.step
+    if torch.cuda.is_available():
+        print(f"device: {torch.cuda.get_device_name()} torch {torch.__version__}", flush=True)
+    result_path = args.out / f"{args.protocol}.json"
+    while not run.done and time.monotonic() - start < args.seconds:
+        before, t0 = run.step, time.monotonic()
+        deadline = min(t0 + args.every, start + args.seconds)
+        run.advance(should_stop=lambda d=deadline: time.monotonic() >= d)
+        rate = (run.step - before) / (time.monotonic() - t0)
+        result = run.result(with_snapshot=False)
+        atomic_write_text(result_path, json.dumps(result))
+        means = {name: round(agent["mean"]) for name, agent in result["agents"].items()}
+        left = (config.steps - run.step) / max(rate, 1e-9)
+        print(
+            f"{time.monotonic() - start:6.0f} s  step {run.step:,}  {rate:.1f} steps/s  "
+            f"regret {means}  ~{left / 60:.0f} min to go",
+            flush=True,
+        )
+    if not run.done:
+        parts = save_state(run, args.out)
+        print(f"saved the state in {len(parts)} parts to continue with --resume", flush=True)
+    print(
+        f"ran steps {first:,}..{run.step:,} of {config.steps:,} in {time.monotonic() - start:.0f} s"
+        f" (families: { {k: round(v) for k, v in run.group_seconds.items()} } s)",
+        flush=True,
+    )
+
+
+if __name__ == "__main__":
+    main()
