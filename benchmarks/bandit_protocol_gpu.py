@@ -7,11 +7,17 @@ later call continues (``--resume``) to the result an uninterrupted run gives.
 
     python benchmarks/bandit_protocol_gpu.py --protocol blundell2015 --seconds 480 --out $OUT
     python benchmarks/bandit_protocol_gpu.py --protocol blundell2015 --resume DIR --out $OUT
+    python benchmarks/bandit_protocol_gpu.py --agents bbb --set prior=gaussian --out DIR  # ablation
+
+An ablation (``--set`` of a reward-model setting, ``--agents`` a subset) keeps every other
+setting, the seeds of each agent family and of the environments: its runs pair with the
+protocol's.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import io
 import json
 import time
@@ -21,6 +27,7 @@ import torch
 
 from core.bandits.protocols import PROTOCOLS
 from core.bandits.runner import BanditRun
+from core.cli.overrides import suffix, with_overrides
 from core.storage.atomic import atomic_write_text
 
 PART_BYTES = 15 * 2**20  # the device tool fetches files of up to 16 MiB
@@ -53,18 +60,25 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=480.0, help="stop after this long")
     parser.add_argument("--every", type=float, default=60.0, help="seconds between saves")
     parser.add_argument("--resume", type=Path, help="folder of a saved state to continue")
+    parser.add_argument("--agents", help="a subset of the protocol's agents, e.g. bbb")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     start = time.monotonic()
     args.out.mkdir(parents=True, exist_ok=True)
     config = PROTOCOLS[args.protocol].config
+    config = dataclasses.replace(
+        config,
+        agents=tuple(args.agents.split(",")) if args.agents else config.agents,
+        model=with_overrides(config.model, args.set),
+    )
     run = BanditRun(config, device=args.device, compile=not args.no_compile)
     if args.resume:
         run.load_state_dict(load_state(args.resume))
     first = run.step
     if torch.cuda.is_available():
         print(f"device: {torch.cuda.get_device_name()} torch {torch.__version__}", flush=True)
-    result_path = args.out / f"{args.protocol}.json"
+    result_path = args.out / f"{args.protocol}{suffix(args.set)}.json"
     while not run.done and time.monotonic() - start < args.seconds:
         before, t0 = run.step, time.monotonic()
         deadline = min(t0 + args.every, start + args.seconds)

@@ -12,10 +12,12 @@ from app.figures.bandits import (
     format_seconds,
     mushroom_decisions_figure,
     regret_figure,
+    sigma_figure,
     wheel_decisions_figure,
     wheel_uncertainty_figure,
 )
 from core.bandits.agents import AGENTS
+from core.bandits.protocols import PROTOCOLS, protocol_of
 from core.bandits.runner import BanditRun, RunConfig
 from core.bandits.store import cached_result, changed_settings, load_references, store_result
 from core.data import DatasetUnavailable
@@ -54,10 +56,16 @@ FINDINGS = {
 
 
 def run_title(result: dict) -> str:
-    """``Mushroom, 50,000 steps × 2 seeds`` and any non-default model setting."""
+    """``Mushroom, 50,000 steps × 2 seeds`` and any non-default model setting, or the paper
+    whose experiment it is; an unfinished run says how far it got."""
     s = result["settings"]
-    title = f"{result['env']['title']}, {s['steps']:,} steps × {s['seeds']} seeds"
-    changed = changed_settings(RunConfig.from_dict(s))
+    done = result.get("steps_done", s["steps"])
+    steps = f"{s['steps']:,}" if done >= s["steps"] else f"{done:,} of {s['steps']:,}"
+    title = f"{result['env']['title']}, {steps} steps × {s['seeds']} seeds"
+    config = RunConfig.from_dict(s)
+    if (protocol := protocol_of(config)) is not None:
+        return f"{title}: the experiment of {PROTOCOLS[protocol].title.split(':')[0]}"
+    changed = changed_settings(config)
     if changed:
         title += " (" + ", ".join(f"{k} = {v}" for k, v in changed.items()) + ")"
     return title
@@ -110,8 +118,10 @@ def ranking(result: dict) -> str:
     """One sentence ranking the agents of a result by final cumulative regret."""
     agents = sorted(result["agents"].values(), key=lambda a: a["mean"])
     parts = [f"{a['title']} {a['mean']:,.0f}" for a in agents]
+    done = result["steps_done"]
+    when = "Final" if done >= result["settings"]["steps"] else f"After {done:,} steps, the"
     return (
-        f"Final cumulative regret, mean over seeds, lowest first: {'; '.join(parts)}. "
+        f"{when} cumulative regret, mean over seeds, lowest first: {'; '.join(parts)}. "
         "The uniformly random agent would expect "
         f"{result['env']['random_regret_per_step'] * result['steps_done']:,.0f}."
     )
@@ -178,9 +188,17 @@ def show_snapshot(result: dict, key: str) -> None:
 
 
 def show_result(result: dict, key: str, title: str = "") -> None:
-    """Regret curves, the final table and the snapshot of one result."""
+    """Regret curves, the final table, the posterior's width and the snapshot of one result."""
     show_figure(regret_figure(result, title), key=f"{key}_regret")
     show_table(final_rows(result))
+    sigma = sigma_figure(result)
+    if sigma is not None:
+        show_figure(sigma, key=f"{key}_sigma")
+        st.caption(
+            "How wide the reward network's posterior is: the mean standard deviation σ of its "
+            "weights. Thompson sampling explores as much as this spread lets its draws "
+            "disagree; a σ that grows late in the run means the agent explores more, not less."
+        )
     show_snapshot(result, key)
 
 
@@ -205,10 +223,14 @@ def reference_section() -> None:
     st.markdown(ranking(result))
     with st.expander("What the papers found, and what this run shows"):
         st.markdown(FINDINGS[result["settings"]["env"]] + " " + bbb_verdict(result))
+    threads = result.get("threads", "?")
+    where = (
+        "a GPU"
+        if result.get("device", "cpu").startswith("cuda")
+        else f"{threads} CPU thread{'' if threads == 1 else 's'}"
+    )
     st.caption(
-        f"Computed in {format_seconds(result['seconds'])} on "
-        f"{result.get('threads', '?')} CPU thread{'' if result.get('threads') == 1 else 's'} "
-        "and stored with the lab. "
+        f"Computed in {format_seconds(result['seconds'])} on {where} and stored with the lab. "
         "Lines: mean over seeds; bands: the range over seeds."
     )
 

@@ -9,6 +9,7 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
+from core.bandits.protocols import PROTOCOLS
 from core.bandits.runner import BanditRun, RunConfig
 from core.bandits.store import cached_result, run_bandit, save_reference
 
@@ -63,7 +64,8 @@ def test_stored_runs_open_without_computing(stored):
     assert at.title[0].value.startswith("Deciding under uncertainty")
     select = at.selectbox(key="bandit_reference")
     assert select.options == ["Mushroom, 40 steps × 2 seeds", "Wheel, δ = 0.9, 30 steps × 1 seeds"]
-    assert chart_count(at) == 2  # regret curves and the mushroom decisions
+    assert chart_count(at) == 3  # regret curves, BBB's posterior σ, the mushroom decisions
+    assert any("mean standard deviation σ" in c.value for c in at.caption)
     table = at.dataframe[0].value
     assert set(table["agent"]) == {"BBB Thompson", "Greedy MLP", "Uniform random"}
     assert any("Blundell" in m.value for m in at.markdown)
@@ -74,7 +76,7 @@ def test_stored_runs_open_without_computing(stored):
 
     select.set_value("wheel-0.9-30.json").run()
     assert not at.exception, at.exception
-    assert chart_count(at) == 3  # regret, disk by arm, uncertainty map
+    assert chart_count(at) == 4  # regret, posterior σ, disk by arm, uncertainty map
     assert any("Riquelme" in m.value for m in at.markdown)
 
 
@@ -101,7 +103,7 @@ def test_a_short_live_run_completes_and_is_cached(folders):
     assert result["snapshot"]["agent"] == "bbb"
     config = RunConfig(env="wheel", delta=0.8, agents=("bbb", "greedy", "lints"), steps=50, seeds=1)
     assert cached_result(config) == result  # stored by its settings
-    assert chart_count(at) == 3
+    assert chart_count(at) == 4
     assert torch.get_num_threads() == threads  # the server's settings are left alone
     assert torch.equal(torch.get_rng_state(), rng)
 
@@ -153,3 +155,18 @@ def test_no_agent_disables_start(folders):
     at.multiselect(key="bandit_agents").set_value([]).run()
     assert at.button(key="bandit_start").disabled
     assert any("at least one agent" in w.value for w in at.warning)
+
+
+def test_a_papers_protocol_is_listed_first_and_says_how_far_it_ran(stored):
+    run = BanditRun(PROTOCOLS["blundell2015"].config)
+    run.advance(2)
+    save_reference(run.result())
+    at = run_page()
+    select = at.selectbox(key="bandit_reference")
+    assert select.options[0] == (
+        "Mushroom, 2 of 50,000 steps × 5 seeds: the experiment of Blundell et al. (2015), "
+        "§5.3 and Figure 5"
+    )
+    assert select.value == "mushroom-50000-blundell2015.json"
+    assert chart_count(at) == 2  # regret and the mushrooms (σ is recorded every 250 steps)
+    assert any(m.value.startswith("After 2 steps, the cumulative regret") for m in at.markdown)

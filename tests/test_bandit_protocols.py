@@ -72,3 +72,26 @@ def test_the_cli_lists_the_protocols_and_prints_each_setting_with_its_source():
         check=True,
     ).stdout
     assert "--protocol {blundell2015}" in help_text
+
+
+def test_set_makes_an_ablation_of_a_protocol(monkeypatch):
+    from core.cli import bandit as bandit_cli
+
+    ran = []
+
+    def run_bandit(config, **options):
+        ran.append((config, options))
+        return BanditRun(dataclasses.replace(config, steps=1, seeds=1)).result(), None
+
+    monkeypatch.setattr(bandit_cli, "run_bandit", run_bandit)
+    parser = bandit_cli.argparse.ArgumentParser()
+    bandit_cli.register(parser.add_subparsers())
+    args = parser.parse_args(
+        ["bandit", "--protocol", "blundell2015", "--set", "prior=gaussian", "--device", "cpu"]
+    )
+    assert args.func(args) == 0
+    config, options = ran[0]
+    assert config == dataclasses.replace(
+        BLUNDELL.config, model=dataclasses.replace(BLUNDELL.config.model, prior="gaussian")
+    )
+    assert options["device"] == "cpu" and options["compile"] is False

@@ -10,6 +10,7 @@ import json
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 from core.bandits import runner
 from core.bandits.agents import (
@@ -526,3 +527,19 @@ def test_the_stored_reference_runs_are_committed():
         assert result["steps_done"] == config.steps
         assert set(result["agents"]) == set(config.agents)
         assert result["snapshot"] is not None
+
+
+def test_the_posterior_sigma_is_recorded_with_the_curves():
+    config = RunConfig(env="mushroom", agents=("bbb", "greedy"), steps=30, seeds=2)
+    run = BanditRun(config)
+    run.advance()
+    result = run.result(with_snapshot=False)
+    assert result["sigma_steps"] == result["record_steps"] == list(range(1, 31))
+    assert "sigma" not in result["agents"]["greedy"]
+    sigma = result["agents"]["bbb"]["sigma"]  # per seed, at every recorded step
+    group = next(g for g, _ in run.groups if g.family == "bbb")
+    rhos = [p for name, p in group.params.items() if name.endswith("weight_rho")]
+    for seed in range(2):
+        values = torch.cat([F.softplus(r[seed].detach()).flatten() for r in rhos])
+        assert sigma[seed][-1] == pytest.approx(values.mean().item(), abs=1e-5)
+        assert sigma[seed][0] == pytest.approx(config.model.init_sigma, rel=0.05)

@@ -68,39 +68,13 @@ def regret_figure(result: dict, title: str = "", height: int = 420) -> go.Figure
     top = 1.1 * max(learners) if learners and max(learners) > 0 else None
     traces = []
     for name, agent in result["agents"].items():
-        curves = agent["curves"]
-        if not curves or not steps:
+        if not agent["curves"] or not steps:
             continue
-        color = agent_color(name)
-        columns = list(zip(*curves, strict=True))
-        mean = [sum(c) / len(c) for c in columns]
+        mean = [sum(c) / len(c) for c in zip(*agent["curves"], strict=True)]
         label = agent["title"]
         if top is not None and max(mean) > top:
             label += " (beyond the top)"
-        if len(curves) > 1:
-            traces.append(
-                go.Scatter(
-                    x=steps + steps[::-1],
-                    y=[max(c) for c in columns] + [min(c) for c in columns][::-1],
-                    fill="toself",
-                    fillcolor=_rgba(color, 0.15),
-                    line={"width": 0},
-                    hoverinfo="skip",
-                    showlegend=False,
-                    legendgroup=name,
-                )
-            )
-        traces.append(
-            go.Scatter(
-                x=steps,
-                y=mean,
-                mode="lines",
-                name=label,
-                legendgroup=name,
-                line={"color": color, "width": 2},
-                hovertemplate="%{y:,.0f} at step %{x:,}<extra>" + agent["title"] + "</extra>",
-            )
-        )
+        traces += _mean_and_range(steps, agent["curves"], name, label, "%{y:,.0f}")
     per_step = result["env"]["random_regret_per_step"]
     last = steps[-1] if steps else 1
     traces.append(
@@ -121,6 +95,83 @@ def regret_figure(result: dict, title: str = "", height: int = 420) -> go.Figure
             {"title": {"text": "cumulative expected regret"}}
             | ({"range": [0, top]} if top is not None else {"rangemode": "tozero"}),
             # Beside the plot, not below it: on a projector the plot fills the screen's height.
+            legend={"orientation": "v", "x": 1.01, "xanchor": "left", "y": 1, "yanchor": "top"},
+        ),
+    )
+
+
+def _mean_and_range(
+    steps: list[int], curves: list[list[float]], name: str, label: str, value: str
+) -> list[go.Scatter]:
+    """An agent's mean curve over seeds, over a band from the lowest to the highest seed.
+
+    Args:
+        steps: The x values.
+        curves: One curve per seed, each as long as ``steps``.
+        name: The agent (its colour and legend group).
+        label: The legend entry.
+        value: The hover's format of a y value, e.g. ``"%{y:,.0f}"``.
+
+    Returns:
+        The band (for two seeds or more) and the line.
+    """
+    color = agent_color(name)
+    columns = list(zip(*curves, strict=True))
+    traces = []
+    if len(curves) > 1:
+        traces.append(
+            go.Scatter(
+                x=steps + steps[::-1],
+                y=[max(c) for c in columns] + [min(c) for c in columns][::-1],
+                fill="toself",
+                fillcolor=_rgba(color, 0.15),
+                line={"width": 0},
+                hoverinfo="skip",
+                showlegend=False,
+                legendgroup=name,
+            )
+        )
+    traces.append(
+        go.Scatter(
+            x=steps,
+            y=[sum(c) / len(c) for c in columns],
+            mode="lines",
+            name=label,
+            legendgroup=name,
+            line={"color": color, "width": 2},
+            hovertemplate=value + " at step %{x:,}<extra>" + label + "</extra>",
+        )
+    )
+    return traces
+
+
+def sigma_figure(result: dict, title: str = "", height: int = 320) -> go.Figure | None:
+    """The mean posterior standard deviation of the weights over the run, per agent that has one.
+
+    Args:
+        result: A run's result (agents with ``sigma`` at ``sigma_steps``).
+        title: The figure's title.
+        height: Height in pixels.
+
+    Returns:
+        Mean over seeds with the range as a band, or None when no agent has a weight posterior.
+    """
+    steps = result.get("sigma_steps") or []
+    traces = [
+        trace
+        for name, agent in result["agents"].items()
+        if agent.get("sigma") and steps
+        for trace in _mean_and_range(steps, agent["sigma"], name, agent["title"], "σ %{y:.3f}")
+    ]
+    if not traces:
+        return None
+    return go.Figure(
+        traces,
+        layout(
+            title,
+            height,
+            {"title": {"text": "step"}},
+            {"title": {"text": "mean posterior σ of the weights"}, "rangemode": "tozero"},
             legend={"orientation": "v", "x": 1.01, "xanchor": "left", "y": 1, "yanchor": "top"},
         ),
     )

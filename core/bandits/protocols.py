@@ -55,3 +55,15 @@ PROTOCOLS: dict[str, Protocol] = {
     ),
 }
 """Protocol name → protocol."""
+
+
+def protocol_of(config: RunConfig) -> str | None:
+    """The preset whose settings a run has, if any.
+
+    Args:
+        config: A run's settings.
+
+    Returns:
+        The protocol's name (a key of :data:`PROTOCOLS`), or None.
+    """
+    return next((name for name, p in PROTOCOLS.items() if p.config == config), None)

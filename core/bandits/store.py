@@ -20,6 +20,7 @@ from pathlib import Path
 import torch
 
 from core.bandits.agents import ModelSettings
+from core.bandits.protocols import protocol_of
 from core.bandits.runner import DEFAULT_AGENTS, BanditRun, RunConfig
 from core.progress import ProgressFn, report
 from core.storage.atomic import atomic_write_text
@@ -198,7 +199,8 @@ def reference_name(config: RunConfig) -> str:
     """The file name of a stored run, e.g. ``mushroom-50000.json`` or ``wheel-0.95-5000.json``.
 
     Model settings that differ from the defaults are appended, e.g.
-    ``mushroom-50000-kl_beta0.1.json``.
+    ``mushroom-50000-kl_beta0.1.json``; a paper's protocol is named by its preset, e.g.
+    ``mushroom-50000-blundell2015.json``.
 
     Args:
         config: The run's settings.
@@ -207,6 +209,8 @@ def reference_name(config: RunConfig) -> str:
         The file name.
     """
     env = config.env if config.delta is None else f"{config.env}-{config.delta:g}"
+    if (protocol := protocol_of(config)) is not None:
+        return f"{env}-{config.steps}-{protocol}.json"
     changed = "".join(
         f"-{key}{'x'.join(map(str, value)) if isinstance(value, list) else f'{value:g}'}"
         for key, value in changed_settings(config).items()
@@ -232,8 +236,9 @@ def load_references() -> dict[str, dict]:
     """The stored reference runs that can be read.
 
     Returns:
-        File name → result: the mushroom first, then the wheel by δ, runs with the default
-        model settings before others; unreadable files are skipped.
+        File name → result: the mushroom first, then the wheel by δ; a paper's protocol
+        first, then runs with the default model settings, then others; unreadable files are
+        skipped.
     """
     results = {}
     for path in sorted(reference_dir().glob("*.json")):
@@ -248,7 +253,8 @@ def load_references() -> dict[str, dict]:
 
     def key(item: tuple[str, dict]) -> tuple:
         settings = item[1]["settings"]
-        tuned = bool(changed_settings(RunConfig.from_dict(settings)))
-        return (order.get(settings["env"], 2), settings.get("delta") or 0, tuned, item[0])
+        config = RunConfig.from_dict(settings)
+        rank = 0 if protocol_of(config) else 1 + bool(changed_settings(config))
+        return (order.get(settings["env"], 2), settings.get("delta") or 0, rank, item[0])
 
     return dict(sorted(results.items(), key=key))

@@ -16,6 +16,7 @@ settings (``.cache/bandits``): the same command a second time answers at once.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 
@@ -81,6 +82,8 @@ def cmd_bandit(args: argparse.Namespace) -> int:
         protocol = PROTOCOLS[args.protocol]
         config = protocol.config
         print(protocol.describe(), file=sys.stderr)
+        if args.set:  # an ablation: the protocol with these reward-model settings changed
+            config = dataclasses.replace(config, model=with_overrides(config.model, args.set))
     else:
         agents = args.agents or ",".join(DEFAULT_AGENTS[args.env])
         config = RunConfig(
@@ -121,7 +124,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--protocol",
         choices=list(PROTOCOLS),
         help="a paper's experiment: every setting fixed (printed with its source; the other "
-        "run and model options are ignored)",
+        "run options are ignored, --set makes an ablation of it)",
     )
     p.add_argument("--env", choices=ENVIRONMENTS, default="mushroom")
     p.add_argument("--delta", type=float, default=0.95, help="the wheel's δ in (0, 1)")
