@@ -86,15 +86,24 @@ def regret_figure(result: dict, title: str = "", height: int = 420) -> go.Figure
             line={"color": "grey", "dash": "dot", "width": 1},
         )
     )
+    yaxis = {"title": {"text": "cumulative expected regret"}} | (
+        {"range": [0, top]} if top is not None else {"rangemode": "tozero"}
+    )
+    return _over_steps(traces, title, height, yaxis)
+
+
+def _over_steps(traces: list[go.Scatter], title: str, height: int, yaxis: dict) -> go.Figure:
+    """A figure of curves against the bandit's steps, the legend beside the plot.
+
+    Beside it, not below it: on a projector the plot fills the screen's height.
+    """
     return go.Figure(
         traces,
         layout(
             title,
             height,
             {"title": {"text": "step"}},
-            {"title": {"text": "cumulative expected regret"}}
-            | ({"range": [0, top]} if top is not None else {"rangemode": "tozero"}),
-            # Beside the plot, not below it: on a projector the plot fills the screen's height.
+            yaxis,
             legend={"orientation": "v", "x": 1.01, "xanchor": "left", "y": 1, "yanchor": "top"},
         ),
     )
@@ -165,16 +174,8 @@ def sigma_figure(result: dict, title: str = "", height: int = 320) -> go.Figure 
     ]
     if not traces:
         return None
-    return go.Figure(
-        traces,
-        layout(
-            title,
-            height,
-            {"title": {"text": "step"}},
-            {"title": {"text": "mean posterior σ of the weights"}, "rangemode": "tozero"},
-            legend={"orientation": "v", "x": 1.01, "xanchor": "left", "y": 1, "yanchor": "top"},
-        ),
-    )
+    yaxis = {"title": {"text": "mean posterior σ of the weights"}, "rangemode": "tozero"}
+    return _over_steps(traces, title, height, yaxis)
 
 
 def final_rows(result: dict) -> list[dict]:
