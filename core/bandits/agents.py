@@ -259,8 +259,8 @@ class AgentGroup:
             seed: Seed of the group's generator.
             device: Where the reward networks compute (the random and linear agents always
                 compute on the CPU). The group's own generator stays on the CPU.
-            compile: Compile the networks' training loss with :func:`torch.compile` (fewer,
-                fused kernels; the first steps take longer).
+            compile: For a group of networks, compile their training loss with
+                :func:`torch.compile` (fewer, fused kernels; the first steps take longer).
         """
         self.specs, self.n_seeds = list(specs), n_seeds
         self.n_runs = len(self.specs) * n_seeds
@@ -270,7 +270,6 @@ class AgentGroup:
         self.seed_index = torch.arange(self.n_runs) % n_seeds
         self.generator = torch.Generator().manual_seed(seed)
         self.device = torch.device(device)
-        self.compile = compile
 
     def act(self, contexts: torch.Tensor) -> torch.Tensor:
         """Choose an action for every run.
