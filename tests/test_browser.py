@@ -95,6 +95,11 @@ def test_presenter_mode_draws_controls_as_large_as_their_labels():
         page.goto(f"{url}/regression?present=1")
         page.get_by_role("heading", name="Regression playground").wait_for()
         wait_for_script(page, timeout_ms=300_000)
+        # the widgets' values can be drawn after the script's run ends: wait for every kind
+        page.wait_for_function(
+            f"() => new Set(({CONTROL_FONTS_JS})().map(found => found[0])).size >= 5",
+            timeout=60_000,
+        )
         found = page.evaluate(CONTROL_FONTS_JS)
     kinds = {kind for kind, _, _ in found}
     assert kinds == {"selectbox", "multiselect", "number", "label", "text"}, kinds
