@@ -441,6 +441,11 @@ def test_the_paper_comparison_reads_each_seeds_labels_beside_gals_table():
     assert set(PAPER_LABELS) == {"bald", "variation_ratio", "entropy", "random"}
     text = format_comparison(paper_comparison(result))
     assert "140, 160" in text and "-, 900" in text and "×1.03" in text
+    result["settings"] = {"stop_at": 0.9}  # runs stopped at 10 % error never measured 5 %
+    assert [(r["acquisition"], r["error"]) for r in paper_comparison(result)] == [
+        ("bald", 10),
+        ("random", 10),
+    ]
 
 
 def test_set_changes_a_protocols_settings_and_names_the_saved_file(capsys, monkeypatch, tmp_path):

@@ -123,16 +123,19 @@ def paper_comparison(result: dict) -> list[dict]:
 
     Args:
         result: What :func:`core.active.loop.curves_for` returned for the ``gal2017`` runs
-            (each curve with its ``per_seed`` labels).
+            (each curve with its ``per_seed`` labels). An error level below what its runs'
+            ``stop_at`` let them reach (an ablation stopped at 10 % error) is left out.
 
     Returns:
         One row per acquisition function and error level: ``{"acquisition", "error" (percent),
         "seeds" (each seed's labels, None where not reached), "mean" (None unless every seed
         reached it), "paper", "ratio" (mean / paper), "close" (ratio ≤ :data:`WITHIN`)}``.
     """
+    stop_at = result.get("settings", {}).get("stop_at")
+    levels = [a for a in (90, 95) if stop_at is None or a <= round(100 * stop_at)]
     rows = []
     for name, curve in result["curves"].items():
-        for accuracy in (90, 95):
+        for accuracy in levels:
             seeds = [run[f"labels_to_{accuracy}"] for run in curve["per_seed"]]
             reached = None not in seeds
             mean = sum(seeds) / len(seeds) if reached else None
