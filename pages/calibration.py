@@ -61,9 +61,11 @@ def metrics_table(results: dict[str, CalibrationResult]) -> pd.DataFrame:
     for name, r in results.items():
         row = {title: f"{r.metrics[key]:.4f}" for key, title in METRIC_COLUMNS.items()}
         row["Accuracy"] = f"{r.metrics['accuracy']:.2%}"
+        row["ECE by chance"] = f"{r.metrics['ece_floor']:.4f}"
         row["T"] = f"{r.fit.temperature:.3f}" + (" (bound)" if r.fit.at_bound else "")
         for key in ("ece", "mce", "nll", "brier"):
             row[f"{METRIC_COLUMNS[key]} after T"] = f"{r.tempered[key]:.4f}"
+        row["ECE by chance after T"] = f"{r.tempered['ece_floor']:.4f}"
         row["Validation NLL / test NLL"] = f"{r.validation_nll_ratio:.2f}"
         rows[ui.model_title(name)] = row
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis("Model")
@@ -129,7 +131,11 @@ def reliability_section(results: dict[str, CalibrationResult], n_samples: int) -
         "largest gap of a non-empty bin (noisy: a bin may hold a handful of inputs), NLL in nats, "
         "Brier = Σ (p − one-hot)². Temperature scaling (Guo et al. 2017) replaces the predictive "
         "probabilities p by p^(1/T), renormalised: T > 1 softens over-confident answers, T < 1 "
-        "sharpens; the answer itself and the accuracy never change."
+        "sharpens; the answer itself and the accuracy never change. ECE by chance = the ECE "
+        "that a perfectly calibrated model with the same confidences would still exceed 5 % of "
+        "the time on these images, from the luck of which answers happen to be right: an ECE "
+        "below it cannot be told apart from perfect calibration, so no temperature can "
+        "measurably lower it."
     )
     warning = seen_warning(results)
     if warning:

@@ -114,6 +114,8 @@ def test_every_model_shows_diagrams_tables_curves_and_samples(small_models):
         assert r.dataset == "mnist"
         assert metrics.loc[title, "ECE"] == f"{r.metrics['ece']:.4f}"
         assert metrics.loc[title, "ECE after T"] == f"{r.tempered['ece']:.4f}"
+        assert metrics.loc[title, "ECE by chance"] == f"{r.metrics['ece_floor']:.4f}"
+        assert float(metrics.loc[title, "ECE by chance after T"]) > 0
         assert metrics.loc[title, "T"].startswith(f"{r.fit.temperature:.3f}")
         for key, score in SCORES.items():
             assert aucs.loc[title, score.title] == f"{r.rejection[key]['auc']:.4f}"

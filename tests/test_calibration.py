@@ -19,6 +19,7 @@ from core.engine.interface import ModelConfig
 from core.evaluation.calibration import (
     calibration_metrics,
     coverage_curve,
+    ece_noise_floor,
     fit_temperature,
     max_calibration_error,
     operating_point,
@@ -102,6 +103,27 @@ def test_fit_temperature_recovers_the_temperature_of_the_labels_and_lowers_the_n
     assert t == pytest.approx(best, abs=0.01)
     assert tempered_nll(probs, labels, t) < tempered_nll(probs, labels, 1.0)
     assert tempered_nll(probs, labels, t) <= min(tempered_nll(probs, labels, s) for s in grid)
+
+
+def test_ece_noise_floor_is_the_binomial_quantile_at_one_confidence():
+    # every input at confidence 0.9, one bin: a draw's ECE is |k / n − 0.9|, k ~ Binomial(n, 0.9)
+    n, c = 400, 0.9
+    probs = torch.tensor([[c, 1 - c]], dtype=torch.float64).expand(n, -1)
+    k = torch.arange(n + 1, dtype=torch.float64)
+    pmf = torch.distributions.Binomial(n, torch.tensor(c, dtype=torch.float64)).log_prob(k).exp()
+    gaps, order = (k / n - c).abs().sort()
+    exact = gaps[torch.searchsorted(pmf[order].cumsum(0), torch.tensor(0.95, dtype=torch.float64))]
+    assert ece_noise_floor(probs, n_draws=4000) == pytest.approx(exact.item(), abs=1 / n)
+    assert ece_noise_floor(probs, n_draws=4000, level=0.5) < exact.item() / 1.5
+
+
+def test_a_calibrated_models_ece_is_within_the_floor_and_an_overconfident_ones_is_not():
+    g = torch.Generator().manual_seed(3)
+    probs = torch.softmax(3.0 * torch.randn(5000, 10, generator=g, dtype=torch.float64), -1)
+    labels = torch.multinomial(probs, 1, generator=g).squeeze(1)  # calibrated by construction
+    assert calibration_metrics(probs, labels)["ece"] <= ece_noise_floor(probs)
+    sharp = tempered(probs, 0.8)  # the same answers, over-confident
+    assert calibration_metrics(sharp, labels)["ece"] > 2 * ece_noise_floor(sharp)
 
 
 def test_fit_temperature_on_predictions_that_are_all_right_runs_to_the_lower_bound():
@@ -393,6 +415,7 @@ def test_cli_prints_every_number_the_issue_asks_for(small, capsys):
     for model in summary["models"]:
         for key in ("accuracy", "ece", "mce", "nll", "brier", "temperature", "ece_tempered"):
             assert isinstance(model[key], float)
+        assert 0 < model["ece_floor"] < 1 and 0 < model["ece_floor_tempered"] < 1
         assert set(model["rejection"]) == set(SCORES)
         levels = model["shifts"]["rotation"]
         assert [level["severity"] for level in levels] == list(SHIFTS["rotation"].severities)

@@ -13,6 +13,8 @@ T > 1 softens over-confident predictions, T < 1 sharpens under-confident ones; t
 class never changes, so neither does the accuracy.
 
 ECE, the reliability bins, NLL and the Brier score are those of :mod:`core.evaluation.metrics`.
+An ECE measured on finitely many inputs is never 0, even for a perfectly calibrated model:
+:func:`ece_noise_floor` gives the level that sampling alone reaches.
 """
 
 from __future__ import annotations
@@ -154,6 +156,38 @@ def reliability_of(probs, labels, bins: int = ECE_BINS) -> Reliability:
     p, y = _probs(probs), _labels(labels)
     confidence, predicted = p.max(1)
     return reliability(confidence, predicted == y, bins)
+
+
+def ece_noise_floor(
+    probs, n_draws: int = 200, bins: int = ECE_BINS, level: float = 0.95, seed: int = 0
+) -> float:
+    """The ECE that a perfectly calibrated model with these confidences shows by chance.
+
+    Consistency resampling (Bröcker & Smith 2007; Vaicenavicius et al. 2019): whether each
+    answer is right is redrawn ``n_draws`` times from the predicted class's own probability,
+    so every bin's expected accuracy equals its confidence and each draw's ECE is sampling
+    noise alone. An ECE below the returned quantile cannot be told apart from perfect
+    calibration on this many inputs, and no recalibration lowers it measurably.
+
+    Args:
+        probs: Class probabilities ``(N, C)``.
+        n_draws: Redrawn sets of answers.
+        bins: Number of equal-width confidence bins, as in the ECE it is compared with.
+        level: The quantile of the draws' ECE returned.
+        seed: Seed of the draws.
+
+    Returns:
+        The ``level`` quantile of the ECE (a fraction) over the draws.
+    """
+    confidence = _probs(probs).max(1).values
+    edges = torch.linspace(0, 1, bins + 1, dtype=torch.float64)
+    members = torch.nn.functional.one_hot(torch.bucketize(confidence, edges[1:-1]), bins)
+    generator = torch.Generator().manual_seed(seed)
+    right = torch.bernoulli(confidence.expand(n_draws, -1), generator=generator)
+    # per draw and bin: (right answers − summed confidence); the ECE is Σ_bins |gap| / N
+    gaps = (right - confidence) @ members.double()
+    ece = gaps.abs().sum(1) / len(confidence)
+    return torch.quantile(ece, level).item()
 
 
 def calibration_metrics(probs, labels, bins: int = ECE_BINS) -> dict[str, float]:

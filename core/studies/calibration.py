@@ -41,6 +41,7 @@ from core.engine.sampler import predictive_samples
 from core.engine.seeding import seeded
 from core.evaluation.calibration import (
     calibration_metrics,
+    ece_noise_floor,
     fit_temperature,
     operating_point,
     rejection_auc,
@@ -447,7 +448,10 @@ class CalibrationResult:
         dataset: The task, whose test set is rated.
         n_samples: Passes per prediction.
         num_inputs: Test inputs.
-        metrics: ``{"accuracy", "ece", "mce", "nll", "brier"}`` of the predictive mean.
+        metrics: ``{"accuracy", "ece", "mce", "nll", "brier"}`` of the predictive mean, and
+            ``"ece_floor"``: the ECE a perfectly calibrated model with its confidences exceeds
+            by chance on these inputs only 5 % of the time
+            (:func:`core.evaluation.calibration.ece_noise_floor`).
         tempered: The same after temperature scaling with ``fit.temperature``.
         fit: The temperature fit on the validation split.
         reliability: Reliability bins of the predictive mean.
@@ -571,6 +575,7 @@ def calibration_result(
     report(progress, 1.0, "done")
     scaled = tempered(evaluation.mean, fit.temperature)
     metrics = calibration_metrics(evaluation.mean, evaluation.labels)
+    metrics["ece_floor"] = ece_noise_floor(evaluation.mean)
     seen, evidence = validation_seen(path, fit, metrics["nll"])
     return CalibrationResult(
         checkpoint=path.stem,
@@ -578,7 +583,10 @@ def calibration_result(
         n_samples=n_samples,
         num_inputs=len(evaluation),
         metrics=metrics,
-        tempered=calibration_metrics(scaled, evaluation.labels),
+        tempered={
+            **calibration_metrics(scaled, evaluation.labels),
+            "ece_floor": ece_noise_floor(scaled),
+        },
         fit=fit,
         reliability=reliability_of(evaluation.mean, evaluation.labels),
         reliability_tempered=reliability_of(scaled, evaluation.labels),
@@ -944,9 +952,10 @@ def calibration_summary(
 
     Returns:
         A JSON-ready dict: ``n_samples``, ``shift_settings`` and ``models``, one entry per
-        checkpoint with ``checkpoint``, ``dataset`` (its task), ``accuracy``, ``ece``, ``mce``,
+        checkpoint with ``checkpoint``, ``dataset`` (its task), ``accuracy``, ``ece``,
+        ``ece_floor`` (the ECE that chance alone reaches, :class:`CalibrationResult`), ``mce``,
         ``nll``, ``brier``, ``temperature``, ``temperature_at_bound``, ``ece_tempered``,
-        ``nll_tempered``,
+        ``ece_floor_tempered``, ``nll_tempered``,
         ``validation_nll_ratio``, ``validation_seen``, ``validation_evidence``, ``rejection``
         (score → AUC and the
         99th-percentile rule's coverage and accuracy) and ``shifts`` (shift → one
@@ -984,6 +993,7 @@ def calibration_summary(
                 "temperature": result.fit.temperature,
                 "temperature_at_bound": result.fit.at_bound,
                 "ece_tempered": result.tempered["ece"],
+                "ece_floor_tempered": result.tempered["ece_floor"],
                 "nll_tempered": result.tempered["nll"],
                 "validation_nll_ratio": result.validation_nll_ratio,
                 "validation_seen": result.validation_seen,
