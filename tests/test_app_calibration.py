@@ -235,6 +235,13 @@ def test_page_in_a_real_browser(tmp_path):
         page.goto(f"{url}/?present=1")
         page.get_by_text("At 60", exact=True).wait_for(timeout=300_000)
         wait_for_script(page)
+        kinds = ["xtick", "ytick", "g-xtitle", "g-ytitle", "legendtext"]
+        page.wait_for_function(  # plotly draws its text after the script's run has finished
+            f"kinds => {{ const seen = new Set(({CHART_TEXTS_JS})().map(t => t.kind)); "
+            "return kinds.every(k => seen.has(k)); }",
+            arg=kinds,
+            timeout=120_000,
+        )
         texts = page.evaluate(CHART_TEXTS_JS)
     assert {t["kind"] for t in texts} >= {"xtick", "ytick", "g-xtitle", "g-ytitle", "legendtext"}
     small_or_light = [t for t in texts if t["px"] < 16 or max(t["rgb"]) > 80]
