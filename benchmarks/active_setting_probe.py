@@ -13,11 +13,13 @@ test accuracy (10,000 images, dropout off) of
   the run) pick — what tuning on validation data would have given at that round,
 - the best value on the test set itself — an upper bound on what any tuning of it gives.
 
-    python benchmarks/active_setting_probe.py --save  # dense_decay_scale 0, 1.25, 5 and 20
-    python benchmarks/active_setting_probe.py --setting epochs --values 25,50,100,200 --save
+    # the preset's study (from Keras' initial weights): its epochs
     python benchmarks/active_setting_probe.py --setting epochs --values 25,50,100,200 \
-        --study active_learning-gal2017-init_glorot-stop_at_0.9.json --runs bald:150,random:200 \
-        --save
+        --runs bald:150,random:200 --save
+    # the study from PyTorch's initial weights: dense_decay_scale 0, 1.25, 5 and 20, the epochs
+    python benchmarks/active_setting_probe.py --study active_learning-gal2017-init_torch.json --save
+    python benchmarks/active_setting_probe.py --setting epochs --values 25,50,100,200 \
+        --study active_learning-gal2017-init_torch.json --save
 """
 
 from __future__ import annotations
@@ -60,8 +62,9 @@ def study_config(study: dict) -> ActiveConfig:
 def stored_rounds(study: dict, acquisition: str, seed: int) -> list[dict]:
     """The rounds of the study's run, found in the disk cache by its curve.
 
-    Runs cached before a setting existed (the preset's study predates ``init``) are under older
-    cache keys; the run whose test accuracies are those the study stored is the one.
+    Runs cached before a setting existed (the study from PyTorch's weights predates ``init``)
+    are under older cache keys; the run whose test accuracies are those the study stored is the
+    one.
 
     Raises:
         FileNotFoundError: If no cached run has that curve (run the study first).

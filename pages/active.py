@@ -31,7 +31,7 @@ KIND_KEY = "active_kind"
 # 80.5 % (120 steps and 20 passes: 3.6-4.0 s a round in the same conditions).
 LIVE = {"budget": 150, "test_size": 1000, "candidates": 500, "train_steps": 100, "n_samples": 10}
 PROTOCOL_FILE = "active_learning-gal2017.json"
-KERAS_FILE = "active_learning-gal2017-init_glorot-stop_at_0.9.json"
+TORCH_FILE = "active_learning-gal2017-init_torch.json"
 
 
 def stored_curves(name: str = RESULT_FILE) -> dict | None:
@@ -192,9 +192,10 @@ if paper is not None:
     st.markdown(
         "Gal et al. (2017) counted how many labels each acquisition function needs before the "
         "test error falls to 10 % and to 5 %. Here is the same experiment — their network (two "
-        "4×4 convolutions of 32 channels, max-pooling, dense 128), their training and their pool "
-        "of 40,000 digits, 2,000 of them scored with 100 passes per round — run on this lab's "
-        "computer. Each repetition stops once its test error is down to 5 %."
+        "4×4 convolutions of 32 channels, max-pooling, dense 128) from Keras' first weights, "
+        "their training and their pool of 40,000 digits, 2,000 of them scored with 100 passes "
+        "per round — run on this lab's computer. Each repetition stops once its test error is "
+        "down to 5 %."
     )
     show_figure(
         curves_figure(paper["curves"], TITLES, "The paper's experiment: test accuracy (mean)"),
@@ -208,15 +209,15 @@ if paper is not None:
         else "Mean over the paper's 3 repetitions; the curve stops where the first one did."
     )
 
-keras = stored_curves(KERAS_FILE)
-if keras is not None:
+torch_weights = stored_curves(TORCH_FILE)
+if torch_weights is not None:
     st.markdown(
-        "**Starting from Keras' weights.** The authors wrote their code with Keras, which draws "
-        "a network's first weights about twice as wide as PyTorch does here (Glorot's rule) and "
-        "starts its biases at zero. The same experiment from such weights, each repetition "
-        "stopped once its test error is down to 10 %:"
+        "**Starting from other first weights.** The authors wrote their code with Keras, which "
+        "draws a network's first weights from Glorot's rule and starts its biases at zero, as "
+        "the experiment above does. PyTorch's own rule draws the weights about half as wide and "
+        "the biases at random too. The same experiment from PyTorch's first weights:"
     )
-    st.table(paper_table(keras))
+    st.table(paper_table(torch_weights))
 
 st.subheader("Watch it live")
 try:

@@ -462,11 +462,12 @@ def test_set_changes_a_protocols_settings_and_names_the_saved_file(capsys, monke
     )
     monkeypatch.setattr(active_cli, "REPO_ROOT", tmp_path)
     (tmp_path / "benchmarks").mkdir()
-    argv = ["active", "--protocol", "gal2017", "--set", "init=glorot", "--set", "stop_at=0.9"]
+    assert PROTOCOLS["gal2017"].config.run.init == "glorot"  # Keras' weights, as the authors'
+    argv = ["active", "--protocol", "gal2017", "--set", "init=torch", "--set", "stop_at=0.9"]
     assert cli_main([*argv, "--json", "--save"]) == 0
-    assert asked == [replace(PROTOCOLS["gal2017"].config.run, init="glorot", stop_at=0.9)]
-    saved = tmp_path / "benchmarks" / "active_learning-gal2017-init_glorot-stop_at_0.9.json"
-    assert saved.is_file() and '"init": "glorot"' in saved.read_text()
+    assert asked == [replace(PROTOCOLS["gal2017"].config.run, init="torch", stop_at=0.9)]
+    saved = tmp_path / "benchmarks" / "active_learning-gal2017-init_torch-stop_at_0.9.json"
+    assert saved.is_file() and '"init": "torch"' in saved.read_text()
     capsys.readouterr()
     assert cli_main(["active", "--protocol", "gal2017", "--set", "depth=3"]) == 1
     assert "KEY=VALUE" in capsys.readouterr().err

@@ -74,14 +74,14 @@ def test_page_shows_the_papers_experiment_beside_gals_table(tmp_path, monkeypatc
     assert list(rows["Gal et al."]) == ["145", "335", "255", "835"]
     assert list(rows["here / paper"])[0] == "1.03×"
     assert any("2 of the paper's 3 repetitions" in c.value for c in at.caption)
-    assert len(at.table) == 1  # no study from Keras' initial weights stored
+    assert len(at.table) == 1  # no study from PyTorch's initial weights stored
 
-    keras = {**stored, "settings": {"seeds": 2, "stop_at": 0.9, "init": "glorot"}}
-    name = "active_learning-gal2017-init_glorot-stop_at_0.9.json"
-    (tmp_path / "benchmarks" / name).write_text(json.dumps(keras))
+    ablation = {**stored, "settings": {"seeds": 2, "stop_at": 0.9, "init": "torch"}}
+    name = "active_learning-gal2017-init_torch.json"
+    (tmp_path / "benchmarks" / name).write_text(json.dumps(ablation))
     at = AppTest.from_file(PAGE, default_timeout=300).run()
     assert not at.exception, at.exception
-    assert any("Keras' weights" in m.value for m in at.markdown)
+    assert any("PyTorch's first weights" in m.value for m in at.markdown)
     rows = at.table[1].value  # stopped at 10 % error: no 5 % rows
     assert list(rows["test error"]) == ["10 %", "10 %"]
     assert list(rows["labels here, per repetition"]) == ["140, 160", "300, 260"]
