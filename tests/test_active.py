@@ -382,6 +382,7 @@ def test_a_run_stops_once_its_accuracy_reaches_stop_at(data, tmp_path, monkeypat
     assert [(r.labels, r.picked) for r in stopped] == [(20, [])]
     full = run_active(replace(TINY, stop_at=1.0), data)
     assert [r.labels for r in full] == [20, 30, 40, 50]
+    assert stopped[0].accuracy == full[0].accuracy  # a stopped run is a prefix of a longer one
     with pytest.raises(ValueError, match="stop_at"):
         ActiveConfig(stop_at=1.5)
 
