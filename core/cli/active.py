@@ -8,7 +8,7 @@ Examples::
     python -m core active --arch mlp --budget 300 --save    # the MLP 784-256-10 instead
     python -m core active --protocol gal2017 --save         # the paper's experiment
     python -m core active --protocol gal2017 --acquisition bald,random --seeds 1  # a part
-    python -m core active --protocol gal2017 --set init=glorot --save  # an ablation
+    python -m core active --protocol gal2017 --set init=torch --save   # an ablation
 """
 
 from __future__ import annotations
@@ -158,6 +158,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help=f"write benchmarks/{RESULT_FILE} (cnn), benchmarks/active_learning-mlp.json or "
         "benchmarks/active_learning-PROTOCOL.json (with --set, the settings in the name: "
-        "…-init_glorot.json)",
+        "…-init_torch.json)",
     )
     p.set_defaults(func=cmd_active)
