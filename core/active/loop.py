@@ -27,7 +27,8 @@ from core.storage.cache import CacheEntry, cache_entry
 from core.training import TrainConfig, train
 from core.training.loop import Procedure
 
-CACHE_VERSION = 3  # 2: random draws its scores once; 3: the L2 of gal2017 on one layer
+CACHE_VERSION = 4  # 2: random draws its scores once; 3: the L2 of gal2017 on one layer;
+# 4: channels-last convolutions, MC passes masked by bit_dropout
 MODEL_KINDS = tuple(
     kind
     for kind, unit in METHODS.items()
