@@ -33,8 +33,7 @@ def bit_dropout(h: torch.Tensor, p: float) -> torch.Tensor:
     Every unit gets a uniform 16-bit integer of its own (four from each 64-bit draw of torch's
     generator on ``h``'s device, so ``torch.manual_seed`` fixes them); it is kept when the
     integer is at or above the drop threshold, and kept units are scaled by 1 / (1 − that
-    probability) so that
-    the expectation of every unit stays ``h``.
+    probability) so that the expectation of every unit stays ``h``.
 
     Args:
         h: Activations, any shape.
