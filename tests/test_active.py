@@ -195,7 +195,7 @@ def test_the_cli_runs_a_part_of_a_protocol_and_refuses_to_widen_it(capsys, monke
     monkeypatch.setattr(
         active_cli,
         "curves_for",
-        lambda names, seeds, base, progress=None: (
+        lambda names, seeds, base, progress=None, workers=1: (
             asked.append((names, seeds, base)) or {"settings": {}, "curves": {}}
         ),
     )
@@ -210,6 +210,43 @@ def test_the_cli_runs_a_part_of_a_protocol_and_refuses_to_widen_it(capsys, monke
     assert cli_main(["active", "--protocol", "gal2017", "--acquisition", "mean_std"]) == 2
     assert cli_main(["active", "--protocol", "gal2017", "--seeds", "4"]) == 2
     assert "can only narrow" in capsys.readouterr().err and len(asked) == 2
+    assert cli_main(["active", "--protocol", "gal2017", "--workers", "0"]) == 2
+    assert "--workers must be at least 1" in capsys.readouterr().err and len(asked) == 2
+
+
+def test_runs_side_by_side_in_processes_give_the_rounds_of_one_thread_here(
+    data, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("BNN_CACHE_DIR", str(tmp_path / "cache"))
+    base = replace(TINY, budget=40, pool_size=300, candidates=100)
+    result = loop.curves_for(["bald", "random"], 2, base, workers=2)  # full MNIST in the workers
+    full = loop.load_active_data()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        for name in ("bald", "random"):
+            for seed in range(2):
+                config = replace(base, acquisition=name, seed=seed)
+                here = run_active(config, full)
+                stored = loop.cached_run(config)  # what the worker cached
+                assert [(r.labels, r.accuracy, r.picked) for r in stored] == [
+                    (r.labels, r.accuracy, r.picked) for r in here
+                ]
+                per_seed = result["curves"][name]["per_seed"][seed]
+                assert per_seed["accuracy"] == [r.accuracy for r in here]
+    finally:
+        torch.set_num_threads(threads)
+
+
+def test_runs_without_a_model_to_score_with_go_first():
+    configs = [replace(TINY, acquisition=a, seed=s) for a in ("bald", "random") for s in (0, 1)]
+    ordered = loop.longest_first(configs)
+    assert [(c.acquisition, c.seed) for c in ordered] == [
+        ("random", 0),
+        ("random", 1),
+        ("bald", 0),
+        ("bald", 1),
+    ]
 
 
 @pytest.mark.parametrize("kind", MODEL_KINDS)

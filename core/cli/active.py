@@ -7,6 +7,7 @@ Examples::
     python -m core active --save                            # benchmarks/active_learning.json
     python -m core active --arch mlp --budget 300 --save    # the MLP 784-256-10 instead
     python -m core active --protocol gal2017 --save         # the paper's experiment
+    python -m core active --protocol gal2017 --workers 2 --save   # in two processes
     python -m core active --protocol gal2017 --acquisition bald,random --seeds 1  # a part
     python -m core active --protocol gal2017 --set init=torch --save   # an ablation
 """
@@ -21,6 +22,7 @@ from core.active.acquisition import ACQUISITIONS
 from core.active.loop import ARCHITECTURES, MODEL_KINDS, RESULT_FILE, ActiveConfig, curves_for
 from core.active.protocols import PROTOCOLS, paper_comparison
 from core.cli.overrides import suffix, with_overrides
+from core.processes import keep_freed_memory
 from core.progress import text_progress
 from core.storage.atomic import atomic_write_text
 from core.storage.paths import REPO_ROOT
@@ -75,10 +77,10 @@ def cmd_active(args: argparse.Namespace) -> int:
 
     Args:
         args: The parsed command line (``protocol``, ``acquisition``, ``seeds``, ``kind``,
-            ``arch``, ``budget``, ``set``, ``json``, ``save``).
+            ``arch``, ``budget``, ``set``, ``workers``, ``json``, ``save``).
 
     Returns:
-        The exit code: 0, or 2 for the CNN with BBB or a protocol widened.
+        The exit code: 0, or 2 for the CNN with BBB, a protocol widened or no worker.
     """
     chosen = [a.strip() for a in (args.acquisition or "").split(",") if a.strip()]
     if args.protocol:
@@ -106,7 +108,11 @@ def cmd_active(args: argparse.Namespace) -> int:
     base = with_overrides(base, args.set or [])
     if args.set:
         print(f"changed for this run: {', '.join(args.set)}", file=sys.stderr)
-    result = curves_for(names, seeds, base, progress=text_progress("active"))
+    if args.workers < 1:
+        print(f"error: --workers must be at least 1, not {args.workers}", file=sys.stderr)
+        return 2
+    keep_freed_memory()  # this process is the command line's own
+    result = curves_for(names, seeds, base, progress=text_progress("active"), workers=args.workers)
     print(json.dumps(result) if args.json else format_table(result))
     if args.protocol and not args.json:
         print(format_comparison(paper_comparison(result)))
@@ -151,6 +157,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="KEY=VALUE",
         help="a run setting, e.g. init=glorot or stop_at=0.9 (repeatable; see ActiveConfig); "
         "with --protocol an ablation of it",
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="processes running the runs side by side, one CPU thread each, the longest runs "
+        "first (default 1: one after another in this process; 2 on a 2-core machine)",
     )
     p.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
     p.add_argument(
