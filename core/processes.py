@@ -19,7 +19,7 @@ import ctypes
 import multiprocessing
 import platform
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Any
 
 from core.progress import ProgressFn, report
@@ -34,6 +34,9 @@ KEPT_BLOCK_BYTES = 32 << 20
 
 KEPT_TOP_BYTES = 1 << 30
 """Free memory at the heap's top returned to the kernel only beyond this much."""
+
+POLL_S = 1.0
+"""Seconds between looks at the workers' progress."""
 
 
 def keep_freed_memory() -> bool:
@@ -58,12 +61,25 @@ def keep_freed_memory() -> bool:
     )
 
 
-def _worker_setup(threads: int) -> None:
+_progress_queue: Any = None
+"""In a worker process of :func:`run_in_processes`: where its calls report their progress."""
+
+
+def _worker_setup(threads: int, queue: Any) -> None:
     """Initialise a worker process of :func:`run_in_processes`."""
     import torch
 
+    global _progress_queue
     torch.set_num_threads(threads)
     keep_freed_memory()
+    _progress_queue = queue
+
+
+def _call(function: Callable[..., Any], index: int, arguments: tuple, reports: bool) -> Any:
+    """Run in a worker: ``function(*arguments)``, with a ``progress`` sent to the parent."""
+    if not reports:
+        return function(*arguments)
+    return function(*arguments, progress=lambda f, m: _progress_queue.put((index, f, m)))
 
 
 def run_in_processes(
@@ -82,12 +98,16 @@ def run_in_processes(
     so that no process idles at the end while another still runs a long one.
 
     Args:
-        function: A module-level function (the workers import it by name).
+        function: A module-level function (the workers import it by name); with ``progress``
+            it is called as ``function(*a, progress=p)`` and reports through ``p``
+            (a :data:`~core.progress.ProgressFn`).
         arguments: Its positional arguments per call; each must pickle.
         workers: Processes (at least 1).
         titles: A name per call for the progress messages; None: "call i".
         threads: Torch threads per process.
-        progress: Gets the fraction of calls finished and the title of the last one.
+        progress: Gets the mean of the calls' fractions done (a finished call counts 1) and
+            the latest message, prefixed with its call's title, every :data:`POLL_S` seconds
+            at most.
 
     Returns:
         The results, in the order of ``arguments``.
@@ -103,15 +123,29 @@ def run_in_processes(
     if not arguments:
         return results
     context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    fractions = [0.0] * len(arguments)
     with ProcessPoolExecutor(
-        workers, mp_context=context, initializer=_worker_setup, initargs=(threads,)
+        workers, mp_context=context, initializer=_worker_setup, initargs=(threads, queue)
     ) as pool:
-        futures = {pool.submit(function, *a): i for i, a in enumerate(arguments)}
+        futures = {
+            pool.submit(_call, function, i, tuple(a), progress is not None): i
+            for i, a in enumerate(arguments)
+        }
+        pending = set(futures)
         try:
-            for done, future in enumerate(as_completed(futures), 1):
-                i = futures[future]
-                results[i] = future.result()
-                report(progress, done / len(arguments), f"{titles[i]} done")
+            while pending:
+                finished, pending = wait(pending, timeout=POLL_S, return_when=FIRST_COMPLETED)
+                message = None
+                while not queue.empty():
+                    i, fraction, text = queue.get()
+                    fractions[i], message = fraction, f"{titles[i]}: {text}"
+                for future in finished:
+                    i = futures[future]
+                    results[i] = future.result()
+                    fractions[i], message = 1.0, f"{titles[i]} done"
+                if message is not None:
+                    report(progress, sum(fractions) / len(fractions), message)
         except BaseException:
             for future in futures:
                 future.cancel()

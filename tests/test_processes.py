@@ -4,29 +4,40 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 
 import pytest
 import torch
 
-from core.processes import run_in_processes
+from core.processes import POLL_S, run_in_processes
 from tests.browser_util import REPO_ROOT
 
 
+def halfway(value: int, progress) -> int:
+    """A call that reports half its work, then takes a while (run by the workers)."""
+    progress(0.5, "half")
+    time.sleep(2.5 * POLL_S)
+    return value * 2
+
+
 def test_calls_run_in_fresh_processes_with_one_thread_and_return_in_order():
-    seen = []
-    results = run_in_processes(
-        pow,
-        [(2, 10), (3, 4), (5, 2)],
-        2,
-        titles=["a", "b", "c"],
-        progress=lambda f, m: seen.append((f, m)),
-    )
-    assert results == [1024, 81, 25]
-    assert sorted(seen) == [(1 / 3, seen[0][1]), (2 / 3, seen[1][1]), (1.0, seen[2][1])]
-    assert {m for _, m in seen} == {"a done", "b done", "c done"}
+    assert run_in_processes(pow, [(2, 10), (3, 4), (5, 2)], 2) == [1024, 81, 25]
     assert run_in_processes(torch.get_num_threads, [(), ()], 2) == [1, 1]
     assert run_in_processes(torch.get_num_threads, [()], 1, threads=2) == [2]
     assert run_in_processes(pow, [], 2) == []
+
+
+def test_the_workers_progress_reaches_the_caller_as_one_bar():
+    seen = []
+    results = run_in_processes(
+        halfway, [(1,), (2,), (3,)], 2, titles="abc", progress=lambda f, m: seen.append((f, m))
+    )
+    assert results == [2, 4, 6]
+    fractions = [f for f, _ in seen]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    assert any(m in ("a: half", "b: half") for _, m in seen)  # before any call ended
+    assert {m for _, m in seen if m.endswith("done")} == {"a done", "b done", "c done"}
+    assert all(0 < f < 1 for f, m in seen if m.endswith("half"))
 
 
 def test_a_failing_call_raises_its_error_and_bad_counts_are_refused():
