@@ -494,7 +494,7 @@ def test_set_changes_a_protocols_settings_and_names_the_saved_file(capsys, monke
     monkeypatch.setattr(
         active_cli,
         "curves_for",
-        lambda names, seeds, base, progress=None: (
+        lambda names, seeds, base, progress=None, workers=1: (
             asked.append(base) or {"settings": base.to_dict(), "curves": {}}
         ),
     )

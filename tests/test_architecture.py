@@ -123,6 +123,7 @@ LAYERS = (
     (
         "core.settings",
         "core.progress",
+        "core.processes",
         "core.protocols",
         "core.storage.paths",
         "core.storage.atomic",
