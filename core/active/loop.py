@@ -381,6 +381,14 @@ def first_dense_l2(procedure: type[Procedure], coefficient: float) -> type[Proce
     return FirstDenseL2
 
 
+TEST_CHUNK = 250
+"""Test images per pass of :func:`round_accuracy`. The activations of 250 images through Gal et
+al.'s CNN (32 × 25 × 25 floats each, 20 MB) stay below the allocator's mmap threshold
+(:func:`core.processes.keep_freed_memory`), so their memory is reused rather than faulted in
+afresh: the 10,000 test images took 2.8 s on one thread instead of 5.4 s in chunks of 2,000
+(2.4 s of it in the kernel), with the same logits bit for bit."""
+
+
 def round_accuracy(
     model: LabModel, x: torch.Tensor, y: torch.Tensor, config: ActiveConfig
 ) -> float:
@@ -396,7 +404,7 @@ def round_accuracy(
         The fraction of ``y`` predicted.
     """
     if config.n_eval_samples == 0:
-        predicted = torch.cat([model.scaled_logits(chunk) for chunk in x.split(2_000)])
+        predicted = torch.cat([model.scaled_logits(chunk) for chunk in x.split(TEST_CHUNK)])
     else:
         predicted = predictive_samples(model, x, config.n_eval_samples).mean(0)
     return (predicted.argmax(-1) == y).double().mean().item()
