@@ -59,6 +59,22 @@ def test_broadcast_inputs_get_masks_of_their_own():
     assert len({tuple(row.nonzero().flatten().tolist()) for row in out}) == 50
 
 
+@pytest.mark.parametrize("p", [0.25, 0.5, 0.1])
+def test_a_unit_is_kept_exactly_when_its_16_bit_integer_reaches_the_threshold(p):
+    """The rule of the docstring, bit for bit: the same draw cut into int16s, compared with the
+    threshold into a bool mask, the kept units scaled after masking (stored studies' masks)."""
+    h = torch.rand(2, 1, 1001).expand(2, 3, 1001)  # broadcast, and an odd size per row
+    torch.manual_seed(3)
+    out = bit_dropout(h, p)
+    torch.manual_seed(3)
+    words = torch.empty((h.numel() + 3) // 4, dtype=torch.int64)
+    words.random_(-(1 << 63), (1 << 63) - 1)
+    units = words.view(torch.int16)[: h.numel()].view(h.shape)
+    drop = quantised(p)
+    keep = units >= round(drop * LEVELS) - LEVELS // 2
+    assert torch.equal(out, h.mul(keep).mul_(1.0 / (1.0 - drop)))
+
+
 @pytest.mark.parametrize("p", [-0.1, 1.0])
 def test_a_probability_outside_its_range_is_refused(p):
     with pytest.raises(ValueError, match="drop probability"):

@@ -52,5 +52,8 @@ def bit_dropout(h: torch.Tensor, p: float) -> torch.Tensor:
     words = torch.empty((n + 3) // 4, dtype=torch.int64, device=h.device)
     words.random_(-(1 << 63), (1 << 63) - 1)
     units = words.view(torch.int16)[:n].view(h.shape)  # uniform in [−2¹⁵, 2¹⁵)
-    keep = units >= round(drop * LEVELS) - LEVELS // 2
-    return h.mul(keep).mul_(1.0 / (1.0 - drop))
+    # 1 / (1 − p) where the integer is at or above the threshold, else 0, built in float32:
+    # comparing int16s into a bool mask and multiplying by it took twice as long. A kept unit
+    # is h · (1 · scale) = h · scale, as if scaled after masking.
+    keep = units.float().ge_(round(drop * LEVELS) - LEVELS // 2).mul_(1.0 / (1.0 - drop))
+    return h.mul(keep)
