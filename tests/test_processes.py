@@ -48,25 +48,32 @@ def test_a_failing_call_raises_its_error_and_bad_counts_are_refused():
 
 
 PAGE_FAULTS = """
-import resource, sys, torch
-from core.processes import keep_freed_memory
-kept = keep_freed_memory() if sys.argv[1] == "keep" else False
+import ctypes, resource, statistics, sys, torch
+from core.processes import M_MMAP_THRESHOLD, keep_freed_memory
+if sys.argv[1] == "keep":
+    kept = keep_freed_memory()
+else:  # glibc's default threshold, fixed: every block of 128 KiB or more goes back when freed
+    kept = bool(ctypes.CDLL(None).mallopt(M_MMAP_THRESHOLD, 128 << 10))
 torch.set_num_threads(1)
 conv = torch.nn.Sequential(torch.nn.Conv2d(1, 32, 4), torch.nn.ReLU(), torch.nn.Conv2d(32, 32, 4))
 x = torch.randn(128, 1, 28, 28)
 def step():
     conv(x).square().mean().backward()  # as a training step of Gal et al.'s CNN
-step()
-before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-for _ in range(10):
+for _ in range(5):  # the heap grows to what a step needs
     step()
-print(kept, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+faults = []
+for _ in range(15):
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    step()
+    faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+print(kept, statistics.median(faults))
 """
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc only")
 def test_kept_freed_memory_spares_the_page_faults_of_each_new_block():
-    def faults(mode: str) -> tuple[str, int]:
+    def faults(mode: str) -> tuple[str, float]:
+        """Whether the settings took, and the median page faults of a step after warm-up."""
         out = subprocess.run(
             [sys.executable, "-c", PAGE_FAULTS, mode],
             cwd=REPO_ROOT,
@@ -75,12 +82,15 @@ def test_kept_freed_memory_spares_the_page_faults_of_each_new_block():
             check=True,
             timeout=120,
         ).stdout.split()
-        return out[0], int(out[1])
+        return out[0], float(out[1])
 
     kept, with_keep = faults("keep")
     if kept != "True":
         pytest.skip("not glibc")
-    _, without = faults("plain")
+    _, without = faults("return")
     block = 128 * 32 * 25 * 25 * 4 // 4096  # pages of the first convolution's output
-    assert without > 10 * block  # a step's new blocks faulted in again at every step
-    assert with_keep < without / 5  # the freed blocks reused
+    # The median step: with every freed block returned, each new one is faulted in again; kept,
+    # the heap is reused (measured: 0 pages). glibc's own default moves its threshold with the
+    # blocks it sees, between both (measured: a median of 0 to 4,400 pages), so it is no baseline.
+    assert without > 10 * block  # measured: 39,942 pages
+    assert with_keep < block / 10
