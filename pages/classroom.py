@@ -81,13 +81,19 @@ def packed(database: str, code: str, pack: Callable[[Sequence[Drawing]], bytes])
     return pack(ClassStore(database).records(code))
 
 
-def clear_class(code: str, database: str) -> None:
-    """Button callback: delete the class's drawings, forget the models' predictions on them and
-    leave a message for the next run."""
+def clear_class(code: str, database: str, up_to: int) -> None:
+    """Delete the class's drawings up to the newest one the teacher saw, forget the models'
+    predictions on the class and leave a message for the next run."""
     try:
-        deleted = ClassStore(database).clear(code)
+        store = ClassStore(database)
+        deleted = store.clear(code, up_to)
         ui.kept(PredictionCache).forget(database, code)
-        st.session_state[MESSAGE_KEY] = ("success", f"Deleted {deleted} drawing(s) of `{code}`.")
+        kept = store.count(code)
+        since = f" {kept} drawing(s) sent since were kept." if kept else ""
+        st.session_state[MESSAGE_KEY] = (
+            "success",
+            f"Deleted {deleted} drawing(s) of `{code}`.{since}",
+        )
     except DatabaseError as exc:
         st.session_state[MESSAGE_KEY] = ("error", str(exc))
     st.session_state[CONFIRM_KEY] = False
@@ -182,8 +188,9 @@ def model_details(result: LiveReport) -> None:
         )
 
 
-def teacher(records: list[Drawing], code: str, database: str) -> None:
-    """Downloads and the guarded Clear button."""
+def teacher(code: str, database: str, live: bool) -> None:
+    """Downloads and the guarded Clear button, outside the live view: a refresh re-issues the
+    buttons it draws, and a click that meets a download button just replaced gets nothing."""
     with st.expander("Teacher: export or clear", icon=":material/school:"):
         left, right = st.columns(2)
         left.download_button(
@@ -206,17 +213,36 @@ def teacher(records: list[Drawing], code: str, database: str) -> None:
             "CSV: id, label, class, created (UTC), file; one 28×28 PNG per drawing. IDX: "
             "t10k-images-idx3-ubyte and t10k-labels-idx1-ubyte, as MNIST's test split."
         )
-        confirm = st.checkbox(
-            f"Yes, delete all {len(records)} drawing(s) of `{code}`", key=CONFIRM_KEY
-        )
-        st.button(
-            "Clear the class",
-            key="class_clear",
-            disabled=not confirm,
-            on_click=clear_class,
-            args=(code, database),
-        )
+        st.fragment(run_every=REFRESH_S if live else None)(clear_controls)(code, database)
         st.caption(f"Database: {describe(database)}")
+
+
+def clear_controls(code: str, database: str) -> None:
+    """The confirmation and the Clear button, counting what a click deletes (a fragment: it
+    refreshes with the live view). Drawings sent after this count are kept."""
+    try:
+        store = ClassStore(database)
+        newest = store.records(code, limit=1)  # before the count: it never counts fewer
+        held = store.count(code)
+    except DatabaseError:
+        return  # the live view says so
+    if not newest:
+        st.caption("No drawings to clear.")
+        return
+    confirm = st.checkbox(
+        f"Yes, delete the {held} drawing(s) of `{code}` sent so far",
+        key=CONFIRM_KEY,
+        help="Drawings that arrive after this box counted them are kept.",
+    )
+    st.button(
+        "Clear the class",
+        key="class_clear",
+        disabled=not confirm,
+        on_click=clear_class,
+        args=(code, database, newest[0].id),  # as counted on the run the teacher saw
+    )
+    if MESSAGE_KEY in st.session_state:
+        st.rerun()  # the whole page, which shows the message, without the cleared drawings
 
 
 def evaluation_note(reports: list[LiveReport], live: bool) -> None:
@@ -273,7 +299,6 @@ def live_view(code: str, models: list, n_samples: int, limits: dict, live: bool)
         ):
             with tab:
                 model_details(result)
-    teacher(records, code, database)
 
 
 def students_link(code: str) -> str:
@@ -300,3 +325,4 @@ if code is not None:
     st.fragment(run_every=REFRESH_S if live else None)(live_view)(
         code, models, n_samples, limits, live
     )
+    teacher(code, database_url(), live)

@@ -225,6 +225,15 @@ def wait_for_script(page, timeout_ms: float = WAIT_MS) -> None:
     )
 
 
+def wait_for_enabled(page, label: str) -> None:
+    """Wait until the button labelled ``label`` is enabled (the run that enables it is over)."""
+    page.wait_for_function(
+        "label => ![...document.querySelectorAll('button')].find("
+        "b => b.innerText.trim() === label).disabled",
+        arg=label,
+    )
+
+
 def wait_for_setting(page, key: str, value: str) -> None:
     """Wait until the rerun that a widget's change starts has applied it: the page writes each
     setting into its link (``?key=value``) during that run; then wait for the run to end."""

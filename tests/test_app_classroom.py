@@ -206,6 +206,24 @@ def test_clear_needs_the_confirmation_and_keeps_other_classes(small_models):
     assert ClassStore().classes() == {"other": 1}
 
 
+def test_a_drawing_sent_after_the_teacher_confirmed_is_kept_by_the_clear(small_models):
+    submit_some("physics1", [1, 2, 3])
+    at = class_page()
+    at.checkbox(key="classroom_confirm").check().run()
+    assert at.checkbox(key="classroom_confirm").label.startswith("Yes, delete the 3 drawing(s)")
+    late = submit_some("physics1", [4])  # sent while the teacher reaches for the button
+    at.button(key="class_clear").click().run()
+    assert not at.exception, at.exception
+    assert any(
+        "Deleted 3 drawing(s) of `physics1`. 1 drawing(s) sent since were kept." in s.value
+        for s in at.success
+    )
+    assert ClassStore().drawings("physics1").ids == late
+    assert gallery_captions(at) == [f"4 · #{late[0]}"]
+    assert not at.checkbox(key="classroom_confirm").value
+    assert at.checkbox(key="classroom_confirm").label.startswith("Yes, delete the 1 drawing(s)")
+
+
 def test_a_bad_class_code_in_the_link_falls_back_with_a_note(small_models):
     submit_some("default", [8])
     at = class_page(code="no spaces allowed!")

@@ -1,6 +1,6 @@
 """Real-browser test of the class's drawings: draw a "1" on the Draw page opened with
-``?class=...``, send it to the class, see it in the Class page's gallery and download it (the
-zip is built when the button is clicked).
+``?class=...``, send it to the class, see it in the Class page's gallery, download it (the
+zip is built when the button is clicked) and clear the class while the page refreshes live.
 
 Needs the panel wired into the Draw page (``submission_panel(x[0])`` under the predictions) and
 the Class page in ``app.main.PAGES`` (``classroom.py``)."""
@@ -21,6 +21,7 @@ from tests.browser_util import (
     require_chromium,
     scored_default_models,
     serve_app,
+    wait_for_enabled,
     wait_for_script,
     wait_for_text,
 )
@@ -51,10 +52,7 @@ def send_a_one(page, url: str) -> None:
     choose_class_label(page, "1")
     submit = page.get_by_role("button", name="Submit")
     submit.wait_for()
-    page.wait_for_function(
-        "() => ![...document.querySelectorAll('button')].find("
-        "b => b.innerText.trim() === 'Submit').disabled",
-    )
+    wait_for_enabled(page, "Submit")
     submit.click()
     wait_for_text(page, f"Sent as a 1. Class {CLASS} now has 1 drawing(s).")
 
@@ -85,6 +83,14 @@ def test_draw_submit_and_see_it_in_the_class_gallery(scored_models, tmp_path, mo
         assert download.value.suggested_filename == f"class-{CLASS}-drawings.zip"
         with zipfile.ZipFile(download.value.path()) as archive:
             assert archive.namelist() == ["drawings.csv", f"png/{CLASS}-{row.ids[0]:06d}-1.png"]
+
+        page.get_by_text("Yes, delete the 1 drawing(s)").click()  # while the page refreshes live
+        wait_for_enabled(page, "Clear the class")
+        wait_for_script(page)
+        page.get_by_role("button", name="Clear the class").click()
+        wait_for_text(page, f"Deleted 1 drawing(s) of {CLASS}.")
+        wait_for_text(page, f"No drawings in class {CLASS} yet")
+        assert ClassStore().count(CLASS) == 0
 
 
 def test_a_drawing_sent_on_one_replica_shows_in_the_gallery_on_the_other(

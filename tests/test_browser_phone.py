@@ -20,6 +20,7 @@ from tests.browser_util import (
     serve_app,
     swipe_up,
     touch_draw,
+    wait_for_enabled,
     wait_for_script,
     wait_for_text,
 )
@@ -105,10 +106,7 @@ def test_a_phone_draws_with_a_finger_undoes_sends_and_scrolls_past_charts(tmp_pa
         submit = page.get_by_role("button", name="Submit")
         submit.wait_for(state="visible")
         assert submit.bounding_box()["height"] >= FINGER_PX
-        page.wait_for_function(
-            "() => ![...document.querySelectorAll('button')].find("
-            "b => b.innerText.trim() === 'Submit').disabled",
-        )
+        wait_for_enabled(page, "Submit")
         wait_for_script(page)  # a tap during a rerun can be lost
         submit.tap()
         wait_for_text(page, f"Sent as a 1. Class {CLASS} now has 1 drawing(s).")

@@ -81,7 +81,9 @@ def test_round_trip_of_drawings_labels_ids_and_times(class_db):
     assert ClassStore().classes() == {DEFAULT_CLASS: 1, "lecture-1": 2}
     assert count_class("lecture-1") == 2 and count_class() == 3
     assert [r.id for r in ClassStore().records("lecture-1", limit=1)] == [ids[1]]
-    assert clear_class("lecture-1") == 2
+    assert clear_class("lecture-1", up_to=ids[1] - 1) == 1  # the newer drawing is kept
+    assert ClassStore().drawings("lecture-1").ids == [ids[1]]
+    assert clear_class("lecture-1") == 1
     assert ClassStore().classes() == {DEFAULT_CLASS: 1}  # other classes are kept
     assert len(ClassStore().drawings("lecture-1").labels) == 0
 

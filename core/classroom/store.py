@@ -363,11 +363,13 @@ class ClassStore:
         )
         return {str(code): int(n) for code, n in rows}
 
-    def clear(self, class_code: str | None) -> int:
-        """Delete every drawing of one class (one transaction; other classes are kept).
+    def clear(self, class_code: str | None, up_to: int | None = None) -> int:
+        """Delete a class's drawings (one transaction; other classes are kept).
 
         Args:
             class_code: The class (see :func:`check_class_code`).
+            up_to: Delete only the drawings numbered ``up_to`` or lower (the newest one the
+                teacher saw), keeping any sent since; None deletes them all.
 
         Returns:
             How many drawings were deleted.
@@ -379,10 +381,11 @@ class ClassStore:
         code = check_class_code(class_code)
         if not self.exists():
             return 0
+        query, params = "DELETE FROM drawings WHERE class_code = ?", (code,)
+        if up_to is not None:
+            query, params = f"{query} AND id <= ?", (code, int(up_to))
         with self.db.transaction(code) as conn:
-            deleted = conn.execute(
-                self.db.sql("DELETE FROM drawings WHERE class_code = ?"), (code,)
-            ).rowcount
+            deleted = conn.execute(self.db.sql(query), params).rowcount
         return int(deleted)
 
 
@@ -460,16 +463,17 @@ def count(class_code: str | None = None) -> int:
     return store().count(class_code)
 
 
-def clear(class_code: str | None) -> int:
+def clear(class_code: str | None, up_to: int | None = None) -> int:
     """Delete a class's drawings from the configured database (:meth:`ClassStore.clear`).
 
     Args:
         class_code: The class.
+        up_to: Delete only the drawings numbered ``up_to`` or lower; None for all.
 
     Returns:
         How many were deleted.
     """
-    return store().clear(class_code)
+    return store().clear(class_code, up_to)
 
 
 def classes() -> dict[str, int]:
