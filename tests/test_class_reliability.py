@@ -135,6 +135,16 @@ def test_a_full_class_refuses_new_drawings_with_one_line_and_keeps_the_rest(tmp_
     store.submit(digit(4), 4, "small", str(uuid.uuid4()))  # room again after a clear
 
 
+def test_a_clear_up_to_the_newest_drawing_seen_keeps_the_later_ones(lab_db):
+    store = ClassStore(lab_db)
+    seen = [store.submit(digit(i), i, "small", str(uuid.uuid4())) for i in range(3)]
+    later = store.submit(digit(3), 3, "small", str(uuid.uuid4()))
+    store.submit(digit(4), 4, "other", str(uuid.uuid4()))
+    assert store.clear("small", up_to=seen[-1]) == 3
+    assert [r.id for r in store.records("small")] == [later]
+    assert store.classes() == {"other": 1, "small": 1}
+
+
 def test_concurrent_writers_cannot_overshoot_the_limit(lab_db):
     limit, threads, each = 10, 6, 5
     url = lab_db
