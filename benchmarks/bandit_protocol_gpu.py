@@ -67,10 +67,13 @@ def main() -> None:
     start = time.monotonic()
     args.out.mkdir(parents=True, exist_ok=True)
     config = PROTOCOLS[args.protocol].config
+    model = with_overrides(config.model, args.set)
+    if args.device != "cpu":  # the compiled kernel is the CPU's; a GPU runs PyTorch's models
+        model = dataclasses.replace(model, engine="torch")
     config = dataclasses.replace(
         config,
         agents=tuple(args.agents.split(",")) if args.agents else config.agents,
-        model=with_overrides(config.model, args.set),
+        model=model,
     )
     run = BanditRun(config, device=args.device, compile=not args.no_compile)
     if args.resume:

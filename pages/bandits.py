@@ -17,7 +17,7 @@ from app.figures.bandits import (
     wheel_uncertainty_figure,
 )
 from core.bandits.agents import AGENTS
-from core.bandits.protocols import PROTOCOLS, protocol_of
+from core.bandits.protocols import PROTOCOLS, protocol_ablation
 from core.bandits.runner import BanditRun, RunConfig
 from core.bandits.store import cached_result, changed_settings, load_references, store_result
 from core.data import DatasetUnavailable
@@ -63,8 +63,12 @@ def run_title(result: dict) -> str:
     steps = f"{s['steps']:,}" if done >= s["steps"] else f"{done:,} of {s['steps']:,}"
     title = f"{result['env']['title']}, {steps} steps × {s['seeds']} seeds"
     config = RunConfig.from_dict(s)
-    if (protocol := protocol_of(config)) is not None:
-        return f"{title}: the experiment of {PROTOCOLS[protocol].title.split(':')[0]}"
+    if (ablation := protocol_ablation(config)) is not None:
+        protocol, changed = ablation
+        title += f": the experiment of {PROTOCOLS[protocol].title.split(':')[0]}"
+        if changed:
+            title += " with " + ", ".join(f"{k} = {v}" for k, v in changed.items())
+        return title
     changed = changed_settings(config)
     if changed:
         title += " (" + ", ".join(f"{k} = {v}" for k, v in changed.items()) + ")"

@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from core.bandits.agents import ModelSettings, NeuralGroup
+from core.bandits.agents import ModelSettings
+from core.bandits.native import NativeGroup
 from core.bandits.protocols import PROTOCOLS
 from core.bandits.runner import BanditRun, RunConfig
 from core.engine.priors import ScaleMixturePrior
@@ -39,22 +40,36 @@ def test_every_setting_a_protocol_changes_has_its_source(protocol):
 def test_blundells_settings_reach_the_networks_and_64_updates_per_step():
     config = dataclasses.replace(BLUNDELL.config, steps=3, seeds=1)
     run = BanditRun(config)
-    group = next(g for g, _ in run.groups if isinstance(g, NeuralGroup))
-    assert group.config.hidden == (100, 100)
-    assert group.config.prior == {
+    groups = {g.family: g for g, _ in run.groups}
+    assert set(groups) == {"bbb", "mlp"}
+    assert all(isinstance(g, NativeGroup) for g in groups.values())  # the compiled kernel
+    bbb = groups["bbb"]
+    assert bbb.config.hidden == (100, 100) and bbb.kernel.hidden == (100, 100)
+    assert bbb.config.prior == {
         "kind": "mixture",
         "pi": 0.5,
         "sigma1": 1.0,
         "sigma2": math.exp(-6),
     }
-    template = group._training.model  # the stateless model every run's call goes through
+    assert bbb.config.lrt is False and bbb.bayesian and not groups["mlp"].bayesian
+    assert isinstance(bbb._prior, ScaleMixturePrior)
+    template = bbb._training.model  # the method's model the page's snapshots go through
     assert all(isinstance(layer.prior, ScaleMixturePrior) for layer in template.layers)
-    assert group.buffer.capacity == 4096 and group.settings.batch_size == 64
-    assert group.settings.noise_sigma * run.env.reward_scale == pytest.approx(1.0)
-    run.advance()
-    optimizer = group.procedure.optimizers[0]
-    steps = {int(state["step"]) for state in optimizer.state.values()}
-    assert steps == {3 * 64}  # every reward network took 64 minibatch steps per interaction
+    assert bbb.buffer.capacity == 4096 and bbb.settings.batch_size == 64
+    assert bbb.settings.noise_sigma * run.env.reward_scale == pytest.approx(1.0)
+    jobs = []
+    run_jobs = type(bbb.kernel).run
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(
+            type(bbb.kernel), "run", lambda self, js, t=1: jobs.extend(js) or run_jobs(self, js, t)
+        )
+        run.advance()
+    assert [(job.U, job.B, job.cap) for job in jobs] == [(64, 64, 4096)] * 6  # 2 families × 3
+    assert [job.hyper[0] for job in jobs] == pytest.approx([1e-3] * 6)  # Adam's learning rate
+    assert [job.hyper[4] for job in jobs] == pytest.approx([1 / 0.2**2] * 6)  # 1/σ² (likelihood)
+    assert sorted(bool(job.bayes) for job in jobs) == [False] * 3 + [True] * 3  # one call a step
+    assert bbb.steps == groups["mlp"].steps == 3 * 64  # 64 minibatch steps per interaction
+    assert bbb.pending is None and groups["mlp"].pending is None
 
 
 def test_the_cli_lists_the_protocols_and_prints_each_setting_with_its_source():

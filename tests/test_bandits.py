@@ -405,18 +405,24 @@ def test_finished_runs_are_cached_by_their_settings(folders):
     assert cached_result(other) is None
 
 
+NATIVE = ModelSettings(hidden=(8, 6), lrt=False, engine="native", updates_per_step=3)
+
+
 @pytest.mark.parametrize(
-    "env, agents",
+    "env, agents, model",
     [
-        ("wheel", ("bbb", "dropout", "ensemble", "sgld", "eps5", "random", "lints")),
-        ("mushroom", ("bbb", "greedy", "eps1")),
+        ("wheel", ("bbb", "dropout", "ensemble", "sgld", "eps5", "random", "lints"), None),
+        ("mushroom", ("bbb", "greedy", "eps1"), None),
+        ("mushroom", ("bbb", "greedy", "eps1", "dropout"), NATIVE),  # the compiled kernel
     ],
+    ids=["wheel", "mushroom", "mushroom-native"],
 )
 def test_an_interrupted_run_resumes_from_its_last_save_with_the_same_regret(
-    folders, monkeypatch, env, agents
+    folders, monkeypatch, env, agents, model
 ):
     monkeypatch.setattr(runner, "BLOCK", 16)  # the save falls inside the second block
-    config = RunConfig(env=env, agents=agents, steps=40, seeds=2, model=ModelSettings(hidden=(8,)))
+    model = model or ModelSettings(hidden=(8,))
+    config = RunConfig(env=env, agents=agents, steps=40, seeds=2, model=model)
     whole = BanditRun(config)
     whole.advance()
 

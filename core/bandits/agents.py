@@ -106,6 +106,10 @@ AGENTS = {
 """Agent name → spec, in display order."""
 
 
+ENGINES = ("torch", "native")
+"""Who trains the reward networks (:attr:`ModelSettings.engine`)."""
+
+
 @dataclass(frozen=True)
 class ModelSettings:
     """Reward models, their online training and the linear baseline's prior.
@@ -127,6 +131,12 @@ class ModelSettings:
         prior_sigma2: Standard deviation of the mixture's narrow component.
         init_sigma: BBB's initial posterior standard deviation of every weight.
         kl_beta: Multiplies BBB's complexity cost (1 = the ELBO).
+        lrt: BBB's training passes use local reparameterisation (Kingma et al. 2015); False
+            draws one weight sample per minibatch, as Blundell et al. (2015) do.
+        engine: Who trains the MLP and BBB reward networks: ``"torch"`` (the methods' own
+            PyTorch models and procedures) or ``"native"`` (the compiled kernel of
+            :mod:`core.engine.native.tiny`: the same estimator and Adam, two hidden layers,
+            weight sampling only; the other families stay on PyTorch).
         dropout: Dropout probability of MC dropout.
         members: Networks per ensemble.
         sgld_lr: SGLD's step as plain SGD's learning rate on the minibatch mean squared error
@@ -152,6 +162,8 @@ class ModelSettings:
     prior_sigma2: float = MIXTURE_SIGMA2
     init_sigma: float = 0.02
     kl_beta: float = 1.0
+    lrt: bool = True
+    engine: str = "torch"
     dropout: float = 0.2
     members: int = 5
     sgld_lr: float = 0.01
@@ -177,6 +189,13 @@ class ModelSettings:
             raise ValueError(f"prior must be 'gaussian' or 'mixture', got {self.prior!r}")
         if not 0.0 < self.prior_pi < 1.0 or not 0.0 < self.prior_sigma2 < self.prior_sigma1:
             raise ValueError("need 0 < prior_pi < 1 and 0 < prior_sigma2 < prior_sigma1")
+        if self.engine not in ENGINES:
+            raise ValueError(f"engine must be one of {ENGINES}, got {self.engine!r}")
+        if self.engine == "native" and (self.lrt or len(self.hidden) != 2):
+            raise ValueError(
+                "the native engine trains two hidden layers by weight sampling: "
+                "set lrt=False and two hidden widths"
+            )
 
     @property
     def prior_config(self) -> dict:
@@ -393,6 +412,11 @@ class ReplayBuffer:
         self._next = (i + 1) % self.capacity
         self.size = min(self.size + 1, self.capacity)
 
+    @property
+    def next_slot(self) -> int:
+        """Where :meth:`add` writes the next interaction."""
+        return self._next
+
     def state_dict(self) -> dict:
         """The interactions held and where the next one goes.
 
@@ -497,7 +521,6 @@ class NeuralGroup(AgentGroup):
         """
         super().__init__(specs, n_seeds, env, settings, seed, device, compile)
         self.family = specs[0].family
-        unit = lab_method(self.family)
         self.config = ModelConfig(
             kind=self.family,
             hidden=settings.hidden,
@@ -505,7 +528,7 @@ class NeuralGroup(AgentGroup):
             num_classes=1,
             prior=settings.prior_config,
             init_sigma=settings.init_sigma,
-            lrt=True,
+            lrt=settings.lrt,
             dropout=settings.dropout,
             members=settings.members,
         )
@@ -517,9 +540,6 @@ class NeuralGroup(AgentGroup):
         self._training = _Call(template, "training_passes")
         self._draw = _Call(template, "sample_function")
         self.net = _Stacked(self.config, params)
-        train_config = TrainConfig(batch_size=settings.batch_size, **specs[0].training(settings))
-        self.procedure = unit.procedure(train_config, 1, 0)
-        self.procedure.optimizer(self.procedure.network(self.net))
         self.epsilon = torch.tensor(
             [spec.epsilon for spec in self.specs for _ in range(n_seeds)], dtype=torch.float64
         )
@@ -530,6 +550,17 @@ class NeuralGroup(AgentGroup):
         self._n_data = torch.ones((), device=self.device)  # N of the KL weight: the buffer's size
         cuda = self.device.type == "cuda"
         self.stream = torch.cuda.Stream(self.device) if cuda else None
+        self._setup_training(TrainConfig(batch_size=settings.batch_size, **self.training), compile)
+
+    @property
+    def training(self) -> dict:
+        """The :class:`~core.training.TrainConfig` fields of the networks' training."""
+        return self.specs[0].training(self.settings)
+
+    def _setup_training(self, train_config: TrainConfig, compile: bool) -> None:
+        """The method's procedure and optimiser, and the step's updates (eager or graphed)."""
+        self.procedure = lab_method(self.family).procedure(train_config, 1, 0)
+        self.procedure.optimizer(self.procedure.network(self.net))
         self._loss = torch.compile(self.loss, dynamic=False) if compile else self.loss
         self.updates = StepUpdates(
             self._update,
@@ -582,6 +613,10 @@ class NeuralGroup(AgentGroup):
         with self._on_device():
             x = self._all_actions(contexts.to(self.device))
             actions = self._values(self.params, x, self.generator).argmax(-1).cpu()
+        return self._explore(actions)
+
+    def _explore(self, actions: torch.Tensor) -> torch.Tensor:
+        """The ε-greedy runs' actions: each replaced by a uniform one with probability ε."""
         if bool((self.epsilon > 0).any()):
             explore = torch.rand(self.n_runs, generator=self.generator, dtype=torch.float64)
             uniform = torch.randint(self.n_actions, (self.n_runs,), generator=self.generator)

@@ -6,6 +6,8 @@ first.
 
 from __future__ import annotations
 
+import dataclasses
+
 from core.bandits.agents import ModelSettings
 from core.bandits.environments import MushroomBandit
 from core.bandits.runner import RunConfig
@@ -29,6 +31,8 @@ PROTOCOLS: dict[str, Protocol] = {
                 updates_per_step=64,
                 noise_sigma=1.0 / MushroomBandit.reward_scale,
                 prior="mixture",
+                lrt=False,
+                engine="native",
             ),
         ),
         sources={
@@ -51,6 +55,11 @@ PROTOCOLS: dict[str, Protocol] = {
             "rewards divided by 5 that the network sees)",
             "model.lr": "not given in the paper: Adam, the lab's 0.001",
             "model.kl_beta": "the ELBO (β = 1), as in the paper's objective",
+            "model.lrt": f"{BLUNDELL.split(',')[0]}, §3.2: one weight sample w = μ + σ·ε per "
+            "minibatch (local reparameterisation, Kingma et al. 2015, came later)",
+            "model.engine": "not a setting of the paper: the lab's compiled kernel for these "
+            "tiny networks (the same estimator and Adam as the PyTorch models, tested against "
+            "them), so that the protocol runs on a laptop's CPU",
         },
     ),
 }
@@ -67,3 +76,21 @@ def protocol_of(config: RunConfig) -> str | None:
         The protocol's name (a key of :data:`PROTOCOLS`), or None.
     """
     return next((name for name, p in PROTOCOLS.items() if p.config == config), None)
+
+
+def protocol_ablation(config: RunConfig) -> tuple[str, dict] | None:
+    """The preset a run is an ablation of: its settings but for some reward-model settings.
+
+    Args:
+        config: A run's settings.
+
+    Returns:
+        ``(name, changed)``: the protocol's name and the model settings that differ from it
+        (name → the run's value; empty for the protocol itself), or None when the run differs
+        in anything else (environment, agents, steps, seeds).
+    """
+    for name, protocol in PROTOCOLS.items():
+        if dataclasses.replace(protocol.config, model=config.model) == config:
+            ours, theirs = config.model.to_dict(), protocol.config.model.to_dict()
+            return name, {k: v for k, v in ours.items() if v != theirs[k]}
+    return None

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from core.bandits.agents import AGENTS, FAMILIES, GROUPS, AgentGroup, ModelSettings, parse_agents
+from core.bandits.agents import AGENTS, FAMILIES, AgentGroup, ModelSettings, parse_agents
 from core.bandits.environments import (
     ENVIRONMENTS,
     Environment,
@@ -33,6 +33,7 @@ from core.bandits.environments import (
     make_environment,
     wheel_quadrant_arm,
 )
+from core.bandits.native import group_class, run_pending
 from core.progress import ProgressFn, report
 
 BLOCK = 500  # steps drawn at once per seed (always whole blocks: a run is a prefix of a longer one)
@@ -193,7 +194,7 @@ class BanditRun:
         for family in FAMILIES:
             names = [n for n in config.agents if AGENTS[n].family == family]
             if names:
-                group = GROUPS[family](
+                group = group_class(family, config.model)(
                     [AGENTS[n] for n in names],
                     config.seeds,
                     self.env,
@@ -253,8 +254,13 @@ class BanditRun:
             shape = (len(agent_rows), self.config.seeds)
             self.regret[t, agent_rows] = regret.view(shape)
             self.actions[t, agent_rows] = actions.view(shape).to(torch.int8)
-            if (t + 1) % self.every == 0 and (sigma := group.weight_sigma()) is not None:
-                self.sigma[(t + 1) // self.every - 1, agent_rows] = sigma.view(shape)
+        for family, seconds in run_pending([group for group, _ in self.groups]).items():
+            self.group_seconds[family] += seconds
+        if (t + 1) % self.every == 0:
+            for group, agent_rows in self.groups:
+                if (sigma := group.weight_sigma()) is not None:
+                    shape = (len(agent_rows), self.config.seeds)
+                    self.sigma[(t + 1) // self.every - 1, agent_rows] = sigma.view(shape)
         self.step += 1
 
     def advance(

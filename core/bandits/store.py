@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 from core.bandits.agents import ModelSettings
-from core.bandits.protocols import protocol_of
+from core.bandits.protocols import protocol_ablation, protocol_of
 from core.bandits.runner import DEFAULT_AGENTS, BanditRun, RunConfig
 from core.progress import ProgressFn, report
 from core.storage.atomic import atomic_write_text
@@ -200,7 +200,8 @@ def reference_name(config: RunConfig) -> str:
 
     Model settings that differ from the defaults are appended, e.g.
     ``mushroom-50000-kl_beta0.1.json``; a paper's protocol is named by its preset, e.g.
-    ``mushroom-50000-blundell2015.json``.
+    ``mushroom-50000-blundell2015.json``, and an ablation of it by the preset and what it
+    changes, e.g. ``mushroom-50000-blundell2015-priorgaussian.json``.
 
     Args:
         config: The run's settings.
@@ -209,13 +210,23 @@ def reference_name(config: RunConfig) -> str:
         The file name.
     """
     env = config.env if config.delta is None else f"{config.env}-{config.delta:g}"
-    if (protocol := protocol_of(config)) is not None:
-        return f"{env}-{config.steps}-{protocol}.json"
-    changed = "".join(
-        f"-{key}{'x'.join(map(str, value)) if isinstance(value, list) else f'{value:g}'}"
-        for key, value in changed_settings(config).items()
-    )
-    return f"{env}-{config.steps}{changed}.json"
+    if (ablation := protocol_ablation(config)) is not None:
+        protocol, changed = ablation
+        return f"{env}-{config.steps}-{protocol}{_name_parts(changed)}.json"
+    return f"{env}-{config.steps}{_name_parts(changed_settings(config))}.json"
+
+
+def _name_parts(changed: dict) -> str:
+    return "".join(f"-{key}{_name_part(value)}" for key, value in changed.items())
+
+
+def _name_part(value: object) -> str:
+    """A setting's value in a file name: ``100x100``, ``0.1``, ``mixture``, ``False``."""
+    if isinstance(value, list):
+        return "x".join(map(str, value))
+    if isinstance(value, bool | str):
+        return str(value)
+    return f"{value:g}"
 
 
 def save_reference(result: dict) -> Path:
@@ -237,8 +248,8 @@ def load_references() -> dict[str, dict]:
 
     Returns:
         File name → result: the mushroom first, then the wheel by δ; a paper's protocol
-        first, then runs with the default model settings, then others; unreadable files are
-        skipped.
+        first, then its ablations, then runs with the default model settings, then others;
+        unreadable files are skipped.
     """
     results = {}
     for path in sorted(reference_dir().glob("*.json")):
@@ -254,7 +265,8 @@ def load_references() -> dict[str, dict]:
     def key(item: tuple[str, dict]) -> tuple:
         settings = item[1]["settings"]
         config = RunConfig.from_dict(settings)
-        rank = 0 if protocol_of(config) else 1 + bool(changed_settings(config))
+        ablation = protocol_ablation(config)
+        rank = 0 if protocol_of(config) else 1 if ablation else 2 + bool(changed_settings(config))
         return (order.get(settings["env"], 2), settings.get("delta") or 0, rank, item[0])
 
     return dict(sorted(results.items(), key=key))

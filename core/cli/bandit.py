@@ -6,7 +6,8 @@ Examples::
     python -m core bandit --env wheel --delta 0.95 --steps 5000 --seeds 3
     python -m core bandit --env mushroom --steps 50000 --save     # a reference run for the page
     python -m core bandit --env wheel --set updates_per_step=2 --set kl_beta=0.1 --json
-    python -m core bandit --protocol blundell2015 --device cuda --compile   # the paper's
+    python -m core bandit --protocol blundell2015 --save   # the paper's experiment (~50 min)
+    python -m core bandit --protocol blundell2015 --set engine=torch --device cuda --compile
 
 Prints, per agent, the mean cumulative regret over seeds every 1,000 steps, the final mean and
 standard deviation over seeds, and the seconds of compute. Finished runs are cached by their
@@ -76,8 +77,6 @@ def cmd_bandit(args: argparse.Namespace) -> int:
     Returns:
         The exit code: 0.
     """
-    if args.threads:
-        torch.set_num_threads(args.threads)  # the CLI owns its process; pages never do this
     if args.protocol:
         protocol = PROTOCOLS[args.protocol]
         config = protocol.config
@@ -95,6 +94,11 @@ def cmd_bandit(args: argparse.Namespace) -> int:
             seed=args.seed,
             model=with_overrides(ModelSettings(), args.set or []),
         )
+    threads = args.threads
+    if threads is None:  # PyTorch's tiny networks run fastest on one thread; the kernel on all
+        threads = 0 if config.model.engine == "native" else 1
+    if threads:
+        torch.set_num_threads(threads)  # the CLI owns its process; pages never do this
     result, run = run_bandit(
         config,
         progress=text_progress("bandit"),
@@ -146,8 +150,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--threads",
         type=int,
-        default=1,
-        help="CPU threads (0: torch's default); the networks are tiny, so 1 is fastest",
+        default=None,
+        help="CPU threads (0: torch's default, every core); by default 1 for PyTorch's tiny "
+        "networks (fastest) and every core for the native engine (engine=native)",
     )
     p.add_argument(
         "--device",

@@ -254,6 +254,22 @@ class _Constants:
         raise TypeError(f"no fused complexity cost for the prior {prior!r}")
 
 
+def prior_constants(prior: Prior) -> _Constants:
+    """The Python-float constants of a prior's complexity cost (as the native kernels take them).
+
+    Args:
+        prior: A Gaussian or scale-mixture prior.
+
+    Returns:
+        Its constants (``gaussian``, ``inv_sp2``; or ``t0``, ``k``, ``log_b0``, ``inv_s1``,
+        ``inv_s2``).
+
+    Raises:
+        TypeError: For another prior.
+    """
+    return _Constants.of(prior)
+
+
 MAX_FREE_BUFFERS = 16
 """Most flat buffers a :class:`_Layout` keeps for reuse (4 per fused node of one sample)."""
 

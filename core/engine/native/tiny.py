@@ -1,0 +1,350 @@
+"""Tiny two-hidden-layer regression networks trained in one compiled call (``tiny_mlp.c``).
+
+A contextual bandit's reward networks (Blundell et al. 2015, §5.3: context ⊕ one-hot action →
+100 → 100 ReLU → reward) are so small that PyTorch spends its time issuing operations, not
+computing: one minibatch update of 20 such networks is ~170 MFLOP in ~500 operations. The
+kernel runs a whole step of K networks — U minibatch updates each, forward, backward, the
+weight-sampling reparameterisation with the prior's complexity cost, and Adam — in one call,
+skipping the zeros of the one-hot inputs and of the ReLUs, with the networks shared out over
+threads. It is specialised per shape (the sizes are compile-time constants) and built at first
+use (:func:`core.engine.native.build.load_kernel`).
+
+:class:`TinyNetworks` holds the shape's layout and converts between the methods' parameters
+(``weight (K, out, in)``, ``bias (K, out)`` per layer) and the kernel's packed vectors
+``(K, S)``; ``S`` = ``n_params`` for a point-estimate network (MLP) and ``2·n_params`` for a
+Bayesian one (``[μ | ρ]``, σ = softplus(ρ)). The estimator is the PyTorch path's
+(``BayesLinear`` with ``lrt=False`` and ``torch.optim.Adam``), tested against it given the same
+noise (``tests/test_native_tiny.py``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+
+import torch
+
+from core.engine.fused import prior_constants
+from core.engine.native import build
+from core.engine.priors import GaussianPrior, Prior, ScaleMixturePrior
+
+_P = ctypes.c_void_p
+_LAYOUT = ("D", "A", "H1", "H2", "P1", "P2", "W1", "B1", "W2", "B2", "W3", "B3", "NP")
+
+
+class NativeUnavailable(RuntimeError):
+    """The compiled kernel cannot be built or loaded here (no C compiler, ``BNN_NATIVE=0``)."""
+
+
+@dataclass(frozen=True)
+class Hyper:
+    """What one update needs besides the data.
+
+    Attributes:
+        lr: Adam's learning rate.
+        noise_sigma: σ_n of the Gaussian likelihood, in the rewards' units.
+        kl_weight: The complexity cost's weight β·B/N (BBB; 0 for a point estimate).
+        prior: The weight prior (BBB).
+        betas: Adam's β1, β2.
+        eps: Adam's ε.
+    """
+
+    lr: float
+    noise_sigma: float
+    kl_weight: float = 0.0
+    prior: Prior = GaussianPrior(1.0)
+    betas: tuple[float, float] = (0.9, 0.999)
+    eps: float = 1e-8
+
+    def packed(self) -> ctypes.Array:
+        """The kernel's ``hyper_t``: 13 floats."""
+        if isinstance(self.prior, GaussianPrior):
+            prior = [1.0, 1.0 / self.prior.sigma**2, 0.0, 0.0, 0.0, 0.0, 0.0]
+        elif isinstance(self.prior, ScaleMixturePrior):
+            c = prior_constants(self.prior)
+            prior = [0.0, 0.0, c.t0, c.k, c.log_b0, c.inv_s2, c.inv_s1]
+        else:
+            raise TypeError(f"no compiled complexity cost for the prior {self.prior!r}")
+        values = [self.lr, *self.betas, self.eps]
+        values += [1.0 / self.noise_sigma**2, self.kl_weight, *prior]
+        return (ctypes.c_float * len(values))(*values)
+
+
+class Job(ctypes.Structure):
+    """One family's step: the kernel's ``job_t`` (``tiny_mlp.c``), from :meth:`TinyNetworks.job`."""
+
+    _fields_ = [
+        *((name, ctypes.c_int64) for name in ("K", "bayes", "t0", "cap", "U", "B")),
+        ("seed", ctypes.c_uint64),
+        *((name, _P) for name in ("theta", "m", "v", "idx", "val", "count", "actions")),
+        *((name, _P) for name in ("rewards", "positions", "unused")),
+        ("hyper", ctypes.c_float * 16),
+    ]
+
+
+class TinyNetworks:
+    """The compiled kernel of one shape, and its packed layout.
+
+    Attributes:
+        in_features: Input width D (context and one-hot action).
+        n_actions: Actions A (the last A inputs are the one-hot action).
+        hidden: The two hidden widths.
+        n_params: Floats of one network's packed parameters (padding included).
+        mask: ``(n_params,)`` float32: 1 where a parameter is real, 0 for padding.
+    """
+
+    def __init__(self, in_features: int, n_actions: int, hidden: tuple[int, int]) -> None:
+        """Build (or load) the kernel for this shape.
+
+        Args:
+            in_features: D.
+            n_actions: A < D.
+            hidden: ``(H1, H2)``.
+
+        Raises:
+            ValueError: If the shape is not two hidden layers with A < D.
+            NativeUnavailable: If the kernel cannot be built or loaded.
+        """
+        if len(hidden) != 2 or min(hidden) < 1 or not 0 < n_actions < in_features:
+            raise ValueError(
+                f"the compiled networks have two hidden layers and A < D, got {hidden}, "
+                f"A={n_actions}, D={in_features}"
+            )
+        self.in_features, self.n_actions, self.hidden = in_features, n_actions, tuple(hidden)
+        defines = (
+            ("TINY_D", in_features),
+            ("TINY_A", n_actions),
+            ("TINY_H1", hidden[0]),
+            ("TINY_H2", hidden[1]),
+        )
+        lib = build.load_kernel("tiny_mlp", defines)
+        if lib is None:
+            raise NativeUnavailable(build.kernel_reason("tiny_mlp", defines) or "not built")
+        self._lib = lib
+        lib.tiny_key.restype = ctypes.c_uint64
+        lib.tiny_key.argtypes = [ctypes.c_uint64, ctypes.c_int64, ctypes.c_int64]
+        lib.tiny_layout.restype = ctypes.c_int64
+        out = (ctypes.c_int64 * 16)()
+        n = lib.tiny_layout(out)
+        self.layout = dict(zip(_LAYOUT, list(out)[:n], strict=True))
+        self.n_params = self.layout["NP"]
+        mask = torch.zeros(self.n_params)
+        for w, b in self._blocks():
+            mask[w] = 1.0
+            mask[b] = 1.0
+        self.mask = mask.contiguous()
+
+    def _blocks(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Per layer, the packed positions of ``weight (out, in)`` and ``bias (out,)``."""
+        lay, d, (h1, h2) = self.layout, self.in_features, self.hidden
+        p1, p2 = lay["P1"], lay["P2"]
+
+        def weight(offset: int, n_in: int, n_out: int, stride: int) -> torch.Tensor:
+            # element (o, i) lies at offset + i·stride + o
+            o = torch.arange(n_out)[:, None]
+            i = torch.arange(n_in)[None, :]
+            return offset + i * stride + o
+
+        return [
+            (weight(lay["W1"], d, h1, p1), lay["B1"] + torch.arange(h1)),
+            (weight(lay["W2"], h1, h2, p2), lay["B2"] + torch.arange(h2)),
+            (weight(lay["W3"], h2, 1, 1).view(1, h2), lay["B3"] + torch.arange(1)),
+        ]
+
+    def pack(self, layers: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+        """Packed vectors of K networks.
+
+        Args:
+            layers: Per layer, ``weight (K, out, in)`` and ``bias (K, out)``.
+
+        Returns:
+            ``(K, n_params)`` float32, padding 0.
+        """
+        k = layers[0][0].shape[0]
+        flat = torch.zeros(k, self.n_params)
+        for (w_at, b_at), (w, b) in zip(self._blocks(), layers, strict=True):
+            flat[:, w_at.flatten()] = w.detach().reshape(k, -1).float()
+            flat[:, b_at] = b.detach().float()
+        return flat
+
+    def unpack(self, flat: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Inverse of :meth:`pack`.
+
+        Args:
+            flat: ``(K, n_params)``.
+
+        Returns:
+            Per layer, ``weight (K, out, in)`` and ``bias (K, out)`` (copies).
+        """
+        return [(flat[:, w_at], flat[:, b_at]) for w_at, b_at in self._blocks()]
+
+    def key(self, seed: int, network: int, update: int) -> int:
+        """The noise stream of update ``update`` of network ``network`` in a call with ``seed``.
+
+        Args:
+            seed: The call's seed (a decision's draw uses update 65535).
+            network: Index k of the network.
+            update: Index u of the update within the call.
+
+        Returns:
+            The stream's 64-bit key.
+        """
+        return int(self._lib.tiny_key(seed, network, update))
+
+    def noise(self, key: int) -> torch.Tensor:
+        """The standard normals ε of a stream, one per packed parameter.
+
+        Args:
+            key: From :meth:`key`.
+
+        Returns:
+            ``(n_params,)`` (padding entries included: the kernel masks them).
+        """
+        out = torch.empty(self.n_params)
+        self._lib.tiny_noise(ctypes.c_uint64(key), _P(out.data_ptr()))
+        return out
+
+    def job(
+        self,
+        theta: torch.Tensor,
+        adam: tuple[torch.Tensor, torch.Tensor],
+        steps: int,
+        buffer: tuple[torch.Tensor, ...],
+        positions: torch.Tensor,
+        hyper: Hyper,
+        seed: int,
+        bayesian: bool,
+    ) -> Job:
+        """One family's step, to run with :meth:`run` (with other families' steps).
+
+        Args:
+            theta: ``(K, S)`` packed parameters (``[μ | ρ]`` when ``bayesian``), updated in
+                place.
+            adam: Adam's first and second moments, each like ``theta``.
+            steps: Adam steps taken so far (the bias corrections count on from it).
+            buffer: Each network's ring of interactions: its contexts' non-zero columns
+                ``idx (K, capacity, D − A)`` int32 and ``val`` float32 (the first ``count
+                (K, capacity)`` int32 of each row; :meth:`compact`), ``actions (K, capacity)``
+                int64 and ``rewards (K, capacity)`` float32.
+            positions: ``(U, K, B)`` int64: update u trains network k on these positions.
+            hyper: Learning rate, likelihood, complexity cost and prior.
+            seed: The step's noise seed (update u of network k draws :meth:`key`).
+            bayesian: Whether ``theta`` is a weight posterior (BBB) or weights (MLP).
+
+        Returns:
+            The step, holding its tensors.
+
+        Raises:
+            ValueError: If a tensor's shape, type or layout does not fit.
+        """
+        idx, val, count, actions, rewards = buffer
+        k, capacity = actions.shape
+        width = (2 if bayesian else 1) * self.n_params
+        m, v = adam
+        for t in (theta, m, v):
+            if t.shape != (k, width) or t.dtype != torch.float32 or not t.is_contiguous():
+                raise ValueError(f"packed state must be contiguous float32 ({k}, {width})")
+        width_in = self.in_features - self.n_actions
+        if idx.shape != (k, capacity, width_in) or idx.dtype != torch.int32:
+            raise ValueError(f"inputs {tuple(idx.shape)} {idx.dtype} do not fit the networks")
+        positions = positions.contiguous()
+        if positions.dtype != torch.int64 or positions.dim() != 3 or positions.shape[1] != k:
+            raise ValueError("positions must be int64 (U, K, B)")
+        if positions.numel() and (positions.min() < 0 or positions.max() >= capacity):
+            raise ValueError("positions outside the buffer")
+        u, _, b = positions.shape
+        held = (theta, m, v, *(t.contiguous() for t in buffer), positions)
+        job = Job(k, int(bayesian), steps, capacity, u, b, seed)
+        job.theta, job.m, job.v, job.idx, job.val, job.count = (t.data_ptr() for t in held[:6])
+        job.actions, job.rewards, job.positions = (t.data_ptr() for t in held[6:])
+        job.hyper[:13] = list(hyper.packed())
+        job.held, job.kernel = held, self
+        return job
+
+    def run(self, jobs: list[Job], threads: int = 1) -> None:
+        """Take the steps of several families at once, each network a task for the threads.
+
+        Args:
+            jobs: From :meth:`job` of this kernel, costliest first (the threads take the
+                networks in this order).
+            threads: OpenMP threads (results do not depend on it).
+        """
+        if any(job.kernel is not self for job in jobs):
+            raise ValueError("every job must be of this kernel's shape")
+        array = (Job * len(jobs))(*jobs)
+        self._lib.tiny_update(
+            ctypes.c_int(len(jobs)), array, _P(self.mask.data_ptr()), ctypes.c_int(max(1, threads))
+        )
+
+    def update(self, *args, threads: int = 1, **kwargs) -> None:
+        """One family's step now: :meth:`job` with these arguments, then :meth:`run`.
+
+        Args:
+            *args: Those of :meth:`job`.
+            threads: OpenMP threads.
+            **kwargs: Those of :meth:`job`.
+        """
+        self.run([self.job(*args, **kwargs)], threads)
+
+    def compact(
+        self, contexts: torch.Tensor, out: tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+    ) -> None:
+        """Write the non-zero columns of contexts, the form :meth:`update` reads.
+
+        Args:
+            contexts: ``(n, D − A)``.
+            out: ``idx (n, D − A)`` int32, ``val (n, D − A)`` float32 and ``count (n,)`` int32,
+                contiguous (e.g. one slot of every network's ring).
+        """
+        contexts = contexts.float().contiguous()
+        idx, val, count = out
+        if contexts.shape != idx.shape or idx.dtype != torch.int32 or count.dtype != torch.int32:
+            raise ValueError("compact into int32 idx, float32 val shaped like the contexts")
+        for t in out:
+            if not t.is_contiguous():
+                raise ValueError("compact into contiguous tensors")
+        self._lib.tiny_compact(
+            ctypes.c_int64(contexts.shape[0]),
+            _P(contexts.data_ptr()),
+            *(_P(t.data_ptr()) for t in out),
+        )
+
+    def values(
+        self,
+        theta: torch.Tensor,
+        contexts: torch.Tensor,
+        seed: int,
+        bayesian: bool,
+        threads: int = 1,
+    ) -> torch.Tensor:
+        """Every network's value of every action for its own context.
+
+        A Bayesian network acts on one weight draw for all actions (stream
+        ``key(seed, k, 65535)``); a point estimate on its weights.
+
+        Args:
+            theta: ``(K, S)`` packed parameters.
+            contexts: ``(K, D − A)``.
+            seed: The decision's noise seed.
+            bayesian: Whether ``theta`` is a weight posterior.
+            threads: OpenMP threads.
+
+        Returns:
+            ``(K, A)`` float32.
+        """
+        k = theta.shape[0]
+        contexts = contexts.float().contiguous()
+        if contexts.shape != (k, self.in_features - self.n_actions):
+            raise ValueError(f"contexts {tuple(contexts.shape)} do not fit the networks")
+        out = torch.empty(k, self.n_actions)
+        self._lib.tiny_values(
+            ctypes.c_int(k),
+            ctypes.c_int(int(bayesian)),
+            _P(theta.contiguous().data_ptr()),
+            _P(contexts.data_ptr()),
+            _P(self.mask.data_ptr()),
+            ctypes.c_uint64(seed),
+            _P(out.data_ptr()),
+            ctypes.c_int(max(1, threads)),
+        )
+        return out
