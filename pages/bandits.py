@@ -66,8 +66,16 @@ def run_title(result: dict) -> str:
     if (ablation := protocol_ablation(config)) is not None:
         protocol, changed = ablation
         title += f": the experiment of {PROTOCOLS[protocol].title.split(':')[0]}"
-        if changed:
-            title += " with " + ", ".join(f"{k} = {v}" for k, v in changed.items())
+        agents = changed.pop("agents", None)
+        changed.pop("engine", None)  # who computes, not what: the same estimator
+        words = [
+            ("local reparameterisation" if v else "weight sampling") if k == "lrt" else f"{k} = {v}"
+            for k, v in changed.items()
+        ]
+        if words:
+            title += " with " + ", ".join(words)
+        if agents:
+            title += " (" + ", ".join(AGENTS[n].title for n in agents) + " only)"
         return title
     changed = changed_settings(config)
     if changed:

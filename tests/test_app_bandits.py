@@ -169,4 +169,8 @@ def test_a_papers_protocol_is_listed_first_and_says_how_far_it_ran(stored):
     )
     assert select.value == "mushroom-50000-blundell2015.json"
     assert chart_count(at) == 2  # regret and the mushrooms (σ is recorded every 250 steps)
+    table = at.dataframe[0].value  # the final regret beside what the paper found
+    paper = dict(zip(table["agent"], table["Blundell et al. (2015), Figure 5"], strict=True))
+    assert paper["BBB Thompson"].startswith("least regret of the four")
+    assert paper["ε-greedy MLP, ε = 5 %"] == "more regret than BBB Thompson"
     assert any(m.value.startswith("After 2 steps, the cumulative regret") for m in at.markdown)

@@ -89,6 +89,22 @@ def test_the_cli_lists_the_protocols_and_prints_each_setting_with_its_source():
     assert "--protocol {blundell2015}" in help_text
 
 
+def test_agents_runs_some_of_a_protocols_agents_and_refuses_others(monkeypatch, capsys):
+    from core.cli import bandit as bandit_cli
+
+    ran = []
+    monkeypatch.setattr(bandit_cli, "run_bandit", lambda config, **o: ran.append(config) or 1 / 0)
+    parser = bandit_cli.argparse.ArgumentParser()
+    bandit_cli.register(parser.add_subparsers())
+    args = parser.parse_args(["bandit", "--protocol", "blundell2015", "--agents", "random"])
+    assert args.func(args) == 2 and not ran
+    assert "choose from bbb,greedy,eps1,eps5" in capsys.readouterr().err
+    args = parser.parse_args(["bandit", "--protocol", "blundell2015", "--agents", "bbb"])
+    with pytest.raises(ZeroDivisionError):
+        args.func(args)
+    assert ran[0] == dataclasses.replace(BLUNDELL.config, agents=("bbb",))
+
+
 def test_set_makes_an_ablation_of_a_protocol(monkeypatch):
     from core.cli import bandit as bandit_cli
 
@@ -110,3 +126,36 @@ def test_set_makes_an_ablation_of_a_protocol(monkeypatch):
         BLUNDELL.config, model=dataclasses.replace(BLUNDELL.config.model, prior="gaussian")
     )
     assert options["device"] == "cpu" and options["compile"] is False
+
+
+def test_an_ablation_is_named_and_titled_by_its_protocol_and_what_it_changes():
+    from core.bandits.protocols import protocol_ablation
+    from core.bandits.store import reference_name
+    from pages.bandits import run_title
+
+    assert protocol_ablation(BLUNDELL.config) == ("blundell2015", {})
+    assert reference_name(BLUNDELL.config) == "mushroom-50000-blundell2015.json"
+    model = dataclasses.replace(BLUNDELL.config.model, prior="gaussian", kl_beta=0.1)
+    ablation = dataclasses.replace(BLUNDELL.config, model=model)
+    assert protocol_ablation(ablation) == ("blundell2015", {"prior": "gaussian", "kl_beta": 0.1})
+    assert reference_name(ablation) == "mushroom-50000-blundell2015-priorgaussian-kl_beta0.1.json"
+    result = {
+        "settings": ablation.to_dict(),
+        "env": {"title": "Mushroom"},
+        "steps_done": 50_000,
+    }
+    assert run_title(result).endswith("§5.3 and Figure 5 with prior = gaussian, kl_beta = 0.1")
+    only_bbb = dataclasses.replace(ablation, agents=("bbb",))
+    assert protocol_ablation(only_bbb) == (
+        "blundell2015",
+        {"agents": ["bbb"], "prior": "gaussian", "kl_beta": 0.1},
+    )
+    assert reference_name(only_bbb) == (
+        "mushroom-50000-blundell2015-agentsbbb-priorgaussian-kl_beta0.1.json"
+    )
+    result["settings"] = only_bbb.to_dict()
+    assert run_title(result).endswith("with prior = gaussian, kl_beta = 0.1 (BBB Thompson only)")
+    assert protocol_ablation(dataclasses.replace(BLUNDELL.config, agents=("random",))) is None
+    other = dataclasses.replace(BLUNDELL.config, seeds=2)  # not the protocol's runs
+    assert protocol_ablation(other) is None
+    assert reference_name(other).startswith("mushroom-50000-updates_per_step64")

@@ -28,8 +28,11 @@ STEPS = 10  # 3 eager warm-up steps, the capture, 6 replays
 
 
 def _config(hidden=(100, 100), updates=4):
-    model = dataclasses.replace(
-        PROTOCOLS["blundell2015"].config.model, hidden=hidden, updates_per_step=updates
+    model = dataclasses.replace(  # PyTorch's models: the compiled kernel is the CPU's
+        PROTOCOLS["blundell2015"].config.model,
+        hidden=hidden,
+        updates_per_step=updates,
+        engine="torch",
     )
     return dataclasses.replace(
         PROTOCOLS["blundell2015"].config,

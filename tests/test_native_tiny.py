@@ -81,15 +81,11 @@ def _data(k: int, capacity: int, generator: torch.Generator):
     return contexts, actions, rewards
 
 
-def _ring(kernel: TinyNetworks, contexts, actions, rewards):
+def _ring(kernel: TinyNetworks, contexts, actions, rewards, stride: int = 8):
     k, capacity, width = contexts.shape
-    idx = torch.zeros(k, capacity, width, dtype=torch.int32)
-    val = torch.zeros(k, capacity, width)
-    count = torch.zeros(k, capacity, dtype=torch.int32)
-    kernel.compact(
-        contexts.reshape(-1, width), (idx.view(-1, width), val.view(-1, width), count.view(-1))
-    )
-    return idx, val, count, actions, rewards
+    inputs, count, most = kernel.compact(contexts.reshape(-1, width), stride)
+    assert most <= stride
+    return inputs.view(k, capacity, stride, 2), count.view(k, capacity), actions, rewards
 
 
 class _Pass(torch.nn.Module):
@@ -224,6 +220,16 @@ def test_decisions_are_the_models_outputs_on_one_draw_for_all_actions(kind):
         torch.testing.assert_close(values[j].double(), expected[:, 0], rtol=1e-5, atol=1e-5)
 
 
+def test_compacted_contexts_keep_their_non_zero_columns_and_say_when_a_row_overflows():
+    kernel = _kernel()
+    contexts = torch.tensor([[0.0, 2.5, 0, 0, -1, 0, 3], [0] * 7, [1.0] * 7])
+    inputs, count, most = kernel.compact(contexts, 4)
+    assert count.tolist() == [3, 0, 4] and most == 7  # the last row overflows: 7 > 4
+    assert inputs[0, :3, 0].tolist() == [1, 4, 6]
+    assert inputs[0, :3, 1].view(torch.float32).tolist() == [2.5, -1.0, 3.0]
+    assert inputs[2, :, 0].tolist() == [0, 1, 2, 3]
+
+
 def test_the_noise_is_standard_normal_and_keyed_by_seed_network_and_update():
     kernel = _kernel()
     draws = torch.stack([kernel.noise(kernel.key(5, k, u)) for k in range(4) for u in range(8)])
@@ -251,6 +257,11 @@ def test_the_native_group_starts_from_the_pytorch_groups_networks():
     run.advance()
     bbb = next(g for g, _ in run.groups if g.family == "bbb")
     assert bbb.steps == 5 * 2
+    assert bbb.stride == 24  # room for the mushroom's 22 one-hot attributes, widened from 8
+    pairs, count = bbb.inputs
+    dense = bbb.buffer.contexts[:, :5]
+    assert torch.equal(count[:, :5], (dense != 0).sum(-1).int())
+    assert bool((pairs[:, :5, :22, 1].view(torch.float32) == 1.0).all())
     sigma = bbb.weight_sigma()
     assert sigma.shape == (2,) and bool((sigma > 0).all())
     snapshot = run.snapshot("bbb")

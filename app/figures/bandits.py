@@ -14,6 +14,8 @@ import math
 import plotly.graph_objects as go
 
 from app.figures import MODEL_COLORS, layout
+from core.bandits.protocols import paper_findings
+from core.bandits.runner import RunConfig
 
 AGENT_ORDER = (
     "bbb",
@@ -185,18 +187,22 @@ def final_rows(result: dict) -> list[dict]:
         result: A run's result.
 
     Returns:
-        One dict per agent, best (lowest mean) first.
+        One dict per agent, best (lowest mean) first; for a run of a paper's protocol (or an
+        ablation of it) also what the paper found of each agent.
     """
-    rows = [
-        {
+    paper = paper_findings(RunConfig.from_dict(result["settings"]))
+    rows = []
+    for name, agent in result["agents"].items():
+        row = {
             "agent": agent["title"],
             "cumulative regret (mean)": round(agent["mean"], 1),
             "std over seeds": round(agent["std"], 1),
             "mean regret per step": round(agent["per_step"], 3),
             "seconds": round(agent["seconds"], 1),
         }
-        for agent in result["agents"].values()
-    ]
+        if paper is not None:
+            row[paper[0]] = paper[1].get(name, "")
+        rows.append(row)
     return sorted(rows, key=lambda r: r["cumulative regret (mean)"])
 
 

@@ -25,6 +25,9 @@ from core.training import TrainConfig
 FAMILIES = ("mlp", "bbb")
 """The families the compiled kernel trains."""
 
+STRIDE = 8
+"""A ring row's room grows in steps of this many non-zero columns (64 bytes)."""
+
 
 class NativeGroup(NeuralGroup):
     """A family's networks (MLP or BBB with weight sampling) trained by the compiled kernel.
@@ -35,6 +38,11 @@ class NativeGroup(NeuralGroup):
         theta: ``(n_runs, S)`` packed parameters (``[μ | ρ]`` for BBB).
         moments: Adam's first and second moments, each like ``theta``.
         steps: Adam steps taken.
+        inputs: The buffer's contexts as the kernel reads them: their non-zero columns
+            ``(n_runs, capacity, stride, 2)`` and counts ``(n_runs, capacity)``.
+        stride: Room of a row of ``inputs``: the most non-zeros of a context seen, rounded up
+            to :data:`STRIDE` (24 for the mushroom's 22 one-hot attributes).
+        pending: The step's updates, prepared by :meth:`update` and not run yet.
     """
 
     def _setup_training(self, train_config: TrainConfig, compile: bool) -> None:
@@ -51,20 +59,33 @@ class NativeGroup(NeuralGroup):
         self.moments = (torch.zeros_like(self.theta), torch.zeros_like(self.theta))
         self.steps = 0
         self.pending = None  # the step's updates, prepared by update() and not run yet
-        k, capacity, width = self.buffer.contexts.shape
-        self.inputs = (
-            torch.zeros(k, capacity, width, dtype=torch.int32),
-            torch.zeros(k, capacity, width),
-            torch.zeros(k, capacity, dtype=torch.int32),
-        )
+        self._compact_buffer(STRIDE)
         self._lr = train_config.lr
         self._prior = prior_from_dict(self.settings.prior_config)
         del self.net  # the packed vectors are the parameters from here on
 
-    def _names(self) -> list[tuple[str, ...]]:
-        ends = (("weight_mu", "bias_mu"), ("weight_rho", "bias_rho")) if self.bayesian else None
-        parts = ends if ends else (("weight", "bias"),)
-        return [tuple(f"layers.{i}.{name}" for name in part) for part in parts for i in range(3)]
+    def _compact_buffer(self, least: int) -> None:
+        """The kernel's form of the whole buffer, rows of room for ``least`` non-zeros or more.
+
+        Args:
+            least: Non-zero columns a row must have room for (rounded up to 8 pairs, a cache
+                line, and widened to the buffer's most).
+        """
+        k, capacity, width = self.buffer.contexts.shape
+        flat = self.buffer.contexts.view(k * capacity, width)
+        most = int((flat != 0).sum(1).max()) if flat.numel() else 0
+        self.stride = -(-max(least, most, 1) // STRIDE) * STRIDE
+        inputs, count, _ = self.kernel.compact(flat, self.stride)
+        self.inputs = (inputs.view(k, capacity, self.stride, 2), count.view(k, capacity))
+
+    def _names(self) -> list[tuple[str, str]]:
+        """The model's (weight, bias) names per layer, for each packed half (μ then ρ for BBB)."""
+        halves = ("_mu", "_rho") if self.bayesian else ("",)
+        return [
+            (f"layers.{i}.weight{half}", f"layers.{i}.bias{half}")
+            for half in halves
+            for i in range(3)
+        ]
 
     def _pack(self, params: dict[str, torch.Tensor]) -> torch.Tensor:
         groups = self._names()
@@ -121,11 +142,12 @@ class NativeGroup(NeuralGroup):
         self.flush()
         s = self.settings
         slot = self.buffer.next_slot
-        fresh = tuple(torch.empty_like(t[:, slot]) for t in self.inputs)
-        self.kernel.compact(contexts, fresh)
-        for ring, new in zip(self.inputs, fresh, strict=True):
-            ring[:, slot] = new
         self.buffer.add(contexts, actions, rewards / self.reward_scale)
+        inputs, count, most = self.kernel.compact(contexts, self.stride)
+        if most > self.stride:  # a context with more non-zeros than the rows have room for
+            self._compact_buffer(most)
+        else:
+            self.inputs[0][:, slot], self.inputs[1][:, slot] = inputs, count
         shape = (s.updates_per_step, self.n_runs, s.batch_size)
         positions = torch.randint(self.buffer.size, shape, generator=self.generator)
         seed = int(torch.randint(2**62, (), generator=self.generator))
@@ -179,9 +201,7 @@ class NativeGroup(NeuralGroup):
             mine.copy_(saved)
         self.steps = state["steps"]
         self.buffer.load_state_dict(state["buffer"])
-        k, capacity, width = self.buffer.contexts.shape
-        flat = tuple(t.view(k * capacity, *t.shape[2:]) for t in self.inputs)
-        self.kernel.compact(self.buffer.contexts.view(k * capacity, width), flat)
+        self._compact_buffer(STRIDE)
 
 
 def run_pending(groups: list[AgentGroup]) -> dict[str, float]:

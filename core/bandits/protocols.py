@@ -65,6 +65,19 @@ PROTOCOLS: dict[str, Protocol] = {
 }
 """Protocol name → protocol."""
 
+PAPER_FINDINGS: dict[str, tuple[str, dict[str, str]]] = {
+    "blundell2015": (
+        "Blundell et al. (2015), Figure 5",
+        {
+            "bbb": "least regret of the four, far below the others",
+            "greedy": "more regret than BBB Thompson",
+            "eps1": "more regret than BBB Thompson",
+            "eps5": "more regret than BBB Thompson",
+        },
+    ),
+}
+"""Protocol name → (the paper's figure, what it found of each agent), to show beside a run."""
+
 
 def protocol_of(config: RunConfig) -> str | None:
     """The preset whose settings a run has, if any.
@@ -79,18 +92,39 @@ def protocol_of(config: RunConfig) -> str | None:
 
 
 def protocol_ablation(config: RunConfig) -> tuple[str, dict] | None:
-    """The preset a run is an ablation of: its settings but for some reward-model settings.
+    """The preset a run is an ablation of: its settings but for reward-model settings.
+
+    A run of some of the preset's agents is one too (their runs are the preset's own runs of
+    them: the same seeds).
 
     Args:
         config: A run's settings.
 
     Returns:
-        ``(name, changed)``: the protocol's name and the model settings that differ from it
-        (name → the run's value; empty for the protocol itself), or None when the run differs
-        in anything else (environment, agents, steps, seeds).
+        ``(name, changed)``: the protocol's name and what differs from it — ``agents`` (the
+        run's, a list) when a subset runs, and each reward-model setting that differs (name →
+        the run's value); empty for the protocol itself. None when the run differs in anything
+        else (environment, steps, seeds, other agents).
     """
     for name, protocol in PROTOCOLS.items():
-        if dataclasses.replace(protocol.config, model=config.model) == config:
+        base = dataclasses.replace(protocol.config, model=config.model, agents=config.agents)
+        if base == config and set(config.agents) <= set(protocol.config.agents):
+            changed: dict = {}
+            if config.agents != protocol.config.agents:
+                changed["agents"] = list(config.agents)
             ours, theirs = config.model.to_dict(), protocol.config.model.to_dict()
-            return name, {k: v for k, v in ours.items() if v != theirs[k]}
+            return name, changed | {k: v for k, v in ours.items() if v != theirs[k]}
     return None
+
+
+def paper_findings(config: RunConfig) -> tuple[str, dict[str, str]] | None:
+    """What the paper found of each agent, for a run of its protocol or an ablation of it.
+
+    Args:
+        config: A run's settings.
+
+    Returns:
+        ``(source, agent name → finding)``, or None for a run of no protocol.
+    """
+    ablation = protocol_ablation(config)
+    return None if ablation is None else PAPER_FINDINGS.get(ablation[0])

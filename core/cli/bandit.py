@@ -23,7 +23,7 @@ import sys
 
 import torch
 
-from core.bandits.agents import AGENTS, ModelSettings
+from core.bandits.agents import AGENTS, ModelSettings, parse_agents
 from core.bandits.environments import ENVIRONMENTS
 from core.bandits.protocols import PROTOCOLS
 from core.bandits.runner import DEFAULT_AGENTS, RunConfig, regret_table
@@ -75,7 +75,7 @@ def cmd_bandit(args: argparse.Namespace) -> int:
         args: The parsed command line.
 
     Returns:
-        The exit code: 0.
+        The exit code: 0, or 2 for agents the protocol does not have.
     """
     if args.protocol:
         protocol = PROTOCOLS[args.protocol]
@@ -83,6 +83,16 @@ def cmd_bandit(args: argparse.Namespace) -> int:
         print(protocol.describe(), file=sys.stderr)
         if args.set:  # an ablation: the protocol with these reward-model settings changed
             config = dataclasses.replace(config, model=with_overrides(config.model, args.set))
+        if args.agents:  # some of its agents only: their runs are the protocol's
+            agents = parse_agents(args.agents)
+            if not set(agents) <= set(protocol.config.agents):
+                print(
+                    f"--agents with --protocol {args.protocol}: choose from "
+                    f"{','.join(protocol.config.agents)}",
+                    file=sys.stderr,
+                )
+                return 2
+            config = dataclasses.replace(config, agents=agents)
     else:
         agents = args.agents or ",".join(DEFAULT_AGENTS[args.env])
         config = RunConfig(
@@ -128,7 +138,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--protocol",
         choices=list(PROTOCOLS),
         help="a paper's experiment: every setting fixed (printed with its source; the other "
-        "run options are ignored, --set makes an ablation of it)",
+        "run options are ignored, --set makes an ablation of it, --agents runs some of its "
+        "agents)",
     )
     p.add_argument("--env", choices=ENVIRONMENTS, default="mushroom")
     p.add_argument("--delta", type=float, default=0.95, help="the wheel's δ in (0, 1)")

@@ -74,10 +74,10 @@ class Job(ctypes.Structure):
     """One family's step: the kernel's ``job_t`` (``tiny_mlp.c``), from :meth:`TinyNetworks.job`."""
 
     _fields_ = [
-        *((name, ctypes.c_int64) for name in ("K", "bayes", "t0", "cap", "U", "B")),
+        *((name, ctypes.c_int64) for name in ("K", "bayes", "t0", "cap", "stride", "U", "B")),
         ("seed", ctypes.c_uint64),
-        *((name, _P) for name in ("theta", "m", "v", "idx", "val", "count", "actions")),
-        *((name, _P) for name in ("rewards", "positions", "unused")),
+        *((name, _P) for name in ("theta", "m", "v", "inputs", "count", "actions")),
+        *((name, _P) for name in ("rewards", "positions")),
         ("hyper", ctypes.c_float * 16),
     ]
 
@@ -124,6 +124,7 @@ class TinyNetworks:
         lib.tiny_key.restype = ctypes.c_uint64
         lib.tiny_key.argtypes = [ctypes.c_uint64, ctypes.c_int64, ctypes.c_int64]
         lib.tiny_layout.restype = ctypes.c_int64
+        lib.tiny_compact.restype = ctypes.c_int64
         out = (ctypes.c_int64 * 16)()
         n = lib.tiny_layout(out)
         self.layout = dict(zip(_LAYOUT, list(out)[:n], strict=True))
@@ -223,9 +224,9 @@ class TinyNetworks:
             adam: Adam's first and second moments, each like ``theta``.
             steps: Adam steps taken so far (the bias corrections count on from it).
             buffer: Each network's ring of interactions: its contexts' non-zero columns
-                ``idx (K, capacity, D − A)`` int32 and ``val`` float32 (the first ``count
-                (K, capacity)`` int32 of each row; :meth:`compact`), ``actions (K, capacity)``
-                int64 and ``rewards (K, capacity)`` float32.
+                ``inputs (K, capacity, stride, 2)`` int32 (the first ``count (K, capacity)``
+                int32 of each row; :meth:`compact`), ``actions (K, capacity)`` int64 and
+                ``rewards (K, capacity)`` float32.
             positions: ``(U, K, B)`` int64: update u trains network k on these positions.
             hyper: Learning rate, likelihood, complexity cost and prior.
             seed: The step's noise seed (update u of network k draws :meth:`key`).
@@ -237,16 +238,23 @@ class TinyNetworks:
         Raises:
             ValueError: If a tensor's shape, type or layout does not fit.
         """
-        idx, val, count, actions, rewards = buffer
+        inputs, count, actions, rewards = buffer
         k, capacity = actions.shape
         width = (2 if bayesian else 1) * self.n_params
         m, v = adam
         for t in (theta, m, v):
             if t.shape != (k, width) or t.dtype != torch.float32 or not t.is_contiguous():
                 raise ValueError(f"packed state must be contiguous float32 ({k}, {width})")
-        width_in = self.in_features - self.n_actions
-        if idx.shape != (k, capacity, width_in) or idx.dtype != torch.int32:
-            raise ValueError(f"inputs {tuple(idx.shape)} {idx.dtype} do not fit the networks")
+        if (
+            inputs.shape[:2] != (k, capacity)
+            or inputs.shape[3:] != (2,)
+            or count.shape != (k, capacity)
+        ):
+            raise ValueError(f"inputs {tuple(inputs.shape)} do not fit the buffer")
+        if inputs.dtype != torch.int32 or count.dtype != torch.int32:
+            raise ValueError("inputs and counts must be int32 (from compact())")
+        if count.numel() and (count.min() < 0 or count.max() > inputs.shape[2]):
+            raise ValueError("a row counts more non-zero columns than it has room for")
         positions = positions.contiguous()
         if positions.dtype != torch.int64 or positions.dim() != 3 or positions.shape[1] != k:
             raise ValueError("positions must be int64 (U, K, B)")
@@ -254,9 +262,9 @@ class TinyNetworks:
             raise ValueError("positions outside the buffer")
         u, _, b = positions.shape
         held = (theta, m, v, *(t.contiguous() for t in buffer), positions)
-        job = Job(k, int(bayesian), steps, capacity, u, b, seed)
-        job.theta, job.m, job.v, job.idx, job.val, job.count = (t.data_ptr() for t in held[:6])
-        job.actions, job.rewards, job.positions = (t.data_ptr() for t in held[6:])
+        job = Job(k, int(bayesian), steps, capacity, inputs.shape[2], u, b, seed)
+        job.theta, job.m, job.v, job.inputs, job.count = (t.data_ptr() for t in held[:5])
+        job.actions, job.rewards, job.positions = (t.data_ptr() for t in held[5:])
         job.hyper[:13] = list(hyper.packed())
         job.held, job.kernel = held, self
         return job
@@ -287,27 +295,34 @@ class TinyNetworks:
         self.run([self.job(*args, **kwargs)], threads)
 
     def compact(
-        self, contexts: torch.Tensor, out: tuple[torch.Tensor, torch.Tensor, torch.Tensor]
-    ) -> None:
-        """Write the non-zero columns of contexts, the form :meth:`update` reads.
+        self, contexts: torch.Tensor, stride: int
+    ) -> tuple[torch.Tensor, torch.Tensor, int]:
+        """The non-zero columns of contexts, the form :meth:`job` reads.
 
         Args:
             contexts: ``(n, D − A)``.
-            out: ``idx (n, D − A)`` int32, ``val (n, D − A)`` float32 and ``count (n,)`` int32,
-                contiguous (e.g. one slot of every network's ring).
+            stride: Room per row (non-zero columns).
+
+        Returns:
+            ``(inputs, count, most)``: ``inputs (n, stride, 2)`` int32 — per row, the first
+            ``count (n,)`` int32 pairs (column, value as float32 bits) — and the largest number
+            of non-zeros of a row; a row with more than ``stride`` keeps its first ``stride``
+            (widen and compact again).
         """
         contexts = contexts.float().contiguous()
-        idx, val, count = out
-        if contexts.shape != idx.shape or idx.dtype != torch.int32 or count.dtype != torch.int32:
-            raise ValueError("compact into int32 idx, float32 val shaped like the contexts")
-        for t in out:
-            if not t.is_contiguous():
-                raise ValueError("compact into contiguous tensors")
-        self._lib.tiny_compact(
-            ctypes.c_int64(contexts.shape[0]),
+        n, width = contexts.shape
+        if width != self.in_features - self.n_actions or stride < 1:
+            raise ValueError(f"contexts of {width} columns do not fit the networks")
+        inputs = torch.zeros(n, stride, 2, dtype=torch.int32)
+        count = torch.zeros(n, dtype=torch.int32)
+        most = self._lib.tiny_compact(
+            ctypes.c_int64(n),
             _P(contexts.data_ptr()),
-            *(_P(t.data_ptr()) for t in out),
+            ctypes.c_int64(stride),
+            _P(inputs.data_ptr()),
+            _P(count.data_ptr()),
         )
+        return inputs, count, int(most)
 
     def values(
         self,

@@ -96,12 +96,19 @@ typedef struct {
     int *nz1, *nz1_n, *nz2, *nz2_n;
 } rows_t;
 
-/* A context's non-zero columns: idx[0..n) and their values; returns n. */
-static int compact(const float *restrict ctx, int *restrict idx, float *restrict val) {
+/* A non-zero column of a context: its index and value (8 bytes, so that a minibatch row's
+ * inputs are a few cache lines of the ring). */
+typedef struct {
+    int32_t idx;
+    float val;
+} nz_t;
+
+/* A context's non-zero columns into out[0..n) (out has room for DC); returns n. */
+static int compact(const float *restrict ctx, nz_t *restrict out) {
     int n = 0;
     for (int j = 0; j < DC; ++j) {
-        idx[n] = j;
-        val[n] = ctx[j];
+        out[n].idx = j;
+        out[n].val = ctx[j];
         n += ctx[j] != 0.0f;
     }
     return n;
@@ -143,17 +150,17 @@ static void sample(const float *restrict mu, const float *restrict rho,
     }
 }
 
-/* Forward pass of one input — a context's n non-zero columns idx, val and action a — through
+/* Forward pass of one input — a context's n non-zero columns in and action a — through
  * weights w: h1, h2 (ReLU outputs), the lists of live units nz1, nz2 and their counts. */
-static float forward(const float *restrict w, const int *restrict idx, const float *restrict val,
-                     int n, int64_t a, float *restrict h1, float *restrict h2, int *restrict nz1,
-                     int *nz1_n, int *restrict nz2, int *nz2_n) {
+static float forward(const float *restrict w, const nz_t *restrict in, int n, int64_t a,
+                     float *restrict h1, float *restrict h2, int *restrict nz1, int *nz1_n,
+                     int *restrict nz2, int *nz2_n) {
     v16 acc1[V1];
     const v16 *action = CVEC(w + OFF_W1 + (int64_t)(DC + a) * P1);
     UNROLL for (int c = 0; c < V1; ++c) acc1[c] = CVEC(w + OFF_B1)[c] + action[c];
     for (int t = 0; t < n; ++t) {
-        const v16 *row = CVEC(w + OFF_W1 + (int64_t)idx[t] * P1);
-        const float x = val[t];
+        const v16 *row = CVEC(w + OFF_W1 + (int64_t)in[t].idx * P1);
+        const float x = in[t].val;
         UNROLL for (int c = 0; c < V1; ++c) acc1[c] += x * row[c];
     }
     UNROLL for (int c = 0; c < V1; ++c) VEC(h1)[c] = relu(acc1[c]);
@@ -188,8 +195,7 @@ static float forward(const float *restrict w, const int *restrict idx, const flo
 
 /* A minibatch row's input: its context's non-zero columns and its action. */
 typedef struct {
-    const int *idx;
-    const float *val;
+    const nz_t *nz;
     int n;
     int64_t a;
 } input_t;
@@ -236,8 +242,8 @@ static void backward(const float *restrict w, int B, const input_t *in, const fl
         }
         /* the input layer: only the rows of W1 whose inputs are non-zero */
         for (int t = 0; t < in[b].n; ++t) {
-            v16 *row = VEC(g + OFF_W1 + (int64_t)in[b].idx[t] * P1);
-            const float x = in[b].val[t];
+            v16 *row = VEC(g + OFF_W1 + (int64_t)in[b].nz[t].idx * P1);
+            const float x = in[b].nz[t].val;
             UNROLL for (int c = 0; c < V1; ++c) row[c] += x * d1[c];
         }
         v16 *row = VEC(g + OFF_W1 + (int64_t)(DC + in[b].a) * P1);
@@ -325,21 +331,19 @@ static void free_scratch(scratch_t *s) { free(s->live), free(s); }
 
 /* One family's step: U updates of each of its K networks (see the top of this file).
  *   theta, m, v: (K, S) with S = NP (MLP) or 2·NP (BBB: [μ | ρ]); t0: Adam steps so far;
- *   the ring buffers of capacity cap: idx, val (K, cap, DC) the contexts' non-zero columns
+ *   the ring buffers of capacity cap: inputs (K, cap, stride) the contexts' non-zero columns
  *   (the first count (K, cap) of each row), actions (K, cap), rewards (K, cap);
  *   positions (U, K, B): the minibatches; hyper: hyper_t; seed: the step's noise seed.
  * Passed from Python as a ctypes structure of this layout (8-byte fields, then 16 floats). */
 typedef struct {
-    int64_t K, bayes, t0, cap, U, B;
+    int64_t K, bayes, t0, cap, stride, U, B;
     uint64_t seed;
     float *theta, *m, *v;
-    const int *idx;
-    const float *val;
+    const nz_t *inputs;
     const int *count;
     const int64_t *actions;
     const float *rewards;
     const int64_t *positions;
-    const void *unused;
     float hyper[16];
 } job_t;
 
@@ -389,10 +393,9 @@ static void run_network(const job_t *job, int64_t k, const float *mask, work_t *
         const int64_t *pos = job->positions + (u * K + k) * B;
         for (int b = 0; b < B; ++b) {
             const int64_t at = k * job->cap + pos[b];
-            wk->in[b] = (input_t){job->idx + at * DC, job->val + at * DC, job->count[at],
-                                  job->actions[at]};
+            wk->in[b] = (input_t){job->inputs + at * job->stride, job->count[at], job->actions[at]};
             wk->r[b] = job->rewards[at];
-            rw->f[b] = forward(w, wk->in[b].idx, wk->in[b].val, wk->in[b].n, wk->in[b].a,
+            rw->f[b] = forward(w, wk->in[b].nz, wk->in[b].n, wk->in[b].a,
                                rw->h1 + (int64_t)b * P1, rw->h2 + (int64_t)b * P2,
                                rw->nz1 + (int64_t)b * P1, rw->nz1_n + b, rw->nz2 + (int64_t)b * P2,
                                rw->nz2_n + b);
@@ -438,8 +441,8 @@ void tiny_values(int K, int bayes, const float *theta, const float *contexts,
     {
         scratch_t *s = new_scratch(1);
         float *h1 = aligned(P1 * sizeof(float)), *h2 = aligned(P2 * sizeof(float));
-        int idx[DC], nz1[P1], nz1_n, nz2[P2], nz2_n;
-        float val[DC];
+        nz_t in[DC];
+        int nz1[P1], nz1_n, nz2[P2], nz2_n;
         FLUSH_BEGIN
 #pragma omp for schedule(static)
         for (int k = 0; k < K; ++k) {
@@ -448,17 +451,25 @@ void tiny_values(int K, int bayes, const float *theta, const float *contexts,
                 sample(w, w + NP, mask, tiny_key(seed, k, ACT_UPDATE), s);
                 w = s->w;
             }
-            const int n = compact(contexts + (int64_t)k * DC, idx, val);
+            const int n = compact(contexts + (int64_t)k * DC, in);
             for (int a = 0; a < A; ++a)
-                out[k * A + a] = forward(w, idx, val, n, a, h1, h2, nz1, &nz1_n, nz2, &nz2_n);
+                out[k * A + a] = forward(w, in, n, a, h1, h2, nz1, &nz1_n, nz2, &nz2_n);
         }
         FLUSH_END
         free(h2), free(h1), free_scratch(s);
     }
 }
 
-/* The non-zero columns of n contexts (n, DC) into idx, val (n, DC) and count (n). */
-void tiny_compact(int64_t n, const float *contexts, int *idx, float *val, int *count) {
-    for (int64_t i = 0; i < n; ++i)
-        count[i] = compact(contexts + i * DC, idx + i * DC, val + i * DC);
+/* The non-zero columns of n contexts (n, DC) into rows of out (n, stride) and count (n);
+ * returns the largest count (a row with more than stride keeps its first stride). */
+int64_t tiny_compact(int64_t n, const float *contexts, int64_t stride, nz_t *out, int *count) {
+    int64_t most = 0;
+    nz_t row[DC];
+    for (int64_t i = 0; i < n; ++i) {
+        const int c = compact(contexts + i * DC, row);
+        memcpy(out + i * stride, row, (size_t)(c < stride ? c : stride) * sizeof(nz_t));
+        count[i] = c < stride ? c : (int)stride;
+        if (c > most) most = c;
+    }
+    return most;
 }
