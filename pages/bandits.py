@@ -106,7 +106,8 @@ def bbb_verdict(result: dict) -> str:
             " Once its 4,096-interaction buffer is full the data term stops growing while the "
             "KL term keeps pulling every weight the data do not pin down back to the prior: "
             "the posterior widens again and the agent keeps exploring (compare the stored run "
-            "with the KL tempered, kl_beta = 0.1, and the documentation's numbers)."
+            "that keeps every interaction, buffer_size = 50000, and the one with the KL "
+            "tempered, kl_beta = 0.1)."
         )
     return text
 
