@@ -110,9 +110,6 @@ class NativeGroup(NeuralGroup):
                 out[w], out[b] = weight, bias
         return out
 
-    def _threads(self) -> int:
-        return torch.get_num_threads()
-
     @torch.no_grad()
     def act(self, contexts: torch.Tensor) -> torch.Tensor:
         """One posterior draw (BBB) or the weights (MLP) per run, the best action; ε explores.
@@ -125,7 +122,9 @@ class NativeGroup(NeuralGroup):
         """
         self.flush()
         seed = int(torch.randint(2**62, (), generator=self.generator))
-        values = self.kernel.values(self.theta, contexts, seed, self.bayesian, self._threads())
+        values = self.kernel.values(
+            self.theta, contexts, seed, self.bayesian, torch.get_num_threads()
+        )
         return self._explore(values.argmax(-1))
 
     def update(self, contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor):
@@ -172,7 +171,7 @@ class NativeGroup(NeuralGroup):
         """Run the prepared step's updates now, if any."""
         if self.pending is not None:
             job, self.pending = self.pending, None
-            self.kernel.run([job], self._threads())
+            self.kernel.run([job], torch.get_num_threads())
 
     def state_dict(self) -> dict:
         """The generator, the packed networks, Adam's state and the buffer.
@@ -230,7 +229,7 @@ def run_pending(groups: list[AgentGroup]) -> dict[str, float]:
         jobs = [g.pending for g in members]
         for g in members:
             g.pending = None
-        members[0].kernel.run(jobs, members[0]._threads())
+        members[0].kernel.run(jobs, torch.get_num_threads())
     seconds = time.perf_counter() - start
     total = sum(g.cost for g in pending)
     return {g.family: seconds * g.cost / total for g in pending}
