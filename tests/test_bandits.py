@@ -4,6 +4,7 @@ posteriors and decisions, reproducibility, shared state, the cache, the CLI and 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gzip
 import json
 
@@ -406,6 +407,37 @@ def test_finished_runs_are_cached_by_their_settings(folders):
 
 
 NATIVE = ModelSettings(hidden=(8, 6), lrt=False, engine="native", updates_per_step=3)
+
+
+def kl_weights(engine: str, kl_data: str, beta: float) -> list[float]:
+    """The complexity cost's weight β·B/N of each of 7 steps of BBB with a buffer of 4."""
+    model = dataclasses.replace(NATIVE, engine=engine, buffer_size=4, kl_beta=beta, kl_data=kl_data)
+    run = BanditRun(RunConfig(env="mushroom", agents=("bbb",), steps=7, model=model))
+    bbb = run.groups[0][0]
+    weights = []
+    with pytest.MonkeyPatch.context() as patch:
+        if engine == "native":  # the weight each step's call of the kernel gets
+            run_jobs = type(bbb.kernel).run
+
+            def run_and_record(kernel, jobs, threads=1):
+                weights.extend(job.hyper[5] for job in jobs)
+                return run_jobs(kernel, jobs, threads)
+
+            patch.setattr(type(bbb.kernel), "run", run_and_record)
+        while not run.done:
+            run.advance(1)
+            if engine == "torch":  # the N the loss divides by, on the networks' device
+                weights.append(beta * model.batch_size / bbb._n_data.item())
+    assert bbb.buffer.size == 4 and bbb.buffer.seen == 7
+    return weights
+
+
+@pytest.mark.parametrize("engine", ["torch", "native"])
+def test_kl_data_counts_the_buffer_or_every_interaction_seen_in_the_complexity_cost(engine):
+    batch = NATIVE.batch_size
+    for kl_data, counts in (("buffer", [1, 2, 3, 4, 4, 4, 4]), ("seen", [1, 2, 3, 4, 5, 6, 7])):
+        weights = kl_weights(engine, kl_data, beta=0.5)
+        assert weights == pytest.approx([0.5 * batch / n for n in counts])
 
 
 @pytest.mark.parametrize(

@@ -108,6 +108,8 @@ AGENTS = {
 
 ENGINES = ("torch", "native")
 """Who trains the reward networks (:attr:`ModelSettings.engine`)."""
+KL_DATA = ("buffer", "seen")
+"""What N of the complexity cost's weight B/N counts (:attr:`ModelSettings.kl_data`)."""
 
 
 @dataclass(frozen=True)
@@ -131,6 +133,10 @@ class ModelSettings:
         prior_sigma2: Standard deviation of the mixture's narrow component.
         init_sigma: BBB's initial posterior standard deviation of every weight.
         kl_beta: Multiplies BBB's complexity cost (1 = the ELBO).
+        kl_data: N of the complexity cost's weight B/N in a minibatch's loss: ``"buffer"``,
+            the interactions in the buffer (an epoch of minibatches over it weighs the KL
+            once), or ``"seen"``, every interaction of the run so far (the buffer read as a
+            sample of them, so the weight keeps falling once the buffer is full).
         lrt: BBB's training passes use local reparameterisation (Kingma et al. 2015); False
             draws one weight sample per minibatch, as Blundell et al. (2015) do.
         engine: Who trains the MLP and BBB reward networks: ``"torch"`` (the methods' own
@@ -162,6 +168,7 @@ class ModelSettings:
     prior_sigma2: float = MIXTURE_SIGMA2
     init_sigma: float = 0.02
     kl_beta: float = 1.0
+    kl_data: str = "buffer"
     lrt: bool = True
     engine: str = "torch"
     dropout: float = 0.2
@@ -189,6 +196,8 @@ class ModelSettings:
             raise ValueError(f"prior must be 'gaussian' or 'mixture', got {self.prior!r}")
         if not 0.0 < self.prior_pi < 1.0 or not 0.0 < self.prior_sigma2 < self.prior_sigma1:
             raise ValueError("need 0 < prior_pi < 1 and 0 < prior_sigma2 < prior_sigma1")
+        if self.kl_data not in KL_DATA:
+            raise ValueError(f"kl_data must be one of {KL_DATA}, got {self.kl_data!r}")
         if self.engine not in ENGINES:
             raise ValueError(f"engine must be one of {ENGINES}, got {self.engine!r}")
         if self.engine == "native" and (self.lrt or len(self.hidden) != 2):
@@ -378,6 +387,7 @@ class ReplayBuffer:
         actions: ``(n_runs, capacity)`` int64.
         rewards: ``(n_runs, capacity)`` float32, reward units divided by the scale.
         size: Interactions held per run (the same for all runs: they act in lockstep).
+        seen: Interactions added per run since the buffer was made (``size`` until it is full).
     """
 
     def __init__(
@@ -395,7 +405,7 @@ class ReplayBuffer:
         self.contexts = torch.zeros(n_runs, capacity, context_dim, device=device)
         self.actions = torch.zeros(n_runs, capacity, dtype=torch.long, device=device)
         self.rewards = torch.zeros(n_runs, capacity, device=device)
-        self.size, self._next = 0, 0
+        self.size, self._next, self.seen = 0, 0, 0
 
     def add(self, contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor) -> None:
         """Store one interaction per run, over the oldest when full.
@@ -411,6 +421,7 @@ class ReplayBuffer:
         self.rewards[:, i] = rewards.float()
         self._next = (i + 1) % self.capacity
         self.size = min(self.size + 1, self.capacity)
+        self.seen += 1
 
     @property
     def next_slot(self) -> int:
@@ -429,6 +440,7 @@ class ReplayBuffer:
             "rewards": self.rewards,
             "size": self.size,
             "next": self._next,
+            "seen": self.seen,
         }
 
     def load_state_dict(self, state: dict) -> None:
@@ -441,6 +453,7 @@ class ReplayBuffer:
         self.actions.copy_(state["actions"])
         self.rewards.copy_(state["rewards"])
         self.size, self._next = state["size"], state["next"]
+        self.seen = state.get("seen", self.size)  # states saved before it was kept
 
     def gather(self, idx: torch.Tensor):
         """The interactions at positions ``idx`` of every run's ring.
@@ -547,7 +560,7 @@ class NeuralGroup(AgentGroup):
             self.n_runs, settings.buffer_size, self.context_dim, device=self.device
         )
         self._eye = torch.eye(self.n_actions, device=self.device)
-        self._n_data = torch.ones((), device=self.device)  # N of the KL weight: the buffer's size
+        self._n_data = torch.ones((), device=self.device)  # N of the KL weight: :attr:`kl_n`
         cuda = self.device.type == "cuda"
         self.stream = torch.cuda.Stream(self.device) if cuda else None
         self._setup_training(TrainConfig(batch_size=settings.batch_size, **self.training), compile)
@@ -571,6 +584,11 @@ class NeuralGroup(AgentGroup):
     def _on_device(self) -> AbstractContextManager:
         """The group's own CUDA stream (so that its work overlaps other groups'), or nothing."""
         return nullcontext() if self.stream is None else torch.cuda.stream(self.stream)
+
+    @property
+    def kl_n(self) -> int:
+        """N of the complexity cost's weight B/N (:attr:`ModelSettings.kl_data`)."""
+        return self.buffer.seen if self.settings.kl_data == "seen" else self.buffer.size
 
     @property
     def params(self) -> dict[str, torch.Tensor]:
@@ -628,8 +646,9 @@ class NeuralGroup(AgentGroup):
 
         The minibatch ELBO ``Σ_b (r_b − f(x_b))²/(2σ²) + β·(B/N)·KL(q‖p)`` averaged over the
         model's training passes (an ensemble's members), N the interactions in the buffer
-        (the KL weighting of one minibatch of an epoch over the buffer, read from a device
-        scalar so that a CUDA graph sees it change); without a weight posterior the KL is 0
+        (the KL weighting of one minibatch of an epoch over the buffer; or every interaction
+        seen, :attr:`ModelSettings.kl_data`; read from a device scalar so that a CUDA graph
+        sees it change); without a weight posterior the KL is 0
         and the loss is the summed squared error.
 
         Args:
@@ -672,7 +691,7 @@ class NeuralGroup(AgentGroup):
                 (rewards / self.reward_scale).to(self.device),
             )
             self.procedure.resize(self.buffer.size)
-            self._n_data.fill_(self.buffer.size)
+            self._n_data.fill_(self.kl_n)
             positions = torch.randint(self.buffer.size, shape, generator=self.generator)
             with drawn_from(self.generator, cuda=self.device.type == "cuda"):
                 self.updates(positions.to(self.device))
@@ -709,7 +728,7 @@ class NeuralGroup(AgentGroup):
                     if isinstance(group["lr"], torch.Tensor):
                         group["lr"] = group["lr"].to(self.device)
             self.buffer.load_state_dict(state["buffer"])
-            self._n_data.fill_(self.buffer.size)
+            self._n_data.fill_(self.kl_n)
 
     @torch.no_grad()
     def weight_sigma(self) -> torch.Tensor | None:

@@ -153,7 +153,7 @@ class NativeGroup(NeuralGroup):
         hyper = Hyper(
             lr=self._lr,
             noise_sigma=s.noise_sigma,
-            kl_weight=s.kl_beta * s.batch_size / self.buffer.size if self.bayesian else 0.0,
+            kl_weight=s.kl_beta * s.batch_size / self.kl_n if self.bayesian else 0.0,
             prior=self._prior,
         )
         buffer = (*self.inputs, self.buffer.actions, self.buffer.rewards)

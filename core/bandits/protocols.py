@@ -55,6 +55,9 @@ PROTOCOLS: dict[str, Protocol] = {
             "rewards divided by 5 that the network sees)",
             "model.lr": "not given in the paper: Adam, the lab's 0.001",
             "model.kl_beta": "the ELBO (β = 1), as in the paper's objective",
+            "model.kl_data": f"{BLUNDELL.split(',')[0]}, §3.4, read for a buffer: a minibatch "
+            "weighs the complexity cost by B/N with N the interactions trained on (the "
+            "buffer's); the paper does not say which N this experiment used",
             "model.lrt": f"{BLUNDELL.split(',')[0]}, §3.2: one weight sample w = μ + σ·ε per "
             "minibatch (local reparameterisation, Kingma et al. 2015, came later)",
             "model.engine": "not a setting of the paper: the lab's compiled kernel for these "
