@@ -17,6 +17,7 @@ from app.figures.bandits import (
     wheel_uncertainty_figure,
 )
 from core.bandits.agents import AGENTS
+from core.bandits.environments import MushroomBandit
 from core.bandits.protocols import PROTOCOLS, protocol_ablation
 from core.bandits.runner import BanditRun, RunConfig
 from core.bandits.store import cached_result, changed_settings, load_references, store_result
@@ -55,6 +56,26 @@ FINDINGS = {
 }
 
 
+def setting_words(key: str, value, env: str) -> str:
+    """A changed reward-model setting in a student's words (``key = value`` for the rest)."""
+    if key == "lrt":
+        return "local reparameterisation" if value else "weight sampling"
+    if key == "prior":
+        return "a Gaussian prior" if value == "gaussian" else "the scale-mixture prior"
+    if key == "kl_beta":
+        return f"the complexity cost × {value:g}"
+    if key == "kl_data":
+        data = "every interaction seen" if value == "seen" else "the interactions in the buffer"
+        return f"the complexity cost weighed by {data}"
+    if key == "buffer_size":
+        return f"a buffer of the last {value:,} interactions"
+    if key == "updates_per_step":
+        return f"{value} update{'' if value == 1 else 's'} per step"
+    if key == "noise_sigma" and env == "mushroom":
+        return f"a likelihood σ of {value * MushroomBandit.reward_scale:g} reward units"
+    return f"{key} = {value}"
+
+
 def run_title(result: dict) -> str:
     """``Mushroom, 50,000 steps × 2 seeds`` and any non-default model setting, or the paper
     whose experiment it is; an unfinished run says how far it got."""
@@ -68,10 +89,7 @@ def run_title(result: dict) -> str:
         title += f": the experiment of {PROTOCOLS[protocol].title.split(':')[0]}"
         agents = changed.pop("agents", None)
         changed.pop("engine", None)  # who computes, not what: the same estimator
-        words = [
-            ("local reparameterisation" if v else "weight sampling") if k == "lrt" else f"{k} = {v}"
-            for k, v in changed.items()
-        ]
+        words = [setting_words(k, v, config.env) for k, v in changed.items()]
         if words:
             title += " with " + ", ".join(words)
         if agents:
@@ -79,7 +97,8 @@ def run_title(result: dict) -> str:
         return title
     changed = changed_settings(config)
     if changed:
-        title += " (" + ", ".join(f"{k} = {v}" for k, v in changed.items()) + ")"
+        title += " (" + ", ".join(setting_words(k, v, config.env) for k, v in changed.items())
+        title += ")"
     return title
 
 

@@ -144,7 +144,9 @@ def test_an_ablation_is_named_and_titled_by_its_protocol_and_what_it_changes():
         "env": {"title": "Mushroom"},
         "steps_done": 50_000,
     }
-    assert run_title(result).endswith("§5.3 and Figure 5 with prior = gaussian, kl_beta = 0.1")
+    assert run_title(result).endswith(
+        "§5.3 and Figure 5 with a Gaussian prior, the complexity cost × 0.1"
+    )
     only_bbb = dataclasses.replace(ablation, agents=("bbb",))
     assert protocol_ablation(only_bbb) == (
         "blundell2015",
@@ -154,7 +156,9 @@ def test_an_ablation_is_named_and_titled_by_its_protocol_and_what_it_changes():
         "mushroom-50000-blundell2015-agentsbbb-priorgaussian-kl_beta0.1.json"
     )
     result["settings"] = only_bbb.to_dict()
-    assert run_title(result).endswith("with prior = gaussian, kl_beta = 0.1 (BBB Thompson only)")
+    assert run_title(result).endswith(
+        "with a Gaussian prior, the complexity cost × 0.1 (BBB Thompson only)"
+    )
     assert protocol_ablation(dataclasses.replace(BLUNDELL.config, agents=("random",))) is None
     other = dataclasses.replace(BLUNDELL.config, seeds=2)  # not the protocol's runs
     assert protocol_ablation(other) is None
