@@ -163,3 +163,21 @@ def test_an_ablation_is_named_and_titled_by_its_protocol_and_what_it_changes():
     other = dataclasses.replace(BLUNDELL.config, seeds=2)  # not the protocol's runs
     assert protocol_ablation(other) is None
     assert reference_name(other).startswith("mushroom-50000-updates_per_step64")
+
+
+def test_the_page_says_why_bbb_lost_the_protocol_and_points_to_the_run_where_it_won():
+    from core.bandits.store import load_references
+    from pages.bandits import bbb_verdict
+
+    stored = load_references()
+    protocol = bbb_verdict(stored["mushroom-50000-blundell2015.json"])
+    assert "did not beat" in protocol and "With 64 updates per step" in protocol
+    assert "one update per step for every agent" in protocol
+    one_update = stored["mushroom-50000-blundell2015-updates_per_step1.json"]
+    assert all(
+        one_update["agents"]["bbb"]["mean"] < agent["mean"]
+        for name, agent in one_update["agents"].items()
+        if name != "bbb"
+    )
+    verdict = bbb_verdict(one_update)
+    assert "did not beat" not in verdict and verdict.count("beat") == 1
