@@ -8,6 +8,7 @@ few seconds. Each model's predictions are kept per drawing for the whole server
 (:mod:`core.classroom.live`), so a refresh runs the models only on drawings they have not seen,
 within a time budget, and a refresh without new drawings costs a database read."""
 
+import time
 from collections.abc import Callable, Sequence
 from functools import partial
 from urllib.parse import urlencode, urlsplit
@@ -33,10 +34,12 @@ from core.storage.database import DatabaseError, database_url, describe
 CODE_KEY = "classroom_code"
 LIVE_KEY = "classroom_live"
 CONFIRM_KEY = "classroom_confirm"
-MESSAGE_KEY = "classroom_message"
+MESSAGE_KEY = "classroom_message"  # (kind, text, time.monotonic() of the Clear)
+CLEARED_KEY = "classroom_cleared"  # a Clear ran: the whole page reruns once
 GALLERY_MAX = 200  # newest drawings shown in the gallery
 DONT_KNOW_MAX = 60  # "I don't know" drawings shown per model
 REFRESH_S = 3
+MESSAGE_S = 60  # how long the outcome of a Clear stays up while the page refreshes live
 
 
 def chosen_code() -> str | None:
@@ -90,21 +93,24 @@ def clear_class(code: str, database: str, up_to: int) -> None:
         ui.kept(PredictionCache).forget(database, code)
         kept = store.count(code)
         since = f" {kept} drawing(s) sent since were kept." if kept else ""
-        st.session_state[MESSAGE_KEY] = (
-            "success",
-            f"Deleted {deleted} drawing(s) of `{code}`.{since}",
-        )
+        message = ("success", f"Deleted {deleted} drawing(s) of `{code}`.{since}")
     except DatabaseError as exc:
-        st.session_state[MESSAGE_KEY] = ("error", str(exc))
+        message = ("error", str(exc))
+    st.session_state[MESSAGE_KEY] = (*message, time.monotonic())
+    st.session_state[CLEARED_KEY] = True
     st.session_state[CONFIRM_KEY] = False
 
 
 def show_message() -> None:
-    """The outcome of the last Clear, once."""
-    message = st.session_state.pop(MESSAGE_KEY, None)
+    """The outcome of the last Clear, over the live refreshes of the next :data:`MESSAGE_S`
+    seconds (so that the teacher has time to read it)."""
+    message = st.session_state.get(MESSAGE_KEY)
     if message is None:
         return
-    kind, text = message
+    kind, text, cleared_at = message
+    if time.monotonic() - cleared_at > MESSAGE_S:
+        del st.session_state[MESSAGE_KEY]
+        return
     if kind == "success":
         st.success(text)
     else:
@@ -241,7 +247,7 @@ def clear_controls(code: str, database: str) -> None:
         on_click=clear_class,
         args=(code, database, newest[0].id),  # as counted on the run the teacher saw
     )
-    if MESSAGE_KEY in st.session_state:
+    if st.session_state.pop(CLEARED_KEY, False):
         st.rerun()  # the whole page, which shows the message, without the cleared drawings
 
 

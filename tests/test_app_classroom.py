@@ -4,6 +4,7 @@ with small untrained checkpoints and a database file in a temporary folder."""
 from __future__ import annotations
 
 import io
+import time
 import uuid
 import zipfile
 from functools import partial
@@ -203,6 +204,11 @@ def test_clear_needs_the_confirmation_and_keeps_other_classes(small_models):
     assert not at.exception, at.exception
     assert any("Deleted 3 drawing(s)" in s.value for s in at.success)
     assert "No drawings in class `physics1` yet" in captions(at)
+    at.run()  # a live refresh: the outcome stays up for the teacher to read
+    assert any("Deleted 3 drawing(s)" in s.value for s in at.success)
+    kind, text, _ = at.session_state["classroom_message"]
+    at.session_state["classroom_message"] = (kind, text, time.monotonic() - 61)
+    assert not at.run().success  # and goes once its minute is up
     assert ClassStore().classes() == {"other": 1}
 
 
