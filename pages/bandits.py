@@ -2,6 +2,9 @@
 model, against greedy and ε-greedy networks, on Blundell's mushroom bandit and Riquelme's wheel.
 Stored long runs open at once; short runs grow live, with pause and stop."""
 
+from collections.abc import Callable
+from typing import Any
+
 import streamlit as st
 import torch
 
@@ -56,24 +59,29 @@ FINDINGS = {
 }
 
 
-def setting_words(key: str, value, env: str) -> str:
+SETTING_WORDS: dict[str, Callable[[Any, str], str]] = {
+    "lrt": lambda v, env: "local reparameterisation" if v else "weight sampling",
+    "prior": lambda v, env: "a Gaussian prior" if v == "gaussian" else "the scale-mixture prior",
+    "kl_beta": lambda v, env: f"the complexity cost × {v:g}",
+    "kl_data": lambda v, env: (
+        "the complexity cost weighed by "
+        + ("every interaction seen" if v == "seen" else "the interactions in the buffer")
+    ),
+    "buffer_size": lambda v, env: f"a buffer of the last {v:,} interactions",
+    "updates_per_step": lambda v, env: f"{v} update{'' if v == 1 else 's'} per step",
+    "noise_sigma": lambda v, env: (
+        f"a likelihood σ of {v * MushroomBandit.reward_scale:g} reward units"
+        if env == "mushroom"
+        else f"noise_sigma = {v}"
+    ),
+}
+"""Reward-model setting → its changed value (and the environment) in a student's words."""
+
+
+def setting_words(key: str, value: Any, env: str) -> str:
     """A changed reward-model setting in a student's words (``key = value`` for the rest)."""
-    if key == "lrt":
-        return "local reparameterisation" if value else "weight sampling"
-    if key == "prior":
-        return "a Gaussian prior" if value == "gaussian" else "the scale-mixture prior"
-    if key == "kl_beta":
-        return f"the complexity cost × {value:g}"
-    if key == "kl_data":
-        data = "every interaction seen" if value == "seen" else "the interactions in the buffer"
-        return f"the complexity cost weighed by {data}"
-    if key == "buffer_size":
-        return f"a buffer of the last {value:,} interactions"
-    if key == "updates_per_step":
-        return f"{value} update{'' if value == 1 else 's'} per step"
-    if key == "noise_sigma" and env == "mushroom":
-        return f"a likelihood σ of {value * MushroomBandit.reward_scale:g} reward units"
-    return f"{key} = {value}"
+    words = SETTING_WORDS.get(key)
+    return words(value, env) if words else f"{key} = {value}"
 
 
 def run_title(result: dict) -> str:
