@@ -69,6 +69,8 @@ SETTING_WORDS: dict[str, Callable[[Any, str], str]] = {
     ),
     "buffer_size": lambda v, env: f"a buffer of the last {v:,} interactions",
     "updates_per_step": lambda v, env: f"{v} update{'' if v == 1 else 's'} per step",
+    "optimizer": lambda v, env: "plain gradient steps (SGD)" if v == "sgd" else "Adam",
+    "lr": lambda v, env: f"a learning rate of {v:g}",
     "noise_sigma": lambda v, env: (
         f"a likelihood σ of {v * MushroomBandit.reward_scale:g} reward units"
         if env == "mushroom"

@@ -106,13 +106,15 @@ def _layer_noise(kernel: TinyNetworks, key: int) -> list[dict]:
 
 
 def _reference(kernel, kind, models, data, positions, hyper, seed):
-    """U updates of the PyTorch path: autograd through the lab's models, torch.optim.Adam."""
+    """U updates of the PyTorch path: autograd through the lab's models, torch.optim's step."""
     contexts, actions, rewards = data
     params = [
         {n: p.detach().clone().requires_grad_() for n, p in m.named_parameters()} for m in models
     ]
     optimizers = [
-        torch.optim.Adam(list(p.values()), lr=hyper.lr, betas=hyper.betas, eps=hyper.eps)
+        torch.optim.SGD(list(p.values()), lr=hyper.lr)
+        if hyper.optimizer == "sgd"
+        else torch.optim.Adam(list(p.values()), lr=hyper.lr, betas=hyper.betas, eps=hyper.eps)
         for p in params
     ]
     for u in range(positions.shape[0]):
@@ -134,10 +136,11 @@ def _reference(kernel, kind, models, data, positions, hyper, seed):
 
 CASES = [("mlp", "gaussian"), ("bbb", "gaussian"), ("bbb", "mixture")]
 ADAM = {"lr": 1e-3}
-SGD = {"lr": 1e6, "eps": 1e6, "betas": (0.0, 0.0)}  # Adam whose step is −g·(1 − |g|/10⁶)
+GRADIENT = {"lr": 1.0, "optimizer": "sgd"}  # one plain step of rate 1 is −g
+SGD = {"lr": 1e-2, "optimizer": "sgd"}
 
 
-def _run_both(kind: str, prior: str, updates: int, adam: dict):
+def _run_both(kind: str, prior: str, updates: int, optimizer: dict):
     """The kernel's and the reference's parameters after ``updates`` steps, and the start."""
     kernel = _kernel()
     k, capacity, batch, seed = 3, 50, 16, 1234
@@ -149,7 +152,7 @@ def _run_both(kind: str, prior: str, updates: int, adam: dict):
         noise_sigma=0.5,
         kl_weight=0.3 if bayesian else 0.0,
         prior=prior_from_dict(PRIORS[prior]),
-        **adam,
+        **optimizer,
     )
     models = _models(kind, PRIORS[prior], k)
     start = _packed(
@@ -161,12 +164,14 @@ def _run_both(kind: str, prior: str, updates: int, adam: dict):
     reference = _reference(kernel, kind, models, data, positions, hyper, seed)
     mask = kernel.mask.repeat(2 if bayesian else 1).bool()
     assert not theta[:, ~mask].any() and not moments[0][:, ~mask].any()  # padding stays 0
+    if hyper.optimizer == "sgd":
+        assert not moments[0].any() and not moments[1].any()  # SGD keeps no moments
     return theta, _packed(kernel, reference, bayesian), start
 
 
 @pytest.mark.parametrize("kind, prior", CASES, ids=[f"{k}-{p}" for k, p in CASES])
 def test_the_gradients_are_those_of_autograd_through_the_methods_models(kind, prior):
-    theta, expected, start = _run_both(kind, prior, 1, SGD)
+    theta, expected, start = _run_both(kind, prior, 1, GRADIENT)
     step, expected_step = theta - start, expected - start
     assert expected_step.abs().max() > 1e-2
     scale = float(expected_step.abs().max())
@@ -178,6 +183,16 @@ def test_updates_match_autograd_and_adam_on_the_methods_models(kind, prior):
     theta, expected, start = _run_both(kind, prior, 4, ADAM)
     assert (expected - start).abs().max() > 3e-3  # 4 steps of lr 1e-3 did move the networks
     torch.testing.assert_close(theta, expected, rtol=1e-4, atol=2e-5)
+
+
+@pytest.mark.parametrize("kind, prior", CASES, ids=[f"{k}-{p}" for k, p in CASES])
+def test_plain_gradient_steps_match_autograd_and_torch_sgd(kind, prior):
+    theta, expected, start = _run_both(kind, prior, 4, SGD)
+    adam, _, _ = _run_both(kind, prior, 4, ADAM)
+    assert (expected - start).abs().max() > 3e-3  # the steps moved the networks
+    assert (theta - adam).abs().max() > 1e-3  # and not as Adam's steps do
+    scale = float((expected - start).abs().max())  # the mixture's ρ steps reach ~10 (float32)
+    torch.testing.assert_close(theta, expected, rtol=1e-4, atol=5e-5 * scale)
 
 
 def test_a_step_is_the_same_for_any_thread_count():
@@ -268,6 +283,29 @@ def test_the_native_group_starts_from_the_pytorch_groups_networks():
     assert len(snapshot["decisions"]) == 5
 
 
+def test_the_optimizer_setting_trains_both_engines_networks_alike():
+    _kernel()
+    trained = {}
+    for optimizer, lr in (("sgd", 1e-2), ("adam", 1e-2)):
+        settings = ModelSettings(
+            hidden=(12, 9), lrt=False, engine="native", updates_per_step=2,
+            optimizer=optimizer, lr=lr,
+        )  # fmt: skip
+        config = RunConfig(env="mushroom", agents=("greedy",), steps=6, seeds=2, model=settings)
+        native, reference = (
+            BanditRun(dataclasses.replace(config, model=dataclasses.replace(settings, engine=e)))
+            for e in ("native", "torch")
+        )
+        native.advance(), reference.advance()
+        (ours, _), (theirs, _) = native.groups[0], reference.groups[0]
+        kind = torch.optim.SGD if optimizer == "sgd" else torch.optim.Adam
+        assert type(theirs.procedure.optimizers[0]) is kind
+        for name, value in theirs.params.items():
+            torch.testing.assert_close(ours.params[name], value.detach(), atol=1e-6, rtol=1e-5)
+        trained[optimizer] = ours.params["layers.0.weight"]
+    assert (trained["sgd"] - trained["adam"]).abs().max() > 1e-3
+
+
 def test_the_engine_setting_picks_the_group_and_refuses_what_the_kernel_cannot_train():
     native = ModelSettings(lrt=False, engine="native")
     assert group_class("bbb", native) is NativeGroup
@@ -280,4 +318,6 @@ def test_the_engine_setting_picks_the_group_and_refuses_what_the_kernel_cannot_t
         ModelSettings(engine="native", lrt=False, hidden=(10,))
     with pytest.raises(ValueError, match="engine must be"):
         ModelSettings(engine="jax")
+    with pytest.raises(ValueError, match="optimizer must be"):
+        ModelSettings(optimizer="rmsprop")
     assert isinstance(prior_from_dict(PRIORS["gaussian"]), GaussianPrior)

@@ -61,7 +61,7 @@ from core.engine.seeding import seeded
 from core.methods import METHODS, ModelConfig, build_model
 from core.methods import method as lab_method
 from core.methods.base import MIXTURE_SIGMA2
-from core.training import TrainConfig
+from core.training import OPTIMIZERS, TrainConfig
 from core.training.step import cuda_graphs_enabled
 
 
@@ -77,7 +77,7 @@ class AgentSpec:
             ``"linear"``.
         epsilon: Probability of a uniformly random action.
         training: The :class:`~core.training.TrainConfig` fields of its network's training,
-            from the settings (the learning rate of Adam or of the sampler).
+            from the settings (the optimiser and its learning rate, or the sampler's).
     """
 
     name: str
@@ -85,7 +85,8 @@ class AgentSpec:
     family: str
     epsilon: float = 0.0
     training: Callable[[ModelSettings], dict] = field(
-        default=lambda settings: {"lr": settings.lr}, compare=False
+        default=lambda settings: {"lr": settings.lr, "optimizer": settings.optimizer},
+        compare=False,
     )
 
 
@@ -121,7 +122,10 @@ class ModelSettings:
         buffer_size: Interactions kept per run (the most recent ones).
         batch_size: Interactions per minibatch update.
         updates_per_step: Minibatch updates per bandit step.
-        lr: Adam's learning rate.
+        lr: The optimiser's learning rate.
+        optimizer: How the reward networks follow their gradients: ``"adam"`` or ``"sgd"``
+            (plain gradient steps, the update rule of Blundell et al. 2015, §3.2); one of
+            :data:`~core.training.OPTIMIZERS`.
         noise_sigma: BBB's likelihood standard deviation σ, in units of the environment's
             ``reward_scale``.
         prior: BBB's weight prior: ``"gaussian"`` N(0, prior_sigma²) or ``"mixture"``, the
@@ -141,7 +145,7 @@ class ModelSettings:
             draws one weight sample per minibatch, as Blundell et al. (2015) do.
         engine: Who trains the MLP and BBB reward networks: ``"torch"`` (the methods' own
             PyTorch models and procedures) or ``"native"`` (the compiled kernel of
-            :mod:`core.engine.native.tiny`: the same estimator and Adam, two hidden layers,
+            :mod:`core.engine.native.tiny`: the same estimator and optimisers, two hidden layers,
             weight sampling only; the other families stay on PyTorch).
         dropout: Dropout probability of MC dropout.
         members: Networks per ensemble.
@@ -160,6 +164,7 @@ class ModelSettings:
     batch_size: int = 64
     updates_per_step: int = 1
     lr: float = 1e-3
+    optimizer: str = "adam"
     noise_sigma: float = 1.0
     prior: str = "gaussian"
     prior_sigma: float = 1.0
@@ -196,6 +201,8 @@ class ModelSettings:
             raise ValueError(f"prior must be 'gaussian' or 'mixture', got {self.prior!r}")
         if not 0.0 < self.prior_pi < 1.0 or not 0.0 < self.prior_sigma2 < self.prior_sigma1:
             raise ValueError("need 0 < prior_pi < 1 and 0 < prior_sigma2 < prior_sigma1")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
         if self.kl_data not in KL_DATA:
             raise ValueError(f"kl_data must be one of {KL_DATA}, got {self.kl_data!r}")
         if self.engine not in ENGINES:

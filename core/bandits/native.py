@@ -36,8 +36,8 @@ class NativeGroup(NeuralGroup):
         kernel: The kernel of the networks' shape.
         bayesian: Whether the networks are weight posteriors (BBB).
         theta: ``(n_runs, S)`` packed parameters (``[μ | ρ]`` for BBB).
-        moments: Adam's first and second moments, each like ``theta``.
-        steps: Adam steps taken.
+        moments: Adam's first and second moments, each like ``theta`` (zero under SGD).
+        steps: Optimiser steps taken.
         inputs: The buffer's contexts as the kernel reads them: their non-zero columns
             ``(n_runs, capacity, stride, 2)`` and counts ``(n_runs, capacity)``.
         stride: Room of a row of ``inputs``: the most non-zeros of a context seen, rounded up
@@ -50,7 +50,7 @@ class NativeGroup(NeuralGroup):
         if self.device.type != "cpu":
             raise ValueError("the native engine computes on the CPU: use engine=torch on a GPU")
         if train_config.weight_decay or train_config.lr_decay != 1.0:
-            raise ValueError("the native engine's Adam has no weight decay or learning-rate decay")
+            raise ValueError("the native engine has no weight decay or learning-rate decay")
         self.kernel = TinyNetworks(
             self.context_dim + self.n_actions, self.n_actions, self.settings.hidden
         )
@@ -60,7 +60,7 @@ class NativeGroup(NeuralGroup):
         self.steps = 0
         self.pending = None  # the step's updates, prepared by update() and not run yet
         self._compact_buffer(STRIDE)
-        self._lr = train_config.lr
+        self._lr, self._optimizer = train_config.lr, train_config.optimizer
         self._prior = prior_from_dict(self.settings.prior_config)
         del self.net  # the packed vectors are the parameters from here on
 
@@ -152,6 +152,7 @@ class NativeGroup(NeuralGroup):
         seed = int(torch.randint(2**62, (), generator=self.generator))
         hyper = Hyper(
             lr=self._lr,
+            optimizer=self._optimizer,
             noise_sigma=s.noise_sigma,
             kl_weight=s.kl_beta * s.batch_size / self.kl_n if self.bayesian else 0.0,
             prior=self._prior,
@@ -174,7 +175,7 @@ class NativeGroup(NeuralGroup):
             self.kernel.run([job], torch.get_num_threads())
 
     def state_dict(self) -> dict:
-        """The generator, the packed networks, Adam's state and the buffer.
+        """The generator, the packed networks, the optimiser's state and the buffer.
 
         Returns:
             Tensors and plain values.

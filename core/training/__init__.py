@@ -5,6 +5,7 @@ It sits above :mod:`core.engine` and :mod:`core.evaluation` (each epoch is evalu
 """
 
 from core.training.loop import (
+    OPTIMIZERS,
     EpochStats,
     Procedure,
     StepStats,
@@ -16,6 +17,7 @@ from core.training.loop import (
 from core.training.step import TrainStep, cuda_graphs_enabled
 
 __all__ = [
+    "OPTIMIZERS",
     "EpochStats",
     "Procedure",
     "StepStats",

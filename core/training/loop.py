@@ -24,6 +24,9 @@ from core.evaluation.metrics import evaluate_model
 from core.progress import ProgressFn, report
 from core.training.step import TrainStep, cuda_graphs_enabled
 
+OPTIMIZERS = ("adam", "sgd")
+"""The optimisers a :class:`TrainConfig` names (:func:`make_optimizer` builds them)."""
+
 
 @dataclass(frozen=True)
 class TrainConfig:
@@ -32,7 +35,10 @@ class TrainConfig:
     Attributes:
         epochs: Number of passes over the training set.
         batch_size: Images per minibatch.
-        lr: Adam's learning rate.
+        lr: The optimiser's learning rate.
+        optimizer: How a step follows the gradient g, one of :data:`OPTIMIZERS`: ``"adam"``
+            (Kingma & Ba 2015) or ``"sgd"``, plain gradient steps θ ← θ − lr·g, the update
+            rule Blundell et al. (2015, §3.2) write for Bayes by Backprop.
         n_samples: Monte-Carlo samples S per training step.
         impl: The S-sample estimator, a key of :data:`core.engine.objective.ESTIMATORS`.
         kl_schedule: KL weighting over minibatches, one of
@@ -42,7 +48,7 @@ class TrainConfig:
         n_eval_samples: Monte-Carlo samples for the per-epoch test error.
         lr_decay: Multiplicative learning-rate decay per epoch.
         alpha: When > 0, the α-divergence energy instead of the average NLL.
-        weight_decay: L2 coefficient of Adam (the complexity term of MC dropout).
+        weight_decay: L2 coefficient of the optimiser (the complexity term of MC dropout).
         adversarial_eps: Ensembles: FGSM step (pixel units) of adversarial training, 0 = off.
         temperature: SG-MCMC: the temperature T ≥ 0 of the sampled posterior (1: the
             posterior; below 1: a "cold" one).
@@ -52,14 +58,16 @@ class TrainConfig:
         exploration: Cyclical SG-MCMC: fraction of each cycle, in [0, 1), spent without noise.
 
     Raises:
-        ValueError: If ``impl`` or ``kl_schedule`` is unknown, ``alpha``, ``weight_decay`` or
-            ``temperature`` is negative, ``epochs < 0``, ``batch_size``, ``n_samples`` or
-            ``cycles`` is below 1, or ``burn_in`` or ``exploration`` is outside [0, 1).
+        ValueError: If ``impl``, ``optimizer`` or ``kl_schedule`` is unknown, ``alpha``,
+            ``weight_decay`` or ``temperature`` is negative, ``epochs < 0``, ``batch_size``,
+            ``n_samples`` or ``cycles`` is below 1, or ``burn_in`` or ``exploration`` is
+            outside [0, 1).
     """
 
     epochs: int = 10
     batch_size: int = 128
     lr: float = 1e-3
+    optimizer: str = "adam"
     n_samples: int = 1
     impl: str = "vmap"
     kl_schedule: str = "uniform"
@@ -68,7 +76,7 @@ class TrainConfig:
     n_eval_samples: int = 10
     lr_decay: float = 1.0  # multiplicative learning-rate decay per epoch
     alpha: float = 0.0  # α-divergence energy instead of the average NLL when > 0
-    weight_decay: float = 0.0  # L2 coefficient of Adam (the complexity term of MC dropout)
+    weight_decay: float = 0.0  # L2 coefficient (the complexity term of MC dropout)
     adversarial_eps: float = 0.0  # ensembles: also train on each member's FGSM examples
     temperature: float = 1.0  # SG-MCMC: T of the sampled p(θ|D)^(1/T)
     precondition: bool = False  # SGLD: RMSprop preconditioner (pSGLD)
@@ -79,6 +87,8 @@ class TrainConfig:
     def __post_init__(self) -> None:
         if self.impl not in ESTIMATORS:
             raise ValueError(f"impl must be one of {tuple(ESTIMATORS)}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
         if self.alpha < 0 or self.weight_decay < 0:
             raise ValueError("alpha and weight_decay must be ≥ 0")
         if self.kl_schedule not in KL_SCHEDULES:
@@ -169,22 +179,31 @@ class TrainResult:
 
 
 def make_optimizer(
-    model: torch.nn.Module, lr: float, weight_decay: float = 0.0
-) -> torch.optim.Adam:
-    """The Adam optimiser used by training and by the speed benchmark (fused kernels).
+    model: torch.nn.Module, lr: float, weight_decay: float = 0.0, optimizer: str = "adam"
+) -> torch.optim.Optimizer:
+    """The optimiser used by training and by the speed benchmark.
 
-    On CUDA it is capturable (its step count and learning rate are device tensors, the decay
-    updates the rate in place), so a CUDA graph can hold its step (:mod:`core.training.step`).
+    Adam uses the fused kernels; on CUDA it is capturable (its step count and learning rate
+    are device tensors, the decay updates the rate in place), so a CUDA graph can hold its
+    step (:mod:`core.training.step`). SGD is plain gradient steps, no momentum.
 
     Args:
         model: The network whose parameters are optimised (already on their device).
         lr: Learning rate.
         weight_decay: L2 coefficient.
+        optimizer: One of :data:`OPTIMIZERS`.
 
     Returns:
         The optimiser.
+
+    Raises:
+        ValueError: If ``optimizer`` is unknown.
     """
     params = list(model.parameters())
+    if optimizer == "sgd":
+        return torch.optim.SGD(params, lr=lr, weight_decay=weight_decay)
+    if optimizer != "adam":
+        raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {optimizer!r}")
     if params and params[0].is_cuda:
         rate = torch.tensor(lr, device=params[0].device)
         return torch.optim.Adam(
@@ -214,8 +233,9 @@ class Procedure:
 
     Attributes:
         graphable: Whether a step (objective, backward, :meth:`step`) may be captured in a
-            CUDA graph (:mod:`core.training.step`): True for Adam; a procedure whose optimiser
-            is not capturable, or whose hooks change the step from Python, sets it False.
+            CUDA graph (:mod:`core.training.step`): True for Adam, whose step is capturable;
+            False for SGD, and for a procedure whose optimiser is not capturable or whose
+            hooks change the step from Python (it sets it False).
     """
 
     graphable = True
@@ -226,6 +246,8 @@ class Procedure:
         self.total_steps = total_steps
         self.scheduler: torch.optim.lr_scheduler.LRScheduler | None = None
         self.optimizers: list[torch.optim.Optimizer] = []
+        if config.optimizer != "adam":
+            self.graphable = False  # SGD's learning rate is not a device tensor
 
     def network(self, model: torch.nn.Module) -> torch.nn.Module:
         """The network the steps train (the model itself by default).
@@ -239,7 +261,7 @@ class Procedure:
         return model
 
     def optimizer(self, network: torch.nn.Module) -> torch.optim.Optimizer:
-        """The optimiser of the run: Adam (:func:`make_optimizer`) decayed every epoch.
+        """The optimiser of the run (:func:`make_optimizer`), its rate decayed every epoch.
 
         Args:
             network: What :meth:`network` returned.
@@ -247,7 +269,8 @@ class Procedure:
         Returns:
             The optimiser.
         """
-        optimizer = make_optimizer(network, self.config.lr, self.config.weight_decay)
+        config = self.config
+        optimizer = make_optimizer(network, config.lr, config.weight_decay, config.optimizer)
         self.scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, self.config.lr_decay)
         self.optimizers = [optimizer]
         return optimizer

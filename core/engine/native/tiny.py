@@ -41,12 +41,14 @@ class Hyper:
     """What one update needs besides the data.
 
     Attributes:
-        lr: Adam's learning rate.
+        lr: The optimiser's learning rate.
         noise_sigma: σ_n of the Gaussian likelihood, in the rewards' units.
         kl_weight: The complexity cost's weight β·B/N (BBB; 0 for a point estimate).
         prior: The weight prior (BBB).
         betas: Adam's β1, β2.
         eps: Adam's ε.
+        optimizer: ``"adam"`` (as ``torch.optim.Adam``) or ``"sgd"`` (θ ← θ − lr·g, as
+            ``torch.optim.SGD`` without momentum; the moments stay untouched).
     """
 
     lr: float
@@ -55,9 +57,10 @@ class Hyper:
     prior: Prior = GaussianPrior(1.0)
     betas: tuple[float, float] = (0.9, 0.999)
     eps: float = 1e-8
+    optimizer: str = "adam"
 
     def packed(self) -> ctypes.Array:
-        """The kernel's ``hyper_t``: 13 floats."""
+        """The kernel's ``hyper_t``: 14 floats."""
         if isinstance(self.prior, GaussianPrior):
             prior = [1.0, 1.0 / self.prior.sigma**2, 0.0, 0.0, 0.0, 0.0, 0.0]
         elif isinstance(self.prior, ScaleMixturePrior):
@@ -66,7 +69,10 @@ class Hyper:
         else:
             raise TypeError(f"no compiled complexity cost for the prior {self.prior!r}")
         values = [self.lr, *self.betas, self.eps]
+        if self.optimizer not in ("adam", "sgd"):
+            raise ValueError(f"no compiled optimiser {self.optimizer!r}")
         values += [1.0 / self.noise_sigma**2, self.kl_weight, *prior]
+        values.append(1.0 if self.optimizer == "sgd" else 0.0)
         return (ctypes.c_float * len(values))(*values)
 
 
@@ -265,7 +271,8 @@ class TinyNetworks:
         job = Job(k, int(bayesian), steps, capacity, inputs.shape[2], u, b, seed)
         job.theta, job.m, job.v, job.inputs, job.count = (t.data_ptr() for t in held[:5])
         job.actions, job.rewards, job.positions = (t.data_ptr() for t in held[5:])
-        job.hyper[:13] = list(hyper.packed())
+        packed = list(hyper.packed())
+        job.hyper[: len(packed)] = packed
         job.held, job.kernel = held, self
         return job
 

@@ -23,7 +23,8 @@
  *        so no branch depends on the data), then the reparameterisation's gradients
  *        (as bnn_sample_kl_backward in sample_kl.c) and Adam exactly as torch.optim.Adam
  *        (no weight decay): m ← m + (1−β1)(g − m), v ← β2·v + (1−β2)·g²,
- *        θ ← θ − lr/(1−β1ᵗ) · m / (√v/√(1−β2ᵗ) + eps).
+ *        θ ← θ − lr/(1−β1ᵗ) · m / (√v/√(1−β2ᵗ) + eps); or, when hyper.sgd is set, plain
+ *        gradient steps θ ← θ − lr·g as torch.optim.SGD (no momentum), the moments untouched.
  * Networks are independent, so the K networks are shared out over OpenMP threads (dynamic
  * schedule) and each runs its U updates while its parameters stay in its core's cache; every
  * value depends only on the network's own inputs and noise, so results are bit-identical for
@@ -81,6 +82,7 @@ typedef struct {
     float gaussian;              /* 1: Gaussian prior, 0: scale mixture */
     float inv_sp2;               /* Gaussian: 1/σp² */
     float mixture[5];            /* mixture: t0, k, log_b0, inv_s2, inv_s1 (common.h) */
+    float sgd;                   /* 1: plain gradient steps instead of Adam */
 } hyper_t;
 
 /* Scratch of one thread. */
@@ -318,6 +320,12 @@ static void adam(float *restrict theta, float *restrict m, float *restrict v,
     }
 }
 
+/* A plain gradient step of n parameters, as torch.optim.SGD without momentum or decay. */
+static void sgd(float *restrict theta, const float *restrict g, int64_t n, float lr) {
+#pragma omp simd
+    for (int64_t p = 0; p < n; ++p) theta[p] -= lr * g[p];
+}
+
 static void *aligned(size_t bytes) { return aligned_alloc(64, (bytes + 63) / 64 * 64); }
 
 static scratch_t *new_scratch(int B) {
@@ -402,7 +410,10 @@ static void run_network(const job_t *job, int64_t k, const float *mask, work_t *
         }
         backward(w, (int)B, wk->in, wk->r, h->inv_var, rw, s);
         if (job->bayes) reparameterise(th, mask, h, s);
-        adam(th, m, v, s->g, S, job->t0 + u + 1, h);
+        if (h->sgd != 0.0f)
+            sgd(th, s->g, S, h->lr);
+        else
+            adam(th, m, v, s->g, S, job->t0 + u + 1, h);
     }
 }
 
