@@ -290,6 +290,27 @@ def wait_for_polled_text(page, text: str, deadline_s: float = 300) -> None:
     page.get_by_text(text).filter(visible=True).first.wait_for(timeout=deadline_s * 1000)
 
 
+def press(page, button, *, tap: bool = False, tries: int = 3) -> None:
+    """Tap (or click) ``button`` until the press leaves the page (needs :func:`record_timings`).
+
+    A press that lands while the page is still laying out a rerun's charts can miss the
+    button, and then the page sends nothing; it is made again. A press the page did send to
+    the server is never repeated, so a lost or doubled action still fails the test.
+    """
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    for _ in range(tries):
+        wait_for_script(page)
+        sent = messages_sent(page)
+        button.tap() if tap else button.click()
+        try:
+            page.wait_for_function(f"() => window.__sent.length > {sent}", timeout=30_000)
+            return
+        except PlaywrightTimeout:
+            continue
+    raise AssertionError(f"{tries} presses of the button and the page sent nothing")
+
+
 def choose(page, box, option: str, tries: int = 10) -> None:
     """Open the drop-down ``box`` (a locator of its combobox) and click ``option`` in it.
 

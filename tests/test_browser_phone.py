@@ -14,6 +14,7 @@ from tests.browser_util import (
     choose_class_label,
     chromium_page,
     messages_sent,
+    press,
     record_timings,
     require_chromium,
     scored_default_models,
@@ -107,8 +108,7 @@ def test_a_phone_draws_with_a_finger_undoes_sends_and_scrolls_past_charts(tmp_pa
         submit.wait_for(state="visible")
         assert submit.bounding_box()["height"] >= FINGER_PX
         wait_for_enabled(page, "Submit")
-        wait_for_script(page)  # a tap during a rerun can be lost
-        submit.tap()
+        press(page, submit, tap=True)
         wait_for_text(page, f"Sent as a 1. Class {CLASS} now has 1 drawing(s).")
         assert ClassStore().count(CLASS) == 1
 
