@@ -70,7 +70,7 @@ SETTING_WORDS: dict[str, Callable[[Any, str], str]] = {
     "buffer_size": lambda v, env: f"a buffer of the last {v:,} interactions",
     "updates_per_step": lambda v, env: f"{v} update{'' if v == 1 else 's'} per step",
     "optimizer": lambda v, env: "plain gradient steps (SGD)" if v == "sgd" else "Adam",
-    "lr": lambda v, env: f"a learning rate of {v:g}",
+    "lr": lambda v, env: f"a learning rate of {v:.0e}".replace("e-0", "e-"),
     "noise_sigma": lambda v, env: (
         f"a likelihood σ of {v * MushroomBandit.reward_scale:g} reward units"
         if env == "mushroom"
@@ -86,6 +86,12 @@ def setting_words(key: str, value: Any, env: str) -> str:
     return words(value, env) if words else f"{key} = {value}"
 
 
+def in_word_order(changed: dict) -> list[tuple[str, Any]]:
+    """Changed settings in the order of :data:`SETTING_WORDS` (the others after them)."""
+    order = list(SETTING_WORDS)
+    return sorted(changed.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else 99)
+
+
 def run_title(result: dict) -> str:
     """``Mushroom, 50,000 steps × 2 seeds`` and any non-default model setting, or the paper
     whose experiment it is; an unfinished run says how far it got."""
@@ -99,7 +105,7 @@ def run_title(result: dict) -> str:
         title += f": the experiment of {PROTOCOLS[protocol].title.split(':')[0]}"
         agents = changed.pop("agents", None)
         changed.pop("engine", None)  # who computes, not what: the same estimator
-        words = [setting_words(k, v, config.env) for k, v in changed.items()]
+        words = [setting_words(k, v, config.env) for k, v in in_word_order(changed)]
         if words:
             title += " with " + ", ".join(words)
         if agents:
@@ -107,8 +113,8 @@ def run_title(result: dict) -> str:
         return title
     changed = changed_settings(config)
     if changed:
-        title += " (" + ", ".join(setting_words(k, v, config.env) for k, v in changed.items())
-        title += ")"
+        words = [setting_words(k, v, config.env) for k, v in in_word_order(changed)]
+        title += " (" + ", ".join(words) + ")"
     return title
 
 
@@ -133,15 +139,33 @@ def bbb_verdict(result: dict) -> str:
     if model.get("kl_beta", 1.0) != 1.0:
         return text + " The greedy network needed no explicit exploration on this bandit."
     of_the_paper = protocol_ablation(RunConfig.from_dict(result["settings"])) is not None
-    if of_the_paper and model.get("updates_per_step", 1) > 1:
-        text += (
-            f" With {model['updates_per_step']} updates per step its posterior widens as the "
-            "run goes on: the complexity cost pulls every weight the data do not pin down back "
-            "to the prior, and the agent keeps exploring. Compare the stored run of this "
-            "experiment with one update per step for every agent, where BBB Thompson has the "
-            "least regret of the four, as in the paper."
+    if not of_the_paper or model.get("updates_per_step", 1) == 1:
+        return text
+    runs = [run for run in result["agents"]["bbb"].get("sigma", []) if run]
+    if runs:  # a run too short to have recorded σ says nothing of it
+        first, last = (sum(run[at] for run in runs) / len(runs) for at in (0, -1))
+        text += sigma_words(first, last, model["updates_per_step"])
+    return text + (
+        " Compare the stored run of this experiment with one update per step for every "
+        "agent, where BBB Thompson has the least regret of the four, as in the paper."
+    )
+
+
+def sigma_words(first: float, last: float, updates: int) -> str:
+    """What BBB's posterior σ did over a run (mean over weights and seeds), or ""."""
+    if last > 1.5 * first:
+        return (
+            f" With {updates} updates per step its posterior widens as the run goes on "
+            f"(σ {first:.3f} → {last:.3f}): the complexity cost pulls every weight the data do "
+            "not pin down back to the prior, and the agent keeps exploring."
         )
-    return text
+    if last < 1.1 * first:
+        return (
+            f" Its posterior's widths hardly moved in the whole run (σ {first:.3f} → "
+            f"{last:.3f}): it explored with the weight noise it started with, not with what "
+            "the data left uncertain."
+        )
+    return ""
 
 
 def lead(result: dict) -> str:

@@ -181,3 +181,8 @@ def test_the_page_says_why_bbb_lost_the_protocol_and_points_to_the_run_where_it_
     )
     verdict = bbb_verdict(one_update)
     assert "did not beat" not in verdict and verdict.count("beat") == 1
+    sgd = stored["mushroom-50000-blundell2015-lr1e-06-optimizersgd.json"]
+    assert sgd["settings"]["model"]["optimizer"] == "sgd"
+    verdict = bbb_verdict(sgd)  # its σ stayed at the start: the page must not say it widened
+    assert "hardly moved" in verdict and "widens" not in verdict
+    assert "widens" in protocol and "hardly moved" not in protocol

@@ -53,6 +53,8 @@ PROTOCOLS: dict[str, Protocol] = {
             "σ2 = e^-6",
             "model.noise_sigma": "not given in the paper: σ = 1 reward unit (0.2 of the "
             "rewards divided by 5 that the network sees)",
+            "model.optimizer": "not given for this experiment: the lab's Adam (the paper's §3.2 "
+            "writes plain gradient steps; optimizer=sgd is that ablation)",
             "model.lr": "not given in the paper: Adam, the lab's 0.001",
             "model.kl_beta": "the ELBO (β = 1), as in the paper's objective",
             "model.kl_data": f"{BLUNDELL.split(',')[0]}, §3.4, read for a buffer: a minibatch "
