@@ -63,8 +63,8 @@ PROTOCOLS: dict[str, Protocol] = {
             "model.lrt": f"{BLUNDELL.split(',')[0]}, §3.2: one weight sample w = μ + σ·ε per "
             "minibatch (local reparameterisation, Kingma et al. 2015, came later)",
             "model.engine": "not a setting of the paper: the lab's compiled kernel for these "
-            "tiny networks (the same estimator and Adam as the PyTorch models, tested against "
-            "them), so that the protocol runs on a laptop's CPU",
+            "tiny networks (the same estimator and optimisers as the PyTorch models, tested "
+            "against them), so that the protocol runs on a laptop's CPU",
         },
     ),
 }
