@@ -59,6 +59,8 @@ FINDINGS = {
 }
 
 
+# Reward-model setting → its changed value (and the environment) in a student's words. (A
+# comment, not a docstring: Streamlit's magic writes a page script's bare strings on the page.)
 SETTING_WORDS: dict[str, Callable[[Any, str], str]] = {
     "lrt": lambda v, env: "local reparameterisation" if v else "weight sampling",
     "prior": lambda v, env: "a Gaussian prior" if v == "gaussian" else "the scale-mixture prior",
@@ -77,7 +79,6 @@ SETTING_WORDS: dict[str, Callable[[Any, str], str]] = {
         else f"noise_sigma = {v}"
     ),
 }
-"""Reward-model setting → its changed value (and the environment) in a student's words."""
 
 
 def setting_words(key: str, value: Any, env: str) -> str:

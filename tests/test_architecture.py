@@ -1,6 +1,6 @@
 """The layout holds: core never imports streamlit, only the CLI imports the CLI, pages keep no
-caches, no core module imports a layer above it, core modules form no import cycle, every model
-kind follows the one interface, the examples run."""
+caches and write no bare strings, no core module imports a layer above it, core modules form no
+import cycle, every model kind follows the one interface, the examples run."""
 
 from __future__ import annotations
 
@@ -103,6 +103,20 @@ def environment_reads(path: Path) -> list[str]:
         elif isinstance(node, ast.Subscript) and is_environ(node.value):
             read.append(named(node.slice) or "<computed>")
     return [name for name in read if name.startswith(("BNN_", "<computed>"))]
+
+
+def test_page_scripts_have_no_bare_strings_that_streamlit_would_show():
+    # Streamlit's magic writes every bare expression of a script it runs on the page: an
+    # attribute docstring in a page script is shown to the students (the module's own
+    # docstring, the first statement, is not).
+    scripts = [*ROOT.glob("pages/*.py"), ROOT / "app" / "main.py"]
+    shown = [
+        f"{p.relative_to(ROOT)}:{node.lineno}"
+        for p in scripts
+        for node in ast.parse(p.read_text()).body[1:]
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+    ]
+    assert not shown, shown
 
 
 def test_settings_are_read_in_one_module_and_all_declared():
