@@ -34,6 +34,7 @@ SUBSETS = (1_000, 2_000, 5_000, 10_000, 20_000, 55_000, 60_000)
 TEST_SUBSETS = (500, 1_000, 2_000, 5_000, 10_000)
 EVAL_PASSES = (1, 10, 20, 50, 100)
 JOB_KEY = "train_job"  # the job this session watches
+PICKED_KEY = "train_watch_picked"  # the visitor picked the watched job in the list
 NOTICE_KEY = "train_notice"  # (kind, message) left by a rename/delete callback
 MANAGE_KEY = "train_manage_model"  # the picked model that Rename and Delete act on
 
@@ -198,13 +199,16 @@ def jobs_panel() -> None:
     ids = [j.id for j in reversed(jobs)]
     mine = st.session_state.get(JOB_KEY)
     running = [j.id for j in jobs if j.status is JobStatus.RUNNING]
-    default = mine if mine in ids else (running[0] if running else ids[0])
+    if not st.session_state.get(PICKED_KEY) or st.session_state.get("train_watch") not in ids:
+        # Until the visitor picks a job, watch theirs, else the running one, else the newest,
+        # as the queue moves on (a worker may claim a job just after the page first read it).
+        st.session_state["train_watch"] = mine if mine in ids else (running or ids)[0]
     watched = st.selectbox(
         "Show job",
         ids,
-        index=ids.index(default),
         format_func=lambda i: f"#{i}",
         key="train_watch",
+        on_change=lambda: st.session_state.update({PICKED_KEY: True}),
     )
     job = queue.get(watched) or next(j for j in jobs if j.id == watched)
     show_job(job)

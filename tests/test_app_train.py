@@ -15,7 +15,14 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.jobs import JobQueue, JobStatus, run_training, set_training_queue, training_queue
+from core.jobs import (
+    JobQueue,
+    JobStatus,
+    make_request,
+    run_training,
+    set_training_queue,
+    training_queue,
+)
 from core.methods import METHODS
 from core.storage.checkpoints import list_user_checkpoints
 
@@ -126,6 +133,25 @@ def test_tiny_job_shows_progress_then_appears_in_the_model_lists(paused):
     app = AppTest.from_file(MAIN, default_timeout=120).run()
     assert not app.exception, app.exception
     assert "tiny (user-trained)" in app.sidebar.multiselect[0].options
+
+
+def test_until_a_job_is_picked_the_page_watches_the_running_one_as_the_queue_moves(paused):
+    queue = training_queue()  # its workers start at the first submission or resume
+    small = {"epochs": 1, "n_train": 1000, "n_test": 200, "n_eval_samples": 1}
+    first, second = (queue.store.add(make_request(n, "mlp", **small)) for n in ("a", "b"))
+    at = page()  # both queued, none running: the newest is watched
+    assert at.selectbox(key="train_watch").value == second
+    queue.resume()  # a worker claims the first one (held once it has started)
+    assert paused.wait(first)
+    at.run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="train_watch").value == first
+    assert any(m.value.startswith(f"**Job #{first}**") for m in at.markdown)
+    at.selectbox(key="train_watch").set_value(second).run()
+    at.run()
+    assert at.selectbox(key="train_watch").value == second  # the visitor's pick stays
+    paused.release.set()
+    assert queue.wait(second, 120).status is JobStatus.DONE
 
 
 def test_cancel_leaves_no_checkpoint(paused, tmp_path):
