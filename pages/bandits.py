@@ -298,6 +298,7 @@ def reference_section() -> None:
         "a GPU"
         if result.get("device", "cpu").startswith("cuda")
         else f"{threads} CPU thread{'' if threads == 1 else 's'}"
+        + (f" of an {result['processor']}" if result.get("processor") else "")
     )
     st.caption(
         f"Computed in {format_seconds(result['seconds'])} on {where} and stored with the lab. "

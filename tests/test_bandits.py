@@ -48,6 +48,7 @@ from core.bandits.store import (
 )
 from core.cli import bandit as bandit_cli
 from core.data import DatasetUnavailable
+from core.engine.device import processor
 from core.methods import build_model
 
 
@@ -351,6 +352,7 @@ def test_result_curves_table_and_snapshots():
     run.advance()
     result = json.loads(json.dumps(run.result()))  # JSON-serialisable
     assert result["record_steps"] == list(range(1, 41))
+    assert result["processor"] == processor()  # what the timing was taken on
     cumulative = run.cumulative()
     for name, agent in result["agents"].items():
         column = config.agents.index(name)

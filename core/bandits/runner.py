@@ -34,6 +34,7 @@ from core.bandits.environments import (
     wheel_quadrant_arm,
 )
 from core.bandits.native import group_class, run_pending
+from core.engine.device import processor
 from core.progress import ProgressFn, report
 
 BLOCK = 500  # steps drawn at once per seed (always whole blocks: a run is a prefix of a longer one)
@@ -462,7 +463,8 @@ class BanditRun:
             ``final`` per seed, ``mean``, ``std`` over seeds, ``per_step`` = mean / steps,
             ``seconds`` of its family's compute in proportion to its runs; for a network with
             a weight posterior also ``sigma``, per seed its mean posterior σ of the weights at
-            the steps ``sigma_steps``), ``seconds`` (all compute), ``device`` and ``snapshot``.
+            the steps ``sigma_steps``), ``seconds`` (all compute), ``threads``, ``device``,
+            ``processor`` (:func:`~core.engine.device.processor`) and ``snapshot``.
         """
         cumulative = self.cumulative()
         every = self.every
@@ -507,6 +509,7 @@ class BanditRun:
             "seconds": self.seconds,
             "threads": torch.get_num_threads(),
             "device": str(self.device),
+            "processor": processor(),
             "snapshot": self.snapshot() if with_snapshot else None,
         }
 

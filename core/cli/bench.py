@@ -98,7 +98,7 @@ def cmd_peers(args) -> int:
     """
     import datetime
 
-    from core.engine.device import device_name, library_versions
+    from core.engine.device import device_name, library_versions, processor
     from core.storage.atomic import atomic_write_text
     from core.studies import peers
     from core.studies.training_speed import bench_dir
@@ -124,6 +124,7 @@ def cmd_peers(args) -> int:
         "kind": "peers",
         "device": device_name(device),
         "threads": torch.get_num_threads(),
+        "processor": processor(),
         "versions": library_versions() | {p: importlib_version(p) for p in present},
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "network": "784-400-400-10, batch 128, Adam (fused), N(0, 1) prior, σ0 = 1e-3",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import platform
+from pathlib import Path
 
 import torch
 
@@ -40,6 +41,43 @@ def synchronize(device: torch.device) -> None:
     """
     if device.type == "cuda":
         torch.cuda.synchronize(device)
+
+
+def processor(cpuinfo: str | None = None) -> str:
+    """The CPU as ``/proc/cpuinfo`` names it, stored with timings.
+
+    Machines of the same core count can differ several times in speed (the bandits' compiled
+    kernel ran 7× slower on a first-generation EPYC than where it was first timed).
+
+    Args:
+        cpuinfo: The text of ``/proc/cpuinfo``; None reads this machine's.
+
+    Returns:
+        E.g. ``'AMD EPYC (family 23, model 1; AVX2)'``: the first processor's model name, its
+        family and model numbers and the widest vector instructions it has, as far as the text
+        gives them; ``platform.processor()`` (or ``'unknown'``) where there is no such text.
+    """
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            cpuinfo = ""
+    fields: dict[str, str] = {}
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())
+    flags = set(fields.get("flags", "").split())
+    details = []
+    if "cpu family" in fields and "model" in fields:
+        details.append(f"family {fields['cpu family']}, model {fields['model']}")
+    if flags:
+        details.append(next((name for flag, name in VECTOR_FLAGS if flag in flags), "no AVX"))
+    name = fields.get("model name") or platform.processor() or "unknown"
+    return f"{name} ({'; '.join(details)})" if details else name
+
+
+VECTOR_FLAGS = (("avx512f", "AVX-512"), ("avx2", "AVX2"), ("avx", "AVX"))
+"""``/proc/cpuinfo`` flag → name, widest first."""
 
 
 def library_versions() -> dict:

@@ -27,7 +27,13 @@ import torch
 
 from core.catalogue import MIXTURE_PRIOR
 from core.engine import native
-from core.engine.device import default_device, device_name, library_versions, synchronize
+from core.engine.device import (
+    default_device,
+    device_name,
+    library_versions,
+    processor,
+    synchronize,
+)
 from core.engine.objective import (
     IMPLEMENTATIONS,
     LIKELIHOODS,
@@ -320,6 +326,7 @@ def _run(config: BenchConfig, device: torch.device, progress: ProgressFn | None)
         "device": device_name(device),
         "device_type": device.type,
         "threads": torch.get_num_threads(),
+        "processor": processor(),
         "native_kernels": native.status() if device.type == "cpu" else "not used",
         "cuda_graphs": modes[0],
         "versions": library_versions(),
