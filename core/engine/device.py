@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import platform
 from pathlib import Path
 
@@ -58,10 +59,7 @@ def processor(cpuinfo: str | None = None) -> str:
         gives them; ``platform.processor()`` (or ``'unknown'``) where there is no such text.
     """
     if cpuinfo is None:
-        try:
-            cpuinfo = Path("/proc/cpuinfo").read_text()
-        except OSError:
-            cpuinfo = ""
+        cpuinfo = _cpuinfo()
     fields: dict[str, str] = {}
     for line in cpuinfo.splitlines():
         key, _, value = line.partition(":")
@@ -74,6 +72,15 @@ def processor(cpuinfo: str | None = None) -> str:
         details.append(next((name for flag, name in VECTOR_FLAGS if flag in flags), "no AVX"))
     name = fields.get("model name") or platform.processor() or "unknown"
     return f"{name} ({'; '.join(details)})" if details else name
+
+
+@functools.cache
+def _cpuinfo() -> str:
+    """This machine's ``/proc/cpuinfo`` (read once a process: results are saved often)."""
+    try:
+        return Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return ""
 
 
 VECTOR_FLAGS = (("avx512f", "AVX-512"), ("avx2", "AVX2"), ("avx", "AVX"))
