@@ -2,6 +2,7 @@
 model, against greedy and ε-greedy networks, on Blundell's mushroom bandit and Riquelme's wheel.
 Stored long runs open at once; short runs grow live, with pause and stop."""
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -64,6 +65,8 @@ FINDINGS = {
 SETTING_WORDS: dict[str, Callable[[Any, str], str]] = {
     "lrt": lambda v, env: "local reparameterisation" if v else "weight sampling",
     "prior": lambda v, env: "a Gaussian prior" if v == "gaussian" else "the scale-mixture prior",
+    "prior_sigma1": lambda v, env: f"a prior whose wide part has σ1 = {power_of_e(v)}",
+    "init_sigma": lambda v, env: f"an initial posterior σ of {v:g}",
     "kl_beta": lambda v, env: f"the complexity cost × {v:g}",
     "kl_data": lambda v, env: (
         "the complexity cost weighed by "
@@ -79,6 +82,15 @@ SETTING_WORDS: dict[str, Callable[[Any, str], str]] = {
         else f"noise_sigma = {v}"
     ),
 }
+
+
+def power_of_e(value: float) -> str:
+    """``e⁻¹ (0.368)`` for a value that is a whole power of e, else the value (``0.5``)."""
+    exponent = math.log(value)
+    if value == 1.0 or abs(exponent - round(exponent)) > 1e-6:
+        return f"{value:g}"
+    digits = str(abs(round(exponent))).translate(str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹"))
+    return f"e{'⁻' if exponent < 0 else ''}{digits} ({value:.3g})"
 
 
 def setting_words(key: str, value: Any, env: str) -> str:

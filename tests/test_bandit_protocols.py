@@ -159,6 +159,17 @@ def test_an_ablation_is_named_and_titled_by_its_protocol_and_what_it_changes():
     assert run_title(result).endswith(
         "with a Gaussian prior, the complexity cost × 0.1 (BBB Thompson only)"
     )
+    narrower = dataclasses.replace(
+        only_bbb, model=dataclasses.replace(BLUNDELL.config.model, prior_sigma1=0.13533528)
+    )
+    assert (
+        reference_name(narrower)
+        == "mushroom-50000-blundell2015-agentsbbb-prior_sigma10.135335.json"
+    )
+    result["settings"] = narrower.to_dict()
+    assert run_title(result).endswith(
+        "with a prior whose wide part has σ1 = e⁻² (0.135) (BBB Thompson only)"
+    )
     assert protocol_ablation(dataclasses.replace(BLUNDELL.config, agents=("random",))) is None
     other = dataclasses.replace(BLUNDELL.config, seeds=2)  # not the protocol's runs
     assert protocol_ablation(other) is None
