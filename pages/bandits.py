@@ -85,12 +85,12 @@ SETTING_WORDS: dict[str, Callable[[Any, str], str]] = {
 
 
 def power_of_e(value: float) -> str:
-    """``e⁻¹ (0.368)`` for a value that is a whole power of e, else the value (``0.5``)."""
+    """``e⁻¹ ≈ 0.368`` for a value that is a whole power of e, else the value (``0.5``)."""
     exponent = math.log(value)
     if value == 1.0 or abs(exponent - round(exponent)) > 1e-6:
         return f"{value:g}"
     digits = str(abs(round(exponent))).translate(str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹"))
-    return f"e{'⁻' if exponent < 0 else ''}{digits} ({value:.3g})"
+    return f"e{'⁻' if exponent < 0 else ''}{digits} ≈ {value:.3g}"
 
 
 def setting_words(key: str, value: Any, env: str) -> str:

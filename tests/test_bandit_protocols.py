@@ -168,7 +168,7 @@ def test_an_ablation_is_named_and_titled_by_its_protocol_and_what_it_changes():
     )
     result["settings"] = narrower.to_dict()
     assert run_title(result).endswith(
-        "with a prior whose wide part has σ1 = e⁻² (0.135) (BBB Thompson only)"
+        "with a prior whose wide part has σ1 = e⁻² ≈ 0.135 (BBB Thompson only)"
     )
     assert protocol_ablation(dataclasses.replace(BLUNDELL.config, agents=("random",))) is None
     other = dataclasses.replace(BLUNDELL.config, seeds=2)  # not the protocol's runs
