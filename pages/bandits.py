@@ -24,7 +24,13 @@ from core.bandits.agents import AGENTS
 from core.bandits.environments import MushroomBandit
 from core.bandits.protocols import PROTOCOLS, protocol_ablation
 from core.bandits.runner import BanditRun, RunConfig
-from core.bandits.store import cached_result, changed_settings, load_references, store_result
+from core.bandits.store import (
+    beside_protocol,
+    cached_result,
+    changed_settings,
+    load_references,
+    store_result,
+)
 from core.data import DatasetUnavailable
 from core.progress import compute_slot
 
@@ -186,6 +192,12 @@ def lead(result: dict) -> str:
     agents = sorted(result["agents"].items(), key=lambda item: item[1]["mean"])
     best = agents[0][1]
     text = f"Least regret in this run: **{best['title']}** ({best['mean']:,.0f})."
+    if result.get("beside"):
+        text = (
+            "This run changed BBB Thompson only; the other agents are from the experiment's "
+            f"own run at the paper's settings. Least regret: **{best['title']}** "
+            f"({best['mean']:,.0f})."
+        )
     places = [name for name, _ in agents]
     if "bbb" in places and places[0] != "bbb":
         bbb = result["agents"]["bbb"]
@@ -299,7 +311,7 @@ def reference_section() -> None:
         format_func=lambda n: run_title(references[n]),
         key="bandit_reference",
     )
-    result = references[name]
+    result = beside_protocol(references[name], references)
     st.info(lead(result))
     show_result(result, "bandit_reference")
     st.markdown(ranking(result))

@@ -3,6 +3,7 @@ resume, results cached by settings, the shared process state left alone."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -174,3 +175,38 @@ def test_a_papers_protocol_is_listed_first_and_says_how_far_it_ran(stored):
     assert paper["BBB Thompson"].startswith("least regret of the four")
     assert paper["ε-greedy MLP, ε = 5 %"] == "more regret than BBB Thompson"
     assert any(m.value.startswith("After 2 steps, the cumulative regret") for m in at.markdown)
+
+
+def test_a_bbb_only_ablation_is_shown_beside_the_protocols_other_agents(stored):
+    protocol = PROTOCOLS["blundell2015"].config
+    ablation = dataclasses.replace(
+        protocol,
+        agents=("bbb",),
+        model=dataclasses.replace(protocol.model, prior_sigma1=0.13533528),
+    )
+    for config in (protocol, ablation):
+        run = BanditRun(config)
+        run.advance(2)
+        save_reference(run.result())
+    at = run_page(
+        bandit_reference="mushroom-50000-blundell2015-agentsbbb-prior_sigma10.135335.json"
+    )
+    first = at.info[0].value
+    assert first.startswith("This run changed BBB Thompson only")
+    assert "BBB Thompson came" in first or "**BBB Thompson**" in first
+    table = at.dataframe[0].value
+    assert set(table["agent"]) == {
+        "BBB Thompson",
+        "Greedy MLP (the paper's settings)",
+        "ε-greedy MLP, ε = 1 % (the paper's settings)",
+        "ε-greedy MLP, ε = 5 % (the paper's settings)",
+    }
+    ablated = at.dataframe[0].value.set_index("agent")["cumulative regret (mean)"]["BBB Thompson"]
+    bbb_alone = BanditRun(ablation)
+    bbb_alone.advance(2)
+    assert ablated == round(bbb_alone.result()["agents"]["bbb"]["mean"], 1)
+
+    at.selectbox(key="bandit_reference").set_value("mushroom-50000-blundell2015.json").run()
+    assert not at.exception, at.exception
+    assert at.info[0].value.startswith("Least regret in this run: **")
+    assert "(the paper's settings)" not in " ".join(at.dataframe[0].value["agent"])

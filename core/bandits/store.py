@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 from core.bandits.agents import ModelSettings
-from core.bandits.protocols import protocol_ablation, protocol_of
+from core.bandits.protocols import PROTOCOLS, protocol_ablation, protocol_of
 from core.bandits.runner import DEFAULT_AGENTS, BanditRun, RunConfig
 from core.progress import ProgressFn, report
 from core.storage.atomic import atomic_write_text
@@ -270,3 +270,38 @@ def load_references() -> dict[str, dict]:
         return (order.get(settings["env"], 2), settings.get("delta") or 0, rank, item[0])
 
     return dict(sorted(results.items(), key=key))
+
+
+BESIDE_TITLE = " (the paper's settings)"
+"""Appended to the title of an agent that :func:`beside_protocol` took from the protocol's run."""
+
+
+def beside_protocol(result: dict, references: dict[str, dict]) -> dict:
+    """An ablation that ran some of its protocol's agents, with the protocol's others beside it.
+
+    A run of BBB Thompson alone with one setting changed has nothing to be compared with; the
+    protocol's stored run has the agents it left out, at the paper's settings (the same seeds,
+    so the same mushrooms: the runs pair).
+
+    Args:
+        result: A stored run's result.
+        references: The stored runs (:func:`load_references`).
+
+    Returns:
+        ``result`` itself unless it is such an ablation and its protocol's stored run covers the
+        same steps; else a copy whose ``agents`` are its own followed by the protocol run's
+        others (titled with :data:`BESIDE_TITLE`), and ``"beside"``: the protocol run's name.
+    """
+    ablation = protocol_ablation(RunConfig.from_dict(result["settings"]))
+    if ablation is None or "agents" not in ablation[1]:
+        return result
+    name = reference_name(PROTOCOLS[ablation[0]].config)
+    protocol = references.get(name)
+    if protocol is None or protocol["record_steps"] != result["record_steps"]:
+        return result
+    others = {
+        key: agent | {"title": agent["title"] + BESIDE_TITLE}
+        for key, agent in protocol["agents"].items()
+        if key not in result["agents"]
+    }
+    return result | {"agents": result["agents"] | others, "beside": name}
