@@ -191,13 +191,13 @@ def lead(result: dict) -> str:
     """One line to read first: who had the least regret, and where BBB Thompson came."""
     agents = sorted(result["agents"].items(), key=lambda item: item[1]["mean"])
     best = agents[0][1]
-    text = f"Least regret in this run: **{best['title']}** ({best['mean']:,.0f})."
-    if result.get("beside"):
-        text = (
-            "This run changed BBB Thompson only; the other agents are from the experiment's "
-            f"own run at the paper's settings. Least regret: **{best['title']}** "
-            f"({best['mean']:,.0f})."
-        )
+    where = (
+        "This run changed BBB Thompson only; the other agents are from the experiment's own "
+        "run at the paper's settings. Least regret"
+        if result.get("beside")
+        else "Least regret in this run"
+    )
+    text = f"{where}: **{best['title']}** ({best['mean']:,.0f})."
     places = [name for name, _ in agents]
     if "bbb" in places and places[0] != "bbb":
         bbb = result["agents"]["bbb"]
