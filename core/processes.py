@@ -107,7 +107,8 @@ def run_in_processes(
         threads: Torch threads per process.
         progress: Gets the mean of the calls' fractions done (a finished call counts 1) and
             the latest message, prefixed with its call's title, every :data:`POLL_S` seconds
-            at most.
+            at most; and "<title> done" once for every call that ends, even when several
+            end within one poll.
 
     Returns:
         The results, in the order of ``arguments``.
@@ -125,6 +126,7 @@ def run_in_processes(
     context = multiprocessing.get_context("spawn")
     queue = context.Queue()
     fractions = [0.0] * len(arguments)
+    ended = [False] * len(arguments)
     with ProcessPoolExecutor(
         workers, mp_context=context, initializer=_worker_setup, initargs=(threads, queue)
     ) as pool:
@@ -139,13 +141,16 @@ def run_in_processes(
                 message = None
                 while not queue.empty():
                     i, fraction, text = queue.get()
+                    if ended[i]:  # a report that arrived after its call's result
+                        continue
                     fractions[i], message = fraction, f"{titles[i]}: {text}"
+                if message is not None:
+                    report(progress, sum(fractions) / len(fractions), message)
                 for future in finished:
                     i = futures[future]
                     results[i] = future.result()
-                    fractions[i], message = 1.0, f"{titles[i]} done"
-                if message is not None:
-                    report(progress, sum(fractions) / len(fractions), message)
+                    fractions[i], ended[i] = 1.0, True
+                    report(progress, sum(fractions) / len(fractions), f"{titles[i]} done")
         except BaseException:
             for future in futures:
                 future.cancel()

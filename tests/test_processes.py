@@ -40,6 +40,25 @@ def test_the_workers_progress_reaches_the_caller_as_one_bar():
     assert all(0 < f < 1 for f, m in seen if m.endswith("half"))
 
 
+def at_once(value: int, progress) -> int:
+    """A call that ends at once (run by the workers)."""
+    return value
+
+
+def test_every_call_that_ends_is_reported_even_when_several_end_within_one_poll():
+    seen = []
+    run_in_processes(
+        at_once,
+        [(i,) for i in range(6)],
+        2,
+        titles="abcdef",
+        progress=lambda f, m: seen.append((f, m)),
+    )
+    assert sorted(m for _, m in seen) == [f"{t} done" for t in "abcdef"]
+    fractions = [f for f, _ in seen]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+
+
 def test_a_failing_call_raises_its_error_and_bad_counts_are_refused():
     with pytest.raises(ValueError, match="invalid literal"):
         run_in_processes(int, [("12",), ("twelve",)], 1)
