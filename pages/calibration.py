@@ -90,6 +90,42 @@ def seen_warning(results: dict[str, CalibrationResult]) -> str | None:
     )
 
 
+def unhelped_note(results: dict[str, CalibrationResult]) -> str | None:
+    """Why temperature scaling did not lower the ECE of some held-out models, or None."""
+    lines = []
+    for name, r in results.items():
+        before, after, floor = r.metrics["ece"], r.tempered["ece"], r.metrics["ece_floor"]
+        if r.validation_seen or after < before:
+            continue
+        nll = (
+            f"it lowered the test NLL ({r.metrics['nll']:.4f} → {r.tempered['nll']:.4f})"
+            if r.tempered["nll"] < r.metrics["nll"]
+            else f"the test NLL did not fall either ({r.metrics['nll']:.4f} → "
+            f"{r.tempered['nll']:.4f})"
+        )
+        chance = (
+            f"its ECE was already below the ECE by chance ({floor:.4f}): nothing measurable "
+            "was left to fix"
+            if before <= floor
+            else f"its ECE was {before - floor:.4f} above the ECE by chance ({floor:.4f})"
+        )
+        lines.append(
+            f"- **{ui.model_title(name)}**: ECE {before:.4f} → {after:.4f} with T = "
+            f"{r.fit.temperature:.2f}; {nll}; {chance}."
+        )
+    if not lines:
+        return None
+    return (
+        "Temperature scaling did not lower every ECE here:\n"
+        + "\n".join(lines)
+        + "\n\nT is chosen to lower the NLL of the held-out images, not the ECE. The NLL is "
+        "mostly the few wrong answers, which a higher T softens; the ECE counts every answer, "
+        "and the same T moves right answers into lower-confidence bins, where they become "
+        "under-confident. For a model that is nearly calibrated already, the temperature that "
+        "is best for one need not be best for the other."
+    )
+
+
 def best_score(r: CalibrationResult) -> str:
     """The score with the largest area under the accuracy–coverage curve (first on ties)."""
     return max(r.rejection, key=lambda k: r.rejection[k]["auc"])
@@ -140,6 +176,9 @@ def reliability_section(results: dict[str, CalibrationResult], n_samples: int) -
     warning = seen_warning(results)
     if warning:
         st.warning(warning)
+    note = unhelped_note(results)
+    if note:
+        st.info(note)
 
 
 def rejection_section(results: dict[str, CalibrationResult], task: str, n_samples: int) -> str:

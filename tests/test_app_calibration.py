@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -191,6 +192,52 @@ def test_models_trained_on_the_validation_split_are_named_in_a_warning(small_mod
     assert "trained on the validation images" in text and REGISTRY["mlp"].title in text
     assert "python -m core" not in text and "on the other 55,000 images" in text
     st.cache_resource.clear()  # leave no result judged under the patched ratio
+
+
+def test_models_whose_ece_scaling_did_not_lower_are_explained_in_words(small_models, monkeypatch):
+    real = study.calibration_result
+
+    # per model: the ECE after T and the ECE by chance, as offsets from its real ECE
+    rigs = {"mlp": (0.001, -0.001), "bbb_gaussian": (-0.001, -0.001), "dropout_mlp": (0.0, 0.01)}
+
+    def rigged(name, **kwargs):
+        r = real(name, **kwargs)
+        after, floor = (r.metrics["ece"] + offset for offset in rigs[name])
+        return replace(
+            r,
+            metrics={**r.metrics, "ece_floor": floor},
+            tempered={**r.tempered, "ece": after},
+        )
+
+    monkeypatch.setattr(study, "calibration_result", rigged)
+    st.cache_resource.clear()
+    at = run_page(**{MODELS_KEY: ["mlp", "bbb_gaussian", "dropout_mlp"]})
+    notes = [i.value for i in at.info if "did not lower every ECE" in i.value]
+    assert len(notes) == 1
+    lines = {line.split("**")[1]: line for line in notes[0].splitlines() if line.startswith("- ")}
+    assert set(lines) == {REGISTRY["mlp"].title, REGISTRY["dropout_mlp"].title}
+    mlp, dropout = rigged("mlp", n_samples=4), rigged("dropout_mlp", n_samples=4)
+    assert (
+        f"ECE {mlp.metrics['ece']:.4f} → {mlp.tempered['ece']:.4f}" in lines[REGISTRY["mlp"].title]
+    )
+    assert "above the ECE by chance" in lines[REGISTRY["mlp"].title]
+    floor = dropout.metrics["ece_floor"]
+    assert f"below the ECE by chance ({floor:.4f})" in lines[REGISTRY["dropout_mlp"].title]
+    assert "not the ECE" in notes[0]
+
+    monkeypatch.setattr(study, "calibration_result", real)  # every real ECE: named iff not lowered
+    st.cache_resource.clear()
+    at = run_page(**{MODELS_KEY: DIGITS})
+    unhelped = {
+        REGISTRY[name].title
+        for name in DIGITS
+        if (r := real(name, n_samples=SMALL[SAMPLES_KEY])).tempered["ece"] >= r.metrics["ece"]
+        and not r.validation_seen
+    }
+    notes = [i.value for i in at.info if "did not lower every ECE" in i.value]
+    named = {line.split("**")[1] for note in notes for line in note.splitlines() if "**" in line}
+    assert named == unhelped and len(notes) == bool(unhelped)
+    st.cache_resource.clear()  # leave no rigged result in memory
 
 
 def test_no_model_selected_is_a_warning_not_an_error(small_models):
