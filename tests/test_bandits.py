@@ -20,6 +20,7 @@ from core.bandits.agents import (
     ModelSettings,
     NeuralGroup,
     ReplayBuffer,
+    kl_factors,
     parse_agents,
 )
 from core.bandits.environments import (
@@ -440,6 +441,32 @@ def test_kl_data_counts_the_buffer_or_every_interaction_seen_in_the_complexity_c
     for kl_data, counts in (("buffer", [1, 2, 3, 4, 4, 4, 4]), ("seen", [1, 2, 3, 4, 5, 6, 7])):
         weights = kl_weights(engine, kl_data, beta=0.5)
         assert weights == pytest.approx([0.5 * batch / n for n in counts])
+
+
+def test_kl_factors_share_a_steps_complexity_cost_as_blundell_section_3_4():
+    assert torch.equal(kl_factors(5, "constant"), torch.ones(5, dtype=torch.float64))
+    geometric = kl_factors(4, "geometric")  # U·π_i, π_i = 2^(U−i)/(2^U − 1)
+    assert geometric.tolist() == pytest.approx([4 * 2 ** (4 - i) / 15 for i in range(1, 5)])
+    assert float(kl_factors(64, "geometric").sum()) == pytest.approx(64)
+    assert kl_factors(1, "geometric").tolist() == [1.0]
+    with pytest.raises(ValueError, match="kl_schedule must be"):
+        ModelSettings(kl_schedule="linear")
+
+
+@pytest.mark.parametrize("engine", ["torch", "native"])
+def test_the_kl_schedule_reaches_both_engines_training(engine):
+    """One update per step: the schedules are the same; three: they are not."""
+
+    def trained(schedule: str, updates: int) -> torch.Tensor:
+        model = dataclasses.replace(
+            NATIVE, engine=engine, updates_per_step=updates, kl_schedule=schedule
+        )
+        run = BanditRun(RunConfig(env="mushroom", agents=("bbb",), steps=6, model=model))
+        run.advance()
+        return run.groups[0][0].params["layers.1.weight_rho"].detach().clone()
+
+    assert torch.equal(trained("geometric", 1), trained("constant", 1))
+    assert (trained("geometric", 3) - trained("constant", 3)).abs().max() > 1e-4
 
 
 @pytest.mark.parametrize(

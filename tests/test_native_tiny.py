@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch.func import functional_call
 
-from core.bandits.agents import ModelSettings, NeuralGroup
+from core.bandits.agents import ModelSettings, NeuralGroup, kl_factors
 from core.bandits.native import NativeGroup, group_class
 from core.bandits.runner import BanditRun, RunConfig
 from core.engine.native.tiny import Hyper, NativeUnavailable, TinyNetworks
@@ -117,6 +117,7 @@ def _reference(kernel, kind, models, data, positions, hyper, seed):
         else torch.optim.Adam(list(p.values()), lr=hyper.lr, betas=hyper.betas, eps=hyper.eps)
         for p in params
     ]
+    factors = kl_factors(positions.shape[0], hyper.kl_schedule)
     for u in range(positions.shape[0]):
         for k, (model, p, optimizer) in enumerate(zip(models, params, optimizers, strict=True)):
             pos = positions[u, k]
@@ -129,7 +130,7 @@ def _reference(kernel, kind, models, data, positions, hyper, seed):
                 out, kl = functional_call(model, p, (x,)), 0.0
             nll = ((out[:, 0] - rewards[k, pos].double()) ** 2).sum() / (2 * hyper.noise_sigma**2)
             optimizer.zero_grad()
-            (nll + hyper.kl_weight * kl).backward()
+            (nll + hyper.kl_weight * float(factors[u]) * kl).backward()
             optimizer.step()
     return [{n: v.detach().float() for n, v in p.items()} for p in params]
 
@@ -140,7 +141,7 @@ GRADIENT = {"lr": 1.0, "optimizer": "sgd"}  # one plain step of rate 1 is −g
 SGD = {"lr": 1e-2, "optimizer": "sgd"}
 
 
-def _run_both(kind: str, prior: str, updates: int, optimizer: dict):
+def _run_both(kind: str, prior: str, updates: int, optimizer: dict, schedule: str = "constant"):
     """The kernel's and the reference's parameters after ``updates`` steps, and the start."""
     kernel = _kernel()
     k, capacity, batch, seed = 3, 50, 16, 1234
@@ -151,6 +152,7 @@ def _run_both(kind: str, prior: str, updates: int, optimizer: dict):
     hyper = Hyper(
         noise_sigma=0.5,
         kl_weight=0.3 if bayesian else 0.0,
+        kl_schedule=schedule,
         prior=prior_from_dict(PRIORS[prior]),
         **optimizer,
     )
@@ -192,6 +194,15 @@ def test_plain_gradient_steps_match_autograd_and_torch_sgd(kind, prior):
     assert (expected - start).abs().max() > 3e-3  # the steps moved the networks
     assert (theta - adam).abs().max() > 1e-3  # and not as Adam's steps do
     scale = float((expected - start).abs().max())  # the mixture's ρ steps reach ~10 (float32)
+    torch.testing.assert_close(theta, expected, rtol=1e-4, atol=5e-5 * scale)
+
+
+@pytest.mark.parametrize("prior", ["gaussian", "mixture"])
+def test_blundells_geometric_complexity_cost_schedule_matches_autograd(prior):
+    theta, expected, start = _run_both("bbb", prior, 4, SGD, schedule="geometric")
+    constant, _, _ = _run_both("bbb", prior, 4, SGD)
+    assert (theta - constant).abs().max() > 1e-3  # the schedule changed the updates
+    scale = float((expected - start).abs().max())
     torch.testing.assert_close(theta, expected, rtol=1e-4, atol=5e-5 * scale)
 
 

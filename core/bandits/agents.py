@@ -111,6 +111,30 @@ ENGINES = ("torch", "native")
 """Who trains the reward networks (:attr:`ModelSettings.engine`)."""
 KL_DATA = ("buffer", "seen")
 """What N of the complexity cost's weight B/N counts (:attr:`ModelSettings.kl_data`)."""
+KL_SCHEDULES = ("constant", "geometric")
+"""How a step's updates share its complexity cost (:attr:`ModelSettings.kl_schedule`)."""
+
+
+def kl_factors(n_updates: int, schedule: str) -> torch.Tensor:
+    """Each of a step's updates' weight of the complexity cost, relative to β·B/N.
+
+    ``"constant"``: 1 for every update, each minibatch of an epoch weighing the KL alike
+    (Graves 2011). ``"geometric"``: U·π_i for update i = 1…U with π_i = 2^(U−i)/(2^U − 1), the
+    re-weighting of Blundell et al. (2015, §3.4) — the first minibatches mostly the complexity
+    cost, the last mostly the data — with a step's U updates read as the M minibatches of an
+    epoch over the buffer. Either way the step weighs the complexity cost U·β·B/N in all.
+
+    Args:
+        n_updates: U, the updates of a step.
+        schedule: One of :data:`KL_SCHEDULES`.
+
+    Returns:
+        ``(U,)`` float64, summing to U.
+    """
+    if schedule == "constant":
+        return torch.ones(n_updates, dtype=torch.float64)
+    i = torch.arange(1, n_updates + 1, dtype=torch.float64)
+    return n_updates * torch.exp2(-i) / (1.0 - 2.0**-n_updates)
 
 
 @dataclass(frozen=True)
@@ -141,6 +165,9 @@ class ModelSettings:
             the interactions in the buffer (an epoch of minibatches over it weighs the KL
             once), or ``"seen"``, every interaction of the run so far (the buffer read as a
             sample of them, so the weight keeps falling once the buffer is full).
+        kl_schedule: How a step's updates share its complexity cost: ``"constant"`` (β·B/N
+            in each) or ``"geometric"`` (Blundell et al.'s §3.4 re-weighting over the step's
+            updates, :func:`kl_factors`).
         lrt: BBB's training passes use local reparameterisation (Kingma et al. 2015); False
             draws one weight sample per minibatch, as Blundell et al. (2015) do.
         engine: Who trains the MLP and BBB reward networks: ``"torch"`` (the methods' own
@@ -174,6 +201,7 @@ class ModelSettings:
     init_sigma: float = 0.02
     kl_beta: float = 1.0
     kl_data: str = "buffer"
+    kl_schedule: str = "constant"
     lrt: bool = True
     engine: str = "torch"
     dropout: float = 0.2
@@ -205,6 +233,8 @@ class ModelSettings:
             raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
         if self.kl_data not in KL_DATA:
             raise ValueError(f"kl_data must be one of {KL_DATA}, got {self.kl_data!r}")
+        if self.kl_schedule not in KL_SCHEDULES:
+            raise ValueError(f"kl_schedule must be one of {KL_SCHEDULES}, got {self.kl_schedule!r}")
         if self.engine not in ENGINES:
             raise ValueError(f"engine must be one of {ENGINES}, got {self.engine!r}")
         if self.engine == "native" and (self.lrt or len(self.hidden) != 2):
@@ -568,6 +598,8 @@ class NeuralGroup(AgentGroup):
         )
         self._eye = torch.eye(self.n_actions, device=self.device)
         self._n_data = torch.ones((), device=self.device)  # N of the KL weight: :attr:`kl_n`
+        factors = kl_factors(settings.updates_per_step, settings.kl_schedule)
+        self._kl_factors = factors.to(self.device, torch.float32)  # update u's share of it
         cuda = self.device.type == "cuda"
         self.stream = torch.cuda.Stream(self.device) if cuda else None
         self._setup_training(TrainConfig(batch_size=settings.batch_size, **self.training), compile)
@@ -648,10 +680,16 @@ class NeuralGroup(AgentGroup):
             actions = torch.where(explore < self.epsilon, uniform, actions)
         return actions
 
-    def loss(self, contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor):
+    def loss(
+        self,
+        contexts: torch.Tensor,
+        actions: torch.Tensor,
+        rewards: torch.Tensor,
+        kl_factor: torch.Tensor | float = 1.0,
+    ):
         """The summed training loss of all networks on one minibatch each.
 
-        The minibatch ELBO ``Σ_b (r_b − f(x_b))²/(2σ²) + β·(B/N)·KL(q‖p)`` averaged over the
+        The minibatch ELBO ``Σ_b (r_b − f(x_b))²/(2σ²) + c·β·(B/N)·KL(q‖p)`` averaged over the
         model's training passes (an ensemble's members), N the interactions in the buffer
         (the KL weighting of one minibatch of an epoch over the buffer; or every interaction
         seen, :attr:`ModelSettings.kl_data`; read from a device scalar so that a CUDA graph
@@ -662,6 +700,7 @@ class NeuralGroup(AgentGroup):
             contexts: ``(K, B, context_dim)``.
             actions: ``(K, B)``.
             rewards: ``(K, B)`` divided by the reward scale.
+            kl_factor: c, the update's share of the step's complexity cost (:func:`kl_factors`).
 
         Returns:
             A scalar.
@@ -670,12 +709,17 @@ class NeuralGroup(AgentGroup):
         out, kl = self._call(self._training, self.params, x, 1)  # (K, P, B, 1), (K, P)
         sigma = self.settings.noise_sigma
         nll = ((out[..., 0] - rewards[:, None]) ** 2).sum(-1) / (2 * sigma**2)
-        weight = self.settings.kl_beta * actions.shape[1] / self._n_data
+        weight = kl_factor * self.settings.kl_beta * actions.shape[1] / self._n_data
         return (nll + weight * kl).mean(-1).sum()
 
-    def _update(self, positions: torch.Tensor) -> None:
-        """One optimiser step of every network on its minibatch at ``positions (K, B)``."""
-        self._loss(*self.buffer.gather(positions)).backward()
+    def _update(self, u: int, positions: torch.Tensor) -> None:
+        """Update u of a step: one optimiser step of every network on its minibatch.
+
+        Args:
+            u: The update's index in the step (its share of the complexity cost).
+            positions: ``(K, B)`` positions in the replay buffer.
+        """
+        self._loss(*self.buffer.gather(positions), self._kl_factors[u]).backward()
         self.procedure.step()
 
     def update(self, contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor):

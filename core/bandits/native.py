@@ -155,6 +155,7 @@ class NativeGroup(NeuralGroup):
             optimizer=self._optimizer,
             noise_sigma=s.noise_sigma,
             kl_weight=s.kl_beta * s.batch_size / self.kl_n if self.bayesian else 0.0,
+            kl_schedule=s.kl_schedule,
             prior=self._prior,
         )
         buffer = (*self.inputs, self.buffer.actions, self.buffer.rewards)

@@ -60,6 +60,10 @@ PROTOCOLS: dict[str, Protocol] = {
             "model.kl_data": f"{BLUNDELL.split(',')[0]}, §3.4, read for a buffer: a minibatch "
             "weighs the complexity cost by B/N with N the interactions trained on (the "
             "buffer's); the paper does not say which N this experiment used",
+            "model.kl_schedule": f"{BLUNDELL.split(',')[0]}, §3.4 gives two: every minibatch "
+            "of an epoch weighing the complexity cost alike (the preset's), or its re-weighting "
+            "π_i = 2^(M−i)/(2^M − 1); the paper does not say which this experiment used "
+            "(kl_schedule=geometric is the other, over a step's 64 updates)",
             "model.lrt": f"{BLUNDELL.split(',')[0]}, §3.2: one weight sample w = μ + σ·ε per "
             "minibatch (local reparameterisation, Kingma et al. 2015, came later)",
             "model.engine": "not a setting of the paper: the lab's compiled kernel for these "

@@ -33,8 +33,9 @@ class StepUpdates:
     """``updates(idx)``: a step's U minibatch updates, eager or from a CUDA graph.
 
     Args:
-        update: One update on the minibatch at positions ``(K, B)`` of the replay buffer
-            (loss, backward, optimiser step; the gradients are None when it is called).
+        update: ``update(u, positions)``: update u of the step on the minibatch at positions
+            ``(K, B)`` of the replay buffer (loss, backward, optimiser step; the gradients are
+            None when it is called).
         zero_grad: ``zero_grad(set_to_none)``: clears the optimised parameters' gradients.
         graphs: Capture the updates in a CUDA graph (the networks, buffer and positions on
             CUDA, the optimiser capturable).
@@ -42,7 +43,7 @@ class StepUpdates:
 
     def __init__(
         self,
-        update: Callable[[torch.Tensor], None],
+        update: Callable[[int, torch.Tensor], None],
         zero_grad: Callable[[bool], None],
         *,
         graphs: bool = False,
@@ -60,9 +61,9 @@ class StepUpdates:
         return self.graph is not None
 
     def _run(self, positions: torch.Tensor) -> None:
-        for batch in positions:
+        for u, batch in enumerate(positions):
             self.zero_grad(True)
-            self.update(batch)
+            self.update(u, batch)
 
     def __call__(self, positions: torch.Tensor) -> None:
         """Take the step's updates.

@@ -44,6 +44,9 @@ class Hyper:
         lr: The optimiser's learning rate.
         noise_sigma: σ_n of the Gaussian likelihood, in the rewards' units.
         kl_weight: The complexity cost's weight β·B/N (BBB; 0 for a point estimate).
+        kl_schedule: ``"constant"`` (``kl_weight`` in each of a call's U updates) or
+            ``"geometric"`` (update u's weight ``kl_weight`` times
+            :func:`~core.bandits.agents.kl_factors`' U·2^-(u+1)/(1 − 2^-U), u = 0…U−1).
         prior: The weight prior (BBB).
         betas: Adam's β1, β2.
         eps: Adam's ε.
@@ -54,13 +57,14 @@ class Hyper:
     lr: float
     noise_sigma: float
     kl_weight: float = 0.0
+    kl_schedule: str = "constant"
     prior: Prior = GaussianPrior(1.0)
     betas: tuple[float, float] = (0.9, 0.999)
     eps: float = 1e-8
     optimizer: str = "adam"
 
     def packed(self) -> ctypes.Array:
-        """The kernel's ``hyper_t``: 14 floats."""
+        """The kernel's ``hyper_t``: 15 floats."""
         if isinstance(self.prior, GaussianPrior):
             prior = [1.0, 1.0 / self.prior.sigma**2, 0.0, 0.0, 0.0, 0.0, 0.0]
         elif isinstance(self.prior, ScaleMixturePrior):
@@ -73,6 +77,9 @@ class Hyper:
             raise ValueError(f"no compiled optimiser {self.optimizer!r}")
         values += [1.0 / self.noise_sigma**2, self.kl_weight, *prior]
         values.append(1.0 if self.optimizer == "sgd" else 0.0)
+        if self.kl_schedule not in ("constant", "geometric"):
+            raise ValueError(f"no compiled complexity-cost schedule {self.kl_schedule!r}")
+        values.append(1.0 if self.kl_schedule == "geometric" else 0.0)
         return (ctypes.c_float * len(values))(*values)
 
 

@@ -83,6 +83,7 @@ typedef struct {
     float inv_sp2;               /* Gaussian: 1/σp² */
     float mixture[5];            /* mixture: t0, k, log_b0, inv_s2, inv_s1 (common.h) */
     float sgd;                   /* 1: plain gradient steps instead of Adam */
+    float kl_geometric;          /* 1: update u of U weighs kl_weight·U·2^-(u+1)/(1 − 2^-U) */
 } hyper_t;
 
 /* Scratch of one thread. */
@@ -279,11 +280,20 @@ static void backward(const float *restrict w, int B, const input_t *in, const fl
     }
 }
 
-/* The reparameterisation: ∂/∂μ into g[0..NP) and ∂/∂ρ into g[NP..2NP), complexity cost added. */
+/* The complexity cost's weight in update u (0-based) of a step's U: β·B/N, or with the
+ * re-weighting of Blundell et al. 2015, §3.4, its share U·π_(u+1) of the step's U·β·B/N,
+ * π_i = 2^(U−i)/(2^U − 1) = 2^-i/(1 − 2^-U). */
+static float kl_weight_of(const hyper_t *h, int64_t u, int64_t U) {
+    if (h->kl_geometric == 0.0f) return h->kl_weight;
+    const double share = ldexp(1.0, -(int)(u + 1)) / (1.0 - ldexp(1.0, -(int)U));
+    return (float)((double)h->kl_weight * (double)U * share);
+}
+
+/* The reparameterisation: ∂/∂μ into g[0..NP) and ∂/∂ρ into g[NP..2NP), complexity cost of
+ * weight kw added. */
 static void reparameterise(const float *restrict mu, const float *restrict mask,
-                           const hyper_t *h, scratch_t *s) {
+                           const hyper_t *h, float kw, scratch_t *s) {
     float *restrict gm = s->g, *restrict gr = s->g + NP;
-    const float kw = h->kl_weight;
     if (h->gaussian != 0.0f) {
         const float bp = kw * h->inv_sp2;
 #pragma omp simd
@@ -409,7 +419,7 @@ static void run_network(const job_t *job, int64_t k, const float *mask, work_t *
                                rw->nz2_n + b);
         }
         backward(w, (int)B, wk->in, wk->r, h->inv_var, rw, s);
-        if (job->bayes) reparameterise(th, mask, h, s);
+        if (job->bayes) reparameterise(th, mask, h, kl_weight_of(h, u, job->U), s);
         if (h->sgd != 0.0f)
             sgd(th, s->g, S, h->lr);
         else
