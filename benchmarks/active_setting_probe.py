@@ -28,21 +28,24 @@ import argparse
 import dataclasses
 import json
 import statistics
+import sys
 from dataclasses import replace
 from pathlib import Path
 
-import torch
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.active.loop import (
+import torch  # noqa: E402
+
+from core.active.loop import (  # noqa: E402
     ActiveConfig,
     ActiveLearner,
     load_active_data,
     round_accuracy,
     run_entry,
 )
-from core.cli.overrides import parse_value
-from core.storage.atomic import atomic_write_text
-from core.storage.paths import REPO_ROOT
+from core.cli.overrides import parse_value  # noqa: E402
+from core.storage.atomic import atomic_write_text  # noqa: E402
+from core.storage.paths import REPO_ROOT  # noqa: E402
 
 VALIDATION = 100
 BENCHMARKS = REPO_ROOT / "benchmarks"

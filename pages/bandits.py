@@ -78,6 +78,11 @@ SETTING_WORDS: dict[str, Callable[[Any, str], str]] = {
         "the complexity cost weighed by "
         + ("every interaction seen" if v == "seen" else "the interactions in the buffer")
     ),
+    "kl_schedule": lambda v, env: (
+        "most of each step's complexity cost in its first updates (Blundell et al.'s re-weighting)"
+        if v == "geometric"
+        else "each step's complexity cost spread evenly over its updates"
+    ),
     "buffer_size": lambda v, env: f"a buffer of the last {v:,} interactions",
     "updates_per_step": lambda v, env: f"{v} update{'' if v == 1 else 's'} per step",
     "optimizer": lambda v, env: "plain gradient steps (SGD)" if v == "sgd" else "Adam",
@@ -160,8 +165,14 @@ def bbb_verdict(result: dict) -> str:
     of_the_paper = protocol_ablation(RunConfig.from_dict(result["settings"])) is not None
     if not of_the_paper or model.get("updates_per_step", 1) == 1:
         return text
+    random = result["env"].get("random_regret_per_step")
     runs = [run for run in result["agents"]["bbb"].get("sigma", []) if run]
-    if runs:  # a run too short to have recorded σ says nothing of it
+    if random and agents["bbb"]["per_step"] > 0.5 * random:
+        text += (
+            f" It hardly learned which mushrooms to eat: {agents['bbb']['per_step']:.2f} regret "
+            f"a step over the whole run, against {random:.2f} for picking at random."
+        )
+    elif runs:  # a run too short to have recorded σ says nothing of it
         first, last = (sum(run[at] for run in runs) / len(runs) for at in (0, -1))
         text += sigma_words(first, last, model["updates_per_step"])
     return text + (

@@ -170,6 +170,14 @@ def test_an_ablation_is_named_and_titled_by_its_protocol_and_what_it_changes():
     assert run_title(result).endswith(
         "with a prior whose wide part has σ1 = e⁻² ≈ 0.135 (BBB Thompson only)"
     )
+    reweighted = dataclasses.replace(
+        only_bbb, model=dataclasses.replace(BLUNDELL.config.model, kl_schedule="geometric")
+    )
+    result["settings"] = reweighted.to_dict()
+    assert run_title(result).endswith(
+        "with most of each step's complexity cost in its first updates (Blundell et al.'s "
+        "re-weighting) (BBB Thompson only)"
+    )
     assert protocol_ablation(dataclasses.replace(BLUNDELL.config, agents=("random",))) is None
     other = dataclasses.replace(BLUNDELL.config, seeds=2)  # not the protocol's runs
     assert protocol_ablation(other) is None
@@ -177,7 +185,7 @@ def test_an_ablation_is_named_and_titled_by_its_protocol_and_what_it_changes():
 
 
 def test_the_page_says_why_bbb_lost_the_protocol_and_points_to_the_run_where_it_won():
-    from core.bandits.store import load_references
+    from core.bandits.store import beside_protocol, load_references
     from pages.bandits import bbb_verdict
 
     stored = load_references()
@@ -197,3 +205,7 @@ def test_the_page_says_why_bbb_lost_the_protocol_and_points_to_the_run_where_it_
     verdict = bbb_verdict(sgd)  # its σ stayed at the start: the page must not say it widened
     assert "hardly moved" in verdict and "widens" not in verdict
     assert "widens" in protocol and "hardly moved" not in protocol
+    wide = "mushroom-50000-blundell2015-agentsbbb-noise_sigma4.json"  # σ of 20 reward units
+    verdict = bbb_verdict(beside_protocol(stored[wide], stored))
+    assert "hardly learned which mushrooms to eat" in verdict and "widens" not in verdict
+    assert "hardly learned" not in protocol
