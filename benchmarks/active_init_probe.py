@@ -1,11 +1,16 @@
-"""Does Keras' initialisation make the gal2017 CNN learn more from few labels than PyTorch's?
+"""Would another setting of the gal2017 preset's network reach more accuracy on few labels?
 
 Trains the preset's network (its training, its L2 term) on the same random labelled sets with
-each initialisation and prints the test accuracy (10,000 images, dropout off), paired by seed:
-the labelled set is the run's balanced 20 plus the first images of its pool, so seed s gives
-both initialisations the same images. Saves the numbers with ``--save``.
+each value of one setting and prints the test accuracy (10,000 images), paired by seed: the
+labelled set is the run's balanced 20 plus the first images of its pool, so seed s gives every
+value the same images, initial weights and minibatch order. Saves the numbers with ``--save``.
 
+    # Keras' initial weights against PyTorch's (the preset takes Keras')
     python benchmarks/active_init_probe.py --labels 100,200,250 --seeds 8 --save
+    # the test accuracy with dropout off (Keras' evaluate, the preset's) against the mean of
+    # 100 MC-dropout passes (the paper's "dropout approximation at test time", if that is
+    # what it means)
+    python benchmarks/active_init_probe.py --setting n_eval_samples --values 0,100 --save
 """
 
 from __future__ import annotations
@@ -13,24 +18,33 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 from dataclasses import replace
+from pathlib import Path
 
-import torch
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.active.loop import ActiveLearner, load_active_data, round_accuracy
-from core.active.protocols import PROTOCOLS
-from core.engine.initialisation import INITIALISATIONS
-from core.storage.atomic import atomic_write_text
-from core.storage.paths import REPO_ROOT
+import torch  # noqa: E402
 
-RESULT = REPO_ROOT / "benchmarks" / "active_learning-gal2017-init-probe.json"
+from core.active.loop import ActiveLearner, load_active_data, round_accuracy  # noqa: E402
+from core.active.protocols import PROTOCOLS  # noqa: E402
+from core.cli.overrides import parse_value  # noqa: E402
+from core.storage.atomic import atomic_write_text  # noqa: E402
+from core.storage.paths import REPO_ROOT  # noqa: E402
 
 
-def accuracy(init: str, labels: int, seed: int, data: tuple) -> float:
-    """Test accuracy of the preset's network with ``init`` on seed ``seed``'s first labels.
+def result_path(setting: str):
+    """Where ``--save`` writes the probe of ``setting``."""
+    return REPO_ROOT / "benchmarks" / f"active_learning-gal2017-{setting}-probe.json"
+
+
+def accuracy(setting: str, value, labels: int, seed: int, data: tuple) -> float:
+    """Test accuracy of the preset's network with ``setting = value`` on seed ``seed``'s
+    first labels.
 
     Args:
-        init: A key of :data:`INITIALISATIONS`.
+        setting: A field of :class:`~core.active.loop.ActiveConfig`.
+        value: Its value.
         labels: Labelled images (≥ the preset's initial 20).
         seed: The run's seed: its initial set, pool order and training noise.
         data: What :func:`load_active_data` returns.
@@ -38,7 +52,8 @@ def accuracy(init: str, labels: int, seed: int, data: tuple) -> float:
     Returns:
         The fraction of the 10,000 test images predicted.
     """
-    config = replace(PROTOCOLS["gal2017"].config.run, acquisition="random", init=init, seed=seed)
+    config = replace(PROTOCOLS["gal2017"].config.run, acquisition="random", seed=seed)
+    config = replace(config, **{setting: value})
     learner = ActiveLearner(config, data)
     x_train, y_train, x_test, y_test = data
     index = torch.tensor(learner.labelled + learner.pool[: labels - config.initial])
@@ -48,31 +63,40 @@ def accuracy(init: str, labels: int, seed: int, data: tuple) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--setting", default="init", help="a field of ActiveConfig")
+    parser.add_argument(
+        "--values", default="torch,glorot", help="comma-separated; gain: last − first"
+    )
     parser.add_argument("--labels", default="100,200,250", help="comma-separated label counts")
     parser.add_argument("--seeds", type=int, default=8, help="seeds 0 … N − 1")
-    parser.add_argument("--save", action="store_true", help=f"write {RESULT.name}")
+    parser.add_argument("--save", action="store_true", help="write the result into benchmarks/")
     args = parser.parse_args()
     torch.set_num_threads(1)
     data = load_active_data()
+    names = args.values.split(",")
+    default = getattr(PROTOCOLS["gal2017"].config.run, args.setting)
+    values = {name: parse_value(name, default) for name in names}
     rows = []
     for labels in (int(n) for n in args.labels.split(",")):
         row = {"labels": labels}
-        for init in INITIALISATIONS:
-            row[init] = [accuracy(init, labels, s, data) for s in range(args.seeds)]
-        gains = [g - t for g, t in zip(row["glorot"], row["torch"], strict=True)]
+        for name, value in values.items():
+            row[name] = [accuracy(args.setting, value, labels, s, data) for s in range(args.seeds)]
+        first, last = names[0], names[-1]
+        gains = [b - a for a, b in zip(row[first], row[last], strict=True)]
         row["gain_mean"] = statistics.mean(gains)
         row["gain_std"] = statistics.stdev(gains) if len(gains) > 1 else 0.0
         rows.append(row)
+        means = ", ".join(f"{name} {statistics.mean(row[name]):.2%}" for name in names)
         print(
-            f"{labels:4d} labels: torch {statistics.mean(row['torch']):.2%}, glorot "
-            f"{statistics.mean(row['glorot']):.2%}, gain {row['gain_mean']:+.2%} ± "
-            f"{row['gain_std']:.2%} (paired over {args.seeds} seeds; glorot ahead in "
-            f"{sum(g > 0 for g in gains)})",
+            f"{labels:4d} labels: {means}, gain {row['gain_mean']:+.2%} ± {row['gain_std']:.2%} "
+            f"(paired over {args.seeds} seeds; {last} ahead in {sum(g > 0 for g in gains)})",
             flush=True,
         )
     if args.save:
-        atomic_write_text(RESULT, json.dumps({"seeds": args.seeds, "rows": rows}, indent=1) + "\n")
-        print(f"saved {RESULT}")
+        result = {"setting": args.setting, "seeds": args.seeds, "rows": rows}
+        path = result_path(args.setting)
+        atomic_write_text(path, json.dumps(result, indent=1) + "\n")
+        print(f"saved {path}")
 
 
 if __name__ == "__main__":
