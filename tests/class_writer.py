@@ -6,8 +6,8 @@
 ``SHARED`` submission ids every writer also sends (a double click seen by several processes).
 Each confirmed submission is appended to ``OUT_FILE`` as ``ok <submission id> <row id>`` and
 flushed at once, so a writer killed mid-burst leaves the list of what it was told was stored;
-each failure is appended as ``error <one line>``. A line ``ready`` is written once every thread
-is about to start, ``done`` when all finished.
+each failure is appended as ``error <seconds the call took>s <one line>``. A line ``ready`` is
+written once every thread is about to start, ``done`` when all finished.
 
 The drawing and label of a submission id follow from the id (:func:`drawing_of`), so the test can
 check that a confirmed row holds the drawing that was sent.
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -78,10 +79,12 @@ def main(url: str, out: str, writer: int, threads: int, each: int, n_shared: int
             for i in range(each):
                 for key in (own_id(writer, t, i), shared[(writer + t + i) % n_shared]):
                     image, label = drawing_of(key)
+                    began = time.monotonic()
                     try:
                         row = store.submit(image, label, "burst", key)
                     except Exception as exc:  # every failure is recorded, none hidden
-                        record("error " + " ".join(repr(exc).split()))
+                        waited = time.monotonic() - began
+                        record(f"error {waited:.2f}s " + " ".join(repr(exc).split()))
                         continue
                     record(f"ok {key} {row}")
 

@@ -145,6 +145,33 @@ def test_a_clear_up_to_the_newest_drawing_seen_keeps_the_later_ones(lab_db):
     assert store.classes() == {"other": 1, "small": 1}
 
 
+def test_threads_of_one_process_take_turns_to_write_and_give_up_with_one_line(tmp_path):
+    """While one thread's write transaction is open, another thread of the process waits its
+    turn; past the timeout it is told in one line and nothing is written; then it writes."""
+    store = ClassStore(f"sqlite:///{tmp_path / 'lab.sqlite'}", timeout=0.3)
+    kept = store.submit(digit(0), 0, "a", str(uuid.uuid4()))
+    opened, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with store.db.transaction("a"):
+            opened.set()
+            release.wait(DEADLINE_S)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert opened.wait(DEADLINE_S)
+        with pytest.raises(DatabaseError, match="busy") as info:
+            store.submit(digit(1), 1, "a", str(uuid.uuid4()))
+        assert "\n" not in str(info.value) and "0.3 s" in str(info.value)
+        assert store.drawings("a").ids == [kept]  # readers do not wait
+    finally:
+        release.set()
+        holder.join()
+    later = store.submit(digit(1), 1, "a", str(uuid.uuid4()))
+    assert store.drawings("a").ids == [kept, later]
+
+
 def test_concurrent_writers_cannot_overshoot_the_limit(lab_db):
     limit, threads, each = 10, 6, 5
     url = lab_db

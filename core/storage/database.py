@@ -29,7 +29,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import closing, contextmanager
+from contextlib import closing, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -153,16 +153,21 @@ def describe(url: str) -> str:
 # --- errors ----------------------------------------------------------------------------------
 
 
+def _busy(where: str, timeout: float) -> str:
+    """The line for a write that waited ``timeout`` seconds for another writer."""
+    return (
+        f"{where}: the lab's database is busy (locked by another writer for more than "
+        f"{timeout:g} s); nothing was changed, try again"
+    )
+
+
 def _translate(exc: Exception, where: str, timeout: float) -> DatabaseError:
     """One clear line for a database exception (SQLite's own error name decides which)."""
     text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     name = getattr(exc, "sqlite_errorname", "") or ""
     keep = f"it was left untouched (move it away or point {DB_ENV} elsewhere)"
     if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
-        return DatabaseError(
-            f"{where}: the lab's database is busy (locked by another writer for more than "
-            f"{timeout:g} s); nothing was changed, try again"
-        )
+        return DatabaseError(_busy(where, timeout))
     if name == "SQLITE_READONLY_DIRECTORY":
         return DatabaseError(
             f"{where}: the folder is not writable, and SQLite must create its -wal and -shm "
@@ -195,6 +200,30 @@ def _driver_error(exc: Exception) -> bool:
 
 _initialised: set[tuple[str, str]] = set()  # (PostgreSQL URL, table) this process has ensured
 _init_lock = threading.Lock()
+_writer_locks: dict[Path, threading.Lock] = {}
+_writer_locks_guard = threading.Lock()
+
+
+@contextmanager
+def _writers_of(path: Path, timeout: float) -> Iterator[bool]:
+    """Wait up to ``timeout`` s for this process's turn to write the SQLite file ``path``.
+
+    The threads of one process (an app server's sessions) queue here, blocked rather than
+    polling, so that only one of them at a time waits in SQLite's busy handler: that handler
+    retries on a timer, first come is not first served, and with many threads of many
+    processes polling one file a thread can be passed over past the timeout.
+
+    Yields:
+        Whether the turn came in time (False: nothing was done).
+    """
+    with _writer_locks_guard:
+        lock = _writer_locks.setdefault(path.resolve(), threading.Lock())
+    entered = lock.acquire(timeout=timeout)
+    try:
+        yield entered
+    finally:
+        if entered:
+            lock.release()
 
 
 def _has_table(conn: sqlite3.Connection, name: str) -> bool:
@@ -288,7 +317,8 @@ class Database:
     def transaction(self, key: str) -> Iterator[Any]:
         """Run one write transaction that no other writer of ``key`` runs beside.
 
-        SQLite's ``BEGIN IMMEDIATE`` takes the database's one write lock; on PostgreSQL a
+        On SQLite the process's threads take turns (:func:`_writers_of`, up to the timeout),
+        then ``BEGIN IMMEDIATE`` takes the database's one write lock; on PostgreSQL a
         transaction-scoped advisory lock on ``key`` serialises the writers of that key. The
         transaction commits when the block ends and rolls back if it raises.
 
@@ -301,6 +331,16 @@ class Database:
         Raises:
             DatabaseError: With one line, if the database cannot be used.
         """
+        queue = _writers_of(self.path, self.timeout) if self.path is not None else nullcontext(True)
+        with queue as entered:
+            if not entered:
+                raise DatabaseError(_busy(describe(self.url), self.timeout))
+            with self._transaction(key) as conn:
+                yield conn
+
+    @contextmanager
+    def _transaction(self, key: str) -> Iterator[Any]:
+        """:meth:`transaction` once this process's turn to write the SQLite file has come."""
         with self.connect(create=True) as conn:
             if self.path is not None:
                 conn.execute("BEGIN IMMEDIATE")
