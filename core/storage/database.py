@@ -205,7 +205,7 @@ _writer_locks_guard = threading.Lock()
 
 
 @contextmanager
-def _writers_of(path: Path, timeout: float) -> Iterator[bool]:
+def _writers_of(path: Path, timeout: float, where: str) -> Iterator[None]:
     """Wait up to ``timeout`` s for this process's turn to write the SQLite file ``path``.
 
     The threads of one process (an app server's sessions) queue here, blocked rather than
@@ -213,17 +213,18 @@ def _writers_of(path: Path, timeout: float) -> Iterator[bool]:
     retries on a timer, first come is not first served, and with many threads of many
     processes polling one file a thread can be passed over past the timeout.
 
-    Yields:
-        Whether the turn came in time (False: nothing was done).
+    Raises:
+        DatabaseError: The busy line (``where``), if the turn did not come in time (nothing
+            was done).
     """
     with _writer_locks_guard:
         lock = _writer_locks.setdefault(path.resolve(), threading.Lock())
-    entered = lock.acquire(timeout=timeout)
+    if not lock.acquire(timeout=timeout):
+        raise DatabaseError(_busy(where, timeout))
     try:
-        yield entered
+        yield
     finally:
-        if entered:
-            lock.release()
+        lock.release()
 
 
 def _has_table(conn: sqlite3.Connection, name: str) -> bool:
@@ -331,17 +332,12 @@ class Database:
         Raises:
             DatabaseError: With one line, if the database cannot be used.
         """
-        queue = _writers_of(self.path, self.timeout) if self.path is not None else nullcontext(True)
-        with queue as entered:
-            if not entered:
-                raise DatabaseError(_busy(describe(self.url), self.timeout))
-            with self._transaction(key) as conn:
-                yield conn
-
-    @contextmanager
-    def _transaction(self, key: str) -> Iterator[Any]:
-        """:meth:`transaction` once this process's turn to write the SQLite file has come."""
-        with self.connect(create=True) as conn:
+        turn = (
+            nullcontext()
+            if self.path is None
+            else _writers_of(self.path, self.timeout, describe(self.url))
+        )
+        with turn, self.connect(create=True) as conn:
             if self.path is not None:
                 conn.execute("BEGIN IMMEDIATE")
             else:
