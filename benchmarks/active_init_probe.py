@@ -11,6 +11,8 @@ value the same images, initial weights and minibatch order. Saves the numbers wi
     # 100 MC-dropout passes (the paper's "dropout approximation at test time", if that is
     # what it means)
     python benchmarks/active_init_probe.py --setting n_eval_samples --values 0,100 --save
+    # Keras 1's Glorot fans (the preset's) against Keras 0.3's, which the authors' code ran on
+    python benchmarks/active_init_probe.py --values glorot,glorot_keras03 --tag keras03 --save
 """
 
 from __future__ import annotations
@@ -33,9 +35,10 @@ from core.storage.atomic import atomic_write_text  # noqa: E402
 from core.storage.paths import REPO_ROOT  # noqa: E402
 
 
-def result_path(setting: str):
-    """Where ``--save`` writes the probe of ``setting``."""
-    return REPO_ROOT / "benchmarks" / f"active_learning-gal2017-{setting}-probe.json"
+def result_path(setting: str, tag: str = ""):
+    """Where ``--save`` writes the probe of ``setting`` (``tag``: a further part of the name)."""
+    name = f"{setting}-{tag}" if tag else setting
+    return REPO_ROOT / "benchmarks" / f"active_learning-gal2017-{name}-probe.json"
 
 
 def accuracy(setting: str, value, labels: int, seed: int, data: tuple) -> float:
@@ -70,6 +73,7 @@ def main() -> None:
     parser.add_argument("--labels", default="100,200,250", help="comma-separated label counts")
     parser.add_argument("--seeds", type=int, default=8, help="seeds 0 … N − 1")
     parser.add_argument("--save", action="store_true", help="write the result into benchmarks/")
+    parser.add_argument("--tag", default="", help="a further part of the saved file's name")
     args = parser.parse_args()
     torch.set_num_threads(1)
     data = load_active_data()
@@ -93,8 +97,8 @@ def main() -> None:
             flush=True,
         )
     if args.save:
-        result = {"setting": args.setting, "seeds": args.seeds, "rows": rows}
-        path = result_path(args.setting)
+        result = {"setting": args.setting, "values": names, "seeds": args.seeds, "rows": rows}
+        path = result_path(args.setting, args.tag)
         atomic_write_text(path, json.dumps(result, indent=1) + "\n")
         print(f"saved {path}")
 

@@ -510,7 +510,7 @@ def test_set_changes_a_protocols_settings_and_names_the_saved_file(capsys, monke
     assert cli_main(["active", "--protocol", "gal2017", "--set", "depth=3"]) == 1
     assert "KEY=VALUE" in capsys.readouterr().err
     assert cli_main(["active", "--protocol", "gal2017", "--set", "init=he"]) == 1
-    assert "init must be one of ['glorot', 'torch']" in capsys.readouterr().err
+    assert "init must be one of ['glorot', 'glorot_keras03', 'torch']" in capsys.readouterr().err
     assert len(asked) == 1
 
 
