@@ -31,7 +31,11 @@ KIND_KEY = "active_kind"
 # 80.5 % (120 steps and 20 passes: 3.6-4.0 s a round in the same conditions).
 LIVE = {"budget": 150, "test_size": 1000, "candidates": 500, "train_steps": 100, "n_samples": 10}
 PROTOCOL_FILE = "active_learning-gal2017.json"
-TORCH_FILE = "active_learning-gal2017-init_torch.json"
+OTHER_WEIGHTS = {
+    "active_learning-gal2017-init_glorot.json": "From the first weights of later Keras versions:",
+    "active_learning-gal2017-init_torch.json": "From PyTorch's first weights:",
+}
+"""Stored runs of the paper's experiment from other first weights → the line above its table."""
 
 
 def stored_curves(name: str = RESULT_FILE) -> dict | None:
@@ -209,15 +213,20 @@ if paper is not None:
         else "Mean over the paper's 3 repetitions; the curve stops where the first one did."
     )
 
-torch_weights = stored_curves(TORCH_FILE)
-if torch_weights is not None:
+other_weights = {line: stored_curves(name) for name, line in OTHER_WEIGHTS.items()}
+if any(other_weights.values()):
     st.markdown(
-        "**Starting from other first weights.** The authors wrote their code with Keras, which "
-        "draws a network's first weights from Glorot's rule and starts its biases at zero, as "
-        "the experiment above does. PyTorch's own rule draws the weights about half as wide and "
-        "the biases at random too. The same experiment from PyTorch's first weights:"
+        "**Starting from other first weights.** The authors wrote their code with Keras 0.3, "
+        "which draws a network's first weights from Glorot's rule and starts its biases at zero, "
+        "as the experiment above does. Later versions of Keras count a convolution's outputs "
+        "differently and draw the convolutions' weights narrower (the first layer's three times "
+        "narrower); PyTorch's own rule draws the dense layers' weights less than half as wide "
+        "and the biases at random too. The same experiment from those first weights:"
     )
-    st.table(paper_table(torch_weights))
+    for line, result in other_weights.items():
+        if result is not None:
+            st.markdown(line)
+            st.table(paper_table(result))
 
 st.subheader("Watch it live")
 try:

@@ -500,7 +500,7 @@ def test_set_changes_a_protocols_settings_and_names_the_saved_file(capsys, monke
     )
     monkeypatch.setattr(active_cli, "REPO_ROOT", tmp_path)
     (tmp_path / "benchmarks").mkdir()
-    assert PROTOCOLS["gal2017"].config.run.init == "glorot"  # Keras' weights, as the authors'
+    assert PROTOCOLS["gal2017"].config.run.init == "glorot_keras03"  # Keras 0.3's, as the authors'
     argv = ["active", "--protocol", "gal2017", "--set", "init=torch", "--set", "stop_at=0.9"]
     assert cli_main([*argv, "--json", "--save"]) == 0
     assert asked == [replace(PROTOCOLS["gal2017"].config.run, init="torch", stop_at=0.9)]

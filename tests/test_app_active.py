@@ -74,7 +74,7 @@ def test_page_shows_the_papers_experiment_beside_gals_table(tmp_path, monkeypatc
     assert list(rows["Gal et al."]) == ["145", "335", "255", "835"]
     assert list(rows["here / paper"])[0] == "1.03×"
     assert any("2 of the paper's 3 repetitions" in c.value for c in at.caption)
-    assert len(at.table) == 1  # no study from PyTorch's initial weights stored
+    assert len(at.table) == 1  # no study from other initial weights stored
 
     ablation = {**stored, "settings": {"seeds": 2, "stop_at": 0.9, "init": "torch"}}
     name = "active_learning-gal2017-init_torch.json"
@@ -82,9 +82,22 @@ def test_page_shows_the_papers_experiment_beside_gals_table(tmp_path, monkeypatc
     at = AppTest.from_file(PAGE, default_timeout=300).run()
     assert not at.exception, at.exception
     assert any("PyTorch's first weights" in m.value for m in at.markdown)
+    assert not any("later Keras versions" in m.value for m in at.markdown)
     rows = at.table[1].value  # stopped at 10 % error: no 5 % rows
     assert list(rows["test error"]) == ["10 %", "10 %"]
     assert list(rows["labels here, per repetition"]) == ["140, 160", "300, 260"]
+
+    later = {**stored, "settings": {"seeds": 2, "init": "glorot"}}
+    name = "active_learning-gal2017-init_glorot.json"
+    (tmp_path / "benchmarks" / name).write_text(json.dumps(later))
+    at = AppTest.from_file(PAGE, default_timeout=300).run()
+    assert not at.exception, at.exception
+    lines = [m.value for m in at.markdown if m.value.startswith("From ")]
+    assert lines == [
+        "From the first weights of later Keras versions:",
+        "From PyTorch's first weights:",
+    ]
+    assert [len(t.value) for t in at.table] == [4, 4, 2]  # the preset's, later Keras', PyTorch's
 
 
 def test_page_shows_the_stored_curves_and_a_table(tmp_path, monkeypatch, mnist_small):

@@ -72,7 +72,7 @@ PROTOCOLS: dict[str, Protocol] = {
                 test_size=10_000,
                 n_eval_samples=0,
                 stop_at=0.95,
-                init="glorot",
+                init="glorot_keras03",
             ),
         ),
         sources={
@@ -99,8 +99,12 @@ PROTOCOLS: dict[str, Protocol] = {
             "run.test_size": f"{GAL}: the 10,000 MNIST test images",
             "run.n_eval_samples": f"{CODE}: test accuracy of the network with dropout off "
             "(Keras' evaluate)",
-            "run.init": f"{CODE}: Keras' default initial weights, Glorot-uniform with zero biases "
-            "(PyTorch's own, uniform in ±1/√fan_in for the biases too, are an ablation)",
+            "run.init": f"{CODE}, written for Keras 0.3 (its show_accuracy and "
+            "predict_stochastic are that version's; the authors' copy of Keras, in "
+            "Riashat/Deep-Bayesian-Active-Learning, is 0.3.1): Keras 0.3's default initial "
+            "weights, Glorot-uniform with a convolution's fan-out its output channels, and zero "
+            "biases (later Keras' fans, in · k² and out · k², and PyTorch's own, uniform in "
+            "±1/√fan_in for the biases too, are ablations)",
             "run.stop_at": f"{GAL}'s Table 1 counts the labels to 10 % and 5 % test error; a run "
             "stops at 5 % (the curves to 1,000 labels would take about 10 hours here)",
         },
