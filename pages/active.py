@@ -31,11 +31,11 @@ KIND_KEY = "active_kind"
 # 80.5 % (120 steps and 20 passes: 3.6-4.0 s a round in the same conditions).
 LIVE = {"budget": 150, "test_size": 1000, "candidates": 500, "train_steps": 100, "n_samples": 10}
 PROTOCOL_FILE = "active_learning-gal2017.json"
+# stored runs of the paper's experiment from other first weights → the line above their table
 OTHER_WEIGHTS = {
     "active_learning-gal2017-init_glorot.json": "From the first weights of later Keras versions:",
     "active_learning-gal2017-init_torch.json": "From PyTorch's first weights:",
 }
-"""Stored runs of the paper's experiment from other first weights → the line above its table."""
 
 
 def stored_curves(name: str = RESULT_FILE) -> dict | None:
