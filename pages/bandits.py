@@ -66,33 +66,40 @@ FINDINGS = {
 }
 
 
-# Reward-model setting → its changed value (and the environment) in a student's words. (A
+# Reward-model setting → its changed value (in the run's settings) in a student's words. (A
 # comment, not a docstring: Streamlit's magic writes a page script's bare strings on the page.)
-SETTING_WORDS: dict[str, Callable[[Any, str], str]] = {
-    "lrt": lambda v, env: "local reparameterisation" if v else "weight sampling",
-    "prior": lambda v, env: "a Gaussian prior" if v == "gaussian" else "the scale-mixture prior",
-    "prior_sigma1": lambda v, env: f"a prior whose wide part has σ1 = {power_of_e(v)}",
-    "init_sigma": lambda v, env: f"an initial posterior σ of {v:g}",
-    "kl_beta": lambda v, env: f"the complexity cost × {v:g}",
-    "kl_data": lambda v, env: (
+SETTING_WORDS: dict[str, Callable[[Any, RunConfig], str]] = {
+    "lrt": lambda v, c: "local reparameterisation" if v else "weight sampling",
+    "prior": lambda v, c: "a Gaussian prior" if v == "gaussian" else "the scale-mixture prior",
+    "prior_sigma1": lambda v, c: f"a prior whose wide part has σ1 = {power_of_e(v)}",
+    "init_sigma": lambda v, c: f"an initial posterior σ of {v:g}",
+    "kl_beta": lambda v, c: f"the complexity cost × {v:g}",
+    "kl_data": lambda v, c: (
         "the complexity cost weighed by "
         + ("every interaction seen" if v == "seen" else "the interactions in the buffer")
     ),
-    "kl_schedule": lambda v, env: (
+    "kl_schedule": lambda v, c: (
         "most of each step's complexity cost in its first updates (Blundell et al.'s re-weighting)"
         if v == "geometric"
         else "each step's complexity cost spread evenly over its updates"
     ),
-    "buffer_size": lambda v, env: f"a buffer of the last {v:,} interactions",
-    "updates_per_step": lambda v, env: f"{v} update{'' if v == 1 else 's'} per step",
-    "optimizer": lambda v, env: "plain gradient steps (SGD)" if v == "sgd" else "Adam",
-    "lr": lambda v, env: f"a learning rate of {v:.0e}".replace("e-0", "e-"),
-    "noise_sigma": lambda v, env: (
-        f"a likelihood σ of {v * MushroomBandit.reward_scale:g} reward units"
-        if env == "mushroom"
-        else f"noise_sigma = {v}"
+    "buffer_size": lambda v, c: f"a buffer of the last {v:,} interactions",
+    "updates_per_step": lambda v, c: f"{v} update{'' if v == 1 else 's'} per step",
+    "optimizer": lambda v, c: "plain gradient steps (SGD)" if v == "sgd" else "Adam",
+    "lr": lambda v, c: f"a learning rate of {v:.0e}".replace("e-0", "e-"),
+    "reward_scale": lambda v, c: (
+        "the rewards as they are" if v == 1 else f"the rewards divided by {v:g}"
     ),
+    "noise_sigma": lambda v, c: likelihood_words(v, c),
 }
+
+
+def likelihood_words(noise_sigma: float, config: RunConfig) -> str:
+    """BBB's likelihood σ in reward units (the networks see rewards divided by the scale)."""
+    if config.env != "mushroom":
+        return f"noise_sigma = {noise_sigma}"
+    sigma = noise_sigma * (config.model.reward_scale or MushroomBandit.reward_scale)
+    return f"a likelihood σ of {sigma:g} reward unit{'' if sigma == 1 else 's'}"
 
 
 def power_of_e(value: float) -> str:
@@ -104,10 +111,11 @@ def power_of_e(value: float) -> str:
     return f"e{'⁻' if exponent < 0 else ''}{digits} ≈ {value:.3g}"
 
 
-def setting_words(key: str, value: Any, env: str) -> str:
-    """A changed reward-model setting in a student's words (``key = value`` for the rest)."""
+def setting_words(key: str, value: Any, config: RunConfig) -> str:
+    """A changed reward-model setting of the run ``config`` in a student's words (``key =
+    value`` for the rest)."""
     words = SETTING_WORDS.get(key)
-    return words(value, env) if words else f"{key} = {value}"
+    return words(value, config) if words else f"{key} = {value}"
 
 
 def in_word_order(changed: dict) -> list[tuple[str, Any]]:
@@ -129,7 +137,7 @@ def run_title(result: dict) -> str:
         title += f": the experiment of {PROTOCOLS[protocol].title.split(':')[0]}"
         agents = changed.pop("agents", None)
         changed.pop("engine", None)  # who computes, not what: the same estimator
-        words = [setting_words(k, v, config.env) for k, v in in_word_order(changed)]
+        words = [setting_words(k, v, config) for k, v in in_word_order(changed)]
         if words:
             title += " with " + ", ".join(words)
         if agents:
@@ -137,7 +145,7 @@ def run_title(result: dict) -> str:
         return title
     changed = changed_settings(config)
     if changed:
-        words = [setting_words(k, v, config.env) for k, v in in_word_order(changed)]
+        words = [setting_words(k, v, config) for k, v in in_word_order(changed)]
         title += " (" + ", ".join(words) + ")"
     return title
 

@@ -178,6 +178,17 @@ def test_an_ablation_is_named_and_titled_by_its_protocol_and_what_it_changes():
         "with most of each step's complexity cost in its first updates (Blundell et al.'s "
         "re-weighting) (BBB Thompson only)"
     )
+    raw = dataclasses.replace(  # the same likelihood, in reward units, on undivided rewards
+        only_bbb,
+        model=dataclasses.replace(BLUNDELL.config.model, reward_scale=1.0, noise_sigma=1.0),
+    )
+    assert reference_name(raw) == (
+        "mushroom-50000-blundell2015-agentsbbb-noise_sigma1-reward_scale1.json"
+    )
+    result["settings"] = raw.to_dict()
+    assert run_title(result).endswith(
+        "with the rewards as they are, a likelihood σ of 1 reward unit (BBB Thompson only)"
+    )
     assert protocol_ablation(dataclasses.replace(BLUNDELL.config, agents=("random",))) is None
     other = dataclasses.replace(BLUNDELL.config, seeds=2)  # not the protocol's runs
     assert protocol_ablation(other) is None

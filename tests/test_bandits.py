@@ -443,6 +443,28 @@ def test_kl_data_counts_the_buffer_or_every_interaction_seen_in_the_complexity_c
         assert weights == pytest.approx([0.5 * batch / n for n in counts])
 
 
+@pytest.mark.parametrize("engine", ["torch", "native"])
+def test_the_reward_scale_divides_what_networks_learn_and_multiplies_what_they_predict(engine):
+    """The mushroom's own scale (5) unless the settings give one; 1 is the rewards as they are."""
+
+    def learned_and_predicted(scale: float | None) -> tuple[torch.Tensor, torch.Tensor]:
+        model = dataclasses.replace(NATIVE, engine=engine, reward_scale=scale)
+        run = BanditRun(RunConfig(env="mushroom", agents=("greedy",), seeds=3, model=model))
+        group = run.groups[0][0]
+        contexts = run.env.data.features[:3]
+        untrained = group.sample_rewards(0, contexts, 1, generator(0))
+        group.update(contexts, torch.tensor([0, 0, 1]), torch.tensor([5.0, -35.0, 0.0]))
+        return group.buffer.rewards[:, 0], untrained
+
+    learned, predicted = learned_and_predicted(None)
+    learned_raw, predicted_raw = learned_and_predicted(1.0)
+    assert learned.tolist() == [1.0, -7.0, 0.0] and learned_raw.tolist() == [5.0, -35.0, 0.0]
+    assert torch.allclose(predicted, 5 * predicted_raw)  # one network, read in reward units
+    assert predicted.abs().max() > 0
+    with pytest.raises(ValueError, match="reward_scale must be"):
+        ModelSettings(reward_scale=0.0)
+
+
 def test_kl_factors_share_a_steps_complexity_cost_as_blundell_section_3_4():
     assert torch.equal(kl_factors(5, "constant"), torch.ones(5, dtype=torch.float64))
     geometric = kl_factors(4, "geometric")  # U·π_i, π_i = 2^(U−i)/(2^U − 1)

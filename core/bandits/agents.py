@@ -150,8 +150,12 @@ class ModelSettings:
         optimizer: How the reward networks follow their gradients: ``"adam"`` or ``"sgd"``
             (plain gradient steps, the update rule of Blundell et al. 2015, §3.2); one of
             :data:`~core.training.OPTIMIZERS`.
-        noise_sigma: BBB's likelihood standard deviation σ, in units of the environment's
-            ``reward_scale``.
+        noise_sigma: BBB's likelihood standard deviation σ, in the units the networks see
+            (reward units divided by the reward scale).
+        reward_scale: Rewards are divided by it before the reward networks see them, and the
+            networks' outputs multiplied by it; None takes the environment's own
+            ``reward_scale`` (5 for the mushroom, 10 for the wheel), 1 trains on the rewards
+            as they are.
         prior: BBB's weight prior: ``"gaussian"`` N(0, prior_sigma²) or ``"mixture"``, the
             scale mixture prior_pi·N(0, prior_sigma1²) + (1 − prior_pi)·N(0, prior_sigma2²)
             of Blundell et al. (2015).
@@ -193,6 +197,7 @@ class ModelSettings:
     lr: float = 1e-3
     optimizer: str = "adam"
     noise_sigma: float = 1.0
+    reward_scale: float | None = None
     prior: str = "gaussian"
     prior_sigma: float = 1.0
     prior_pi: float = 0.5
@@ -223,6 +228,8 @@ class ModelSettings:
             raise ValueError(
                 "lr, sgld_lr, noise_sigma, prior_sigma, init_sigma must be > 0, kl_beta ≥ 0"
             )
+        if self.reward_scale is not None and self.reward_scale <= 0:
+            raise ValueError(f"reward_scale must be > 0 or None, got {self.reward_scale}")
         if min(self.linear_lambda, self.linear_a0, self.linear_b0) <= 0:
             raise ValueError("linear_lambda, linear_a0 and linear_b0 must be > 0")
         if self.prior not in ("gaussian", "mixture"):
@@ -319,7 +326,7 @@ class AgentGroup:
         Args:
             specs: The agents, all of this group's family.
             n_seeds: Runs per agent.
-            env: The environment (its sizes and reward scale).
+            env: The environment (its sizes and reward scale, unless ``settings`` sets one).
             settings: Reward model and training settings.
             seed: Seed of the group's generator.
             device: Where the reward networks compute (the random and linear agents always
@@ -330,7 +337,8 @@ class AgentGroup:
         self.specs, self.n_seeds = list(specs), n_seeds
         self.n_runs = len(self.specs) * n_seeds
         self.n_actions, self.context_dim = env.n_actions, env.context_dim
-        self.reward_scale = float(env.reward_scale)
+        scale = env.reward_scale if settings.reward_scale is None else settings.reward_scale
+        self.reward_scale = float(scale)
         self.settings = settings
         self.seed_index = torch.arange(self.n_runs) % n_seeds
         self.generator = torch.Generator().manual_seed(seed)

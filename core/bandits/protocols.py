@@ -51,6 +51,9 @@ PROTOCOLS: dict[str, Protocol] = {
             "model.prior_sigma1": "not given for this experiment: the lab's MNIST mixture, σ1 = 1",
             "model.prior_sigma2": "not given for this experiment: the lab's MNIST mixture, "
             "σ2 = e^-6",
+            "model.reward_scale": "not given in the paper: the networks learn the rewards "
+            "divided by the environment's 5 (+5, −35 and 0 become 1, −7 and 0), the lab's; "
+            "reward_scale=1 is the rewards as they are",
             "model.noise_sigma": "not given in the paper: σ = 1 reward unit (0.2 of the "
             "rewards divided by 5 that the network sees)",
             "model.optimizer": "not given for this experiment: the lab's Adam (the paper's §3.2 "
