@@ -2,7 +2,8 @@
 
 Gal, Islam & Ghahramani (2017) optimise the weight decay on a validation set of 100 images and
 do not give its value; the gal2017 preset fixes the authors' code's L2 term on the dense layer
-(``dense_decay_scale`` 5, a gradient term 5 / N · W for N labels) and its 50 epochs per round.
+(``dense_decay_scale`` 5: a gradient term 5 / N · W for N labels on Keras' mean loss, on the
+summed loss in the studies with ``minibatch_loss=sum``) and its 50 epochs per round.
 This probe takes the labelled sets that the runs of a stored study acquired (``--study``: the
 preset's, ``core active --protocol gal2017``, or an ablation of it; its runs must be in the disk
 cache), retrains the study's network on each with every value of one setting and prints the
@@ -16,10 +17,12 @@ test accuracy (10,000 images, dropout off) of
     # the preset's study (from Keras' initial weights): its epochs
     python benchmarks/active_setting_probe.py --setting epochs --values 25,50,100,200 \
         --runs bald:150,random:200 --save
-    # the study from PyTorch's initial weights: dense_decay_scale 0, 1.25, 5 and 20, the epochs
-    python benchmarks/active_setting_probe.py --study active_learning-gal2017-init_torch.json --save
+    # the summed-loss study from PyTorch's initial weights: dense_decay_scale 0, 1.25, 5 and
+    # 20, the epochs
+    python benchmarks/active_setting_probe.py \
+        --study active_learning-gal2017-minibatch_loss_sum-init_torch.json --save
     python benchmarks/active_setting_probe.py --setting epochs --values 25,50,100,200 \
-        --study active_learning-gal2017-init_torch.json --save
+        --study active_learning-gal2017-minibatch_loss_sum-init_torch.json --save
 """
 
 from __future__ import annotations

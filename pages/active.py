@@ -31,10 +31,13 @@ KIND_KEY = "active_kind"
 # 80.5 % (120 steps and 20 passes: 3.6-4.0 s a round in the same conditions).
 LIVE = {"budget": 150, "test_size": 1000, "candidates": 500, "train_steps": 100, "n_samples": 10}
 PROTOCOL_FILE = "active_learning-gal2017.json"
-# stored runs of the paper's experiment from other first weights → the line above their table
-OTHER_WEIGHTS = {
-    "active_learning-gal2017-init_glorot.json": "From the first weights of later Keras versions:",
-    "active_learning-gal2017-init_torch.json": "From PyTorch's first weights:",
+# stored runs of the paper's experiment trained on summed losses → the line above their table
+SUMMED_LOSSES = {
+    "active_learning-gal2017-minibatch_loss_sum.json": "From Keras 0.3's first weights, as above:",
+    "active_learning-gal2017-minibatch_loss_sum-init_glorot.json": (
+        "From the first weights of later Keras versions:"
+    ),
+    "active_learning-gal2017-minibatch_loss_sum-init_torch.json": "From PyTorch's first weights:",
 }
 
 
@@ -213,17 +216,21 @@ if paper is not None:
         else "Mean over the paper's 3 repetitions; the curve stops where the first one did."
     )
 
-other_weights = {line: stored_curves(name) for name, line in OTHER_WEIGHTS.items()}
-if any(other_weights.values()):
+summed = {line: stored_curves(name) for name, line in SUMMED_LOSSES.items()}
+if any(summed.values()):
     st.markdown(
-        "**Starting from other first weights.** The authors wrote their code with Keras 0.3, "
-        "which draws a network's first weights from Glorot's rule and starts its biases at zero, "
-        "as the experiment above does. Later versions of Keras count a convolution's outputs "
-        "differently and draw the convolutions' weights narrower (the first layer's three times "
-        "narrower); PyTorch's own rule draws the dense layers' weights less than half as wide "
-        "and the biases at random too. The same experiment from those first weights:"
+        "**The same experiment, trained another way.** Keras, which the authors used, averages "
+        "the losses of a minibatch's digits; this lab's own training adds them up. With the "
+        "Adam optimiser that changes two things: the last, smaller minibatch of every pass over "
+        "the labels counts for less, and the weight decay on the dense layer becomes as many "
+        "times weaker next to the data as a minibatch has digits (128 once there are enough "
+        "labels). The experiment trained that way, from three kinds of first "
+        "weights: Keras 0.3's (its version of Glorot's rule, biases at zero, as above), later "
+        "Keras versions' (the convolutions' weights drawn narrower, the first layer's three "
+        "times narrower) and PyTorch's own (the dense layers' weights less than half as wide, "
+        "the biases at random too):"
     )
-    for line, result in other_weights.items():
+    for line, result in summed.items():
         if result is not None:
             st.markdown(line)
             st.table(paper_table(result))

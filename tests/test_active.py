@@ -9,6 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from core.active import loop
 from core.active.acquisition import ACQUISITIONS, acquire
@@ -19,6 +20,7 @@ from core.active.loop import (
     ActiveLearner,
     curve,
     live_config,
+    minibatch_terms,
     run_active,
 )
 from core.cli import main as cli_main
@@ -26,6 +28,7 @@ from core.engine.interface import ModelConfig
 from core.evaluation.uncertainty import summarize
 from core.methods import build_model, method
 from core.methods.base import TRAIN_FIELDS
+from core.training import TrainConfig, train
 from tests.browser_util import REPO_ROOT
 
 TINY = ActiveConfig(
@@ -383,6 +386,42 @@ def test_the_papers_training_settings_reach_every_rounds_training(data, monkeypa
     [(settings, procedure, _)] = seen
     assert (settings.epochs, settings.batch_size, settings.weight_decay) == (32, 32, 1e-4)
     assert procedure is method(TINY.kind).procedure
+
+
+KERAS_CNN = ModelConfig(kind="dropout", conv=(4, 8), conv_layout="pooled", hidden=(16,), dropout=0)
+
+
+def keras_steps(x: torch.Tensor, y: torch.Tensor, dense_l2: float) -> list[torch.Tensor]:
+    """A small dropout-free CNN after 3 epochs of Adam on Keras' loss — a minibatch's mean
+    cross-entropy plus dense_l2 / 2 · ‖W‖² on the first dense layer — in minibatches of 32 in
+    the order :func:`~core.training.train` shuffles with seed 3."""
+    reference = build_model(KERAS_CNN, seed=0)
+    adam = torch.optim.Adam(reference.parameters(), lr=1e-3)
+    order = torch.Generator().manual_seed(3)
+    for _ in range(3):
+        for idx in torch.randperm(len(x), generator=order).split(32):
+            dense = reference.layers[0].weight
+            loss = F.cross_entropy(reference(x[idx]), y[idx]) + dense_l2 / 2 * dense.square().sum()
+            adam.zero_grad()
+            loss.backward()
+            adam.step()
+    return [p.detach() for p in reference.parameters()]
+
+
+@pytest.mark.parametrize("dense_l2", [0.0, 0.5])
+def test_a_mean_minibatch_loss_steps_as_keras_did_for_gal_et_al(data, dense_l2):
+    """The lab sums a minibatch's NLLs; ``minibatch_loss="mean"`` must take Keras' steps, the
+    epoch's last and smaller minibatch (50 = 32 + 18 images) and the L2 term included — and the
+    sum must not."""
+    x, y = data[0][:50], data[1][:50]
+    expected = keras_steps(x, y, dense_l2)
+    settings = TrainConfig(epochs=3, batch_size=32, lr=1e-3, seed=3)
+    for mean in (True, False):
+        model = build_model(KERAS_CNN, seed=0)
+        procedure = minibatch_terms(method("dropout").procedure, mean, dense_l2)
+        train(model, settings, (x, y), (x[:1], y[:1]), device="cpu", procedure=procedure)
+        gap = max((p - e).abs().max() for p, e in zip(model.parameters(), expected, strict=True))
+        assert (gap < 1e-5) if mean else (gap > 1e-4), (mean, float(gap))
 
 
 def test_weight_scaling_is_the_network_with_its_dropout_left_out():

@@ -74,30 +74,36 @@ def test_page_shows_the_papers_experiment_beside_gals_table(tmp_path, monkeypatc
     assert list(rows["Gal et al."]) == ["145", "335", "255", "835"]
     assert list(rows["here / paper"])[0] == "1.03×"
     assert any("2 of the paper's 3 repetitions" in c.value for c in at.caption)
-    assert len(at.table) == 1  # no study from other initial weights stored
+    assert len(at.table) == 1  # no study trained another way stored
 
     ablation = {**stored, "settings": {"seeds": 2, "stop_at": 0.9, "init": "torch"}}
-    name = "active_learning-gal2017-init_torch.json"
+    name = "active_learning-gal2017-minibatch_loss_sum-init_torch.json"
     (tmp_path / "benchmarks" / name).write_text(json.dumps(ablation))
     at = AppTest.from_file(PAGE, default_timeout=300).run()
     assert not at.exception, at.exception
-    assert any("PyTorch's first weights" in m.value for m in at.markdown)
-    assert not any("later Keras versions" in m.value for m in at.markdown)
+    lines = [m.value for m in at.markdown if m.value.startswith("From ")]
+    assert lines == ["From PyTorch's first weights:"]  # only the tables stored
     rows = at.table[1].value  # stopped at 10 % error: no 5 % rows
     assert list(rows["test error"]) == ["10 %", "10 %"]
     assert list(rows["labels here, per repetition"]) == ["140, 160", "300, 260"]
 
     later = {**stored, "settings": {"seeds": 2, "init": "glorot"}}
-    name = "active_learning-gal2017-init_glorot.json"
+    name = "active_learning-gal2017-minibatch_loss_sum-init_glorot.json"
     (tmp_path / "benchmarks" / name).write_text(json.dumps(later))
+    summed = {**stored, "settings": {"seeds": 2, "minibatch_loss": "sum"}}
+    name = "active_learning-gal2017-minibatch_loss_sum.json"
+    (tmp_path / "benchmarks" / name).write_text(json.dumps(summed))
     at = AppTest.from_file(PAGE, default_timeout=300).run()
     assert not at.exception, at.exception
+    assert any("adds them up" in m.value for m in at.markdown)
     lines = [m.value for m in at.markdown if m.value.startswith("From ")]
     assert lines == [
+        "From Keras 0.3's first weights, as above:",
         "From the first weights of later Keras versions:",
         "From PyTorch's first weights:",
     ]
-    assert [len(t.value) for t in at.table] == [4, 4, 2]  # the preset's, later Keras', PyTorch's
+    assert [len(t.value) for t in at.table] == [4, 4, 4, 2]  # the preset's, then summed losses'
+    # from Keras 0.3's, later Keras' and PyTorch's first weights
 
 
 def test_page_shows_the_stored_curves_and_a_table(tmp_path, monkeypatch, mnist_small):

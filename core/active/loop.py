@@ -41,6 +41,9 @@ that train their own posterior: a post-hoc fit on a few dozen labels is nearly i
 predictions at chance, 11.8 % test accuracy)."""
 
 
+MINIBATCH_LOSSES = ("sum", "mean")
+"""What a round's optimiser steps on (:attr:`ActiveConfig.minibatch_loss`)."""
+
 ACTIVE_MODEL_FIELDS = frozenset(
     {"kind", "hidden", "conv", "conv_layout", "conv_dropout", "dropout", "init_sigma"}
 )
@@ -95,6 +98,7 @@ class ActiveConfig:
     conv_dropout: float | None = None
     weight_decay: float = 0.0
     dense_decay_scale: float = 0.0
+    minibatch_loss: str = "sum"
     initial: int = 20
     pool_size: int = 10_000
     candidates: int = 1_000
@@ -121,6 +125,10 @@ class ActiveConfig:
             raise ValueError("need initial ≤ budget ≤ pool_size and acquire ≥ 1")
         if self.weight_decay < 0 or self.dense_decay_scale < 0:
             raise ValueError("weight_decay and dense_decay_scale must be ≥ 0")
+        if self.minibatch_loss not in MINIBATCH_LOSSES:
+            raise ValueError(
+                f"minibatch_loss must be one of {MINIBATCH_LOSSES}, got {self.minibatch_loss!r}"
+            )
         if self.epochs < 0 or self.batch_size < 1 or self.train_steps < 1:
             raise ValueError("need epochs ≥ 0, batch_size ≥ 1 and train_steps ≥ 1")
         if self.n_eval_samples < 0 or (
@@ -302,8 +310,9 @@ class ActiveLearner:
         model = build_model(model_config, seed=seed)  # train() seeds its own noise
         INITIALISATIONS[config.init](model, torch.Generator().manual_seed(seed))
         procedure = unit.procedure
-        if config.dense_decay_scale:
-            procedure = first_dense_l2(procedure, config.dense_decay_scale / len(x))
+        mean = config.minibatch_loss == "mean"
+        if mean or config.dense_decay_scale:
+            procedure = minibatch_terms(procedure, mean, config.dense_decay_scale / len(x))
         cpu = torch.device("cpu")
         train(model, settings, (x, y), (x[:1], y[:1]), device=cpu, procedure=procedure)
         return model.eval().requires_grad_(False)
@@ -352,33 +361,51 @@ class ActiveLearner:
         return result
 
 
-def first_dense_l2(procedure: type[Procedure], coefficient: float) -> type[Procedure]:
-    """``procedure`` with an L2 term on the first dense layer's weights W only.
+def minibatch_terms(procedure: type[Procedure], mean: bool, dense_l2: float) -> type[Procedure]:
+    """``procedure`` stepping on a minibatch's mean NLL, and with an L2 term on one layer.
 
-    Every step adds ``coefficient · W`` to W's gradient before the optimiser's step: the
-    gradient of ``coefficient / 2 · ‖W‖²`` added to the objective, what Adam's ``weight_decay``
-    does for every parameter.
+    The term is ``dense_l2 / 2 · ‖W‖²`` on the first dense layer's weights W only. The lab's
+    objective is a minibatch's sum of NLLs (:func:`~core.engine.objective.minibatch_objective`).
+    With ``mean`` every gradient is first divided by the b images of the step's minibatch,
+    giving Keras' loss: under Adam, whose steps hardly depend on the gradient's scale, the same
+    steps but for an epoch's last, smaller minibatch, which the sum weighs b / B as much as the
+    others. The L2 term's gradient ``dense_l2 · W`` is then added, so it is a term of the mean's
+    loss, as a Keras layer's regulariser is, or of the sum's.
 
     Args:
         procedure: The method's training procedure (its network has ``layers``).
-        coefficient: The L2 coefficient.
+        mean: Step on the minibatch's mean NLL.
+        dense_l2: The L2 coefficient (0: no term).
 
     Returns:
-        The procedure class with the term.
+        The procedure class with these steps.
     """
 
-    class FirstDenseL2(procedure):
-        graphable = False  # the step's extra term is added from Python
+    class MinibatchTerms(procedure):
+        graphable = False  # the step's gradients are changed from Python
 
         def optimizer(self, network: torch.nn.Module) -> torch.optim.Optimizer:
             self.decayed = network.layers[0].weight
-            return super().optimizer(network)
+            optimizer = super().optimizer(network)
+            self.trained = [p for group in optimizer.param_groups for p in group["params"]]
+            return optimizer
+
+        def before_step(self, step: int) -> None:
+            super().before_step(step)
+            size, n = self.config.batch_size, self.num_data
+            batches = -(-n // size)
+            self.images = n - (batches - 1) * size if step % batches == 0 else size
 
         def step(self) -> None:
-            self.decayed.grad.add_(self.decayed.detach(), alpha=coefficient)
+            if mean:
+                for p in self.trained:
+                    if p.grad is not None:
+                        p.grad.div_(self.images)
+            if dense_l2:
+                self.decayed.grad.add_(self.decayed.detach(), alpha=dense_l2)
             super().step()
 
-    return FirstDenseL2
+    return MinibatchTerms
 
 
 TEST_CHUNK = 250

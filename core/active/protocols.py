@@ -61,6 +61,7 @@ PROTOCOLS: dict[str, Protocol] = {
                 conv_dropout=0.25,
                 dropout=0.5,
                 dense_decay_scale=5.0,
+                minibatch_loss="mean",
                 initial=20,
                 acquire=10,
                 budget=1000,
@@ -86,8 +87,11 @@ PROTOCOLS: dict[str, Protocol] = {
             "run.conv_dropout": f"{GAL}: dropout 0.25 after the pooling",
             "run.dropout": f"{GAL}: dropout 0.5 after the dense layer",
             "run.dense_decay_scale": f"{CODE}: an L2 term 2.5 / N · Σw² on the dense layer's "
-            "weights for N labelled images, i.e. a gradient term 5 / N · w (the paper: tuned on "
-            "100 validation images)",
+            "weights for N labelled images, added to the mean loss, i.e. a gradient term "
+            "5 / N · w (the paper: tuned on 100 validation images)",
+            "run.minibatch_loss": f"{CODE}: Keras' loss, a minibatch's mean cross-entropy "
+            "plus the L2 term (the lab's objective sums the cross-entropies: under Adam an "
+            "epoch's last, smaller minibatch would weigh less and the L2 term 1 / 128 as much)",
             "run.initial": f"{GAL}: 20 initial labels, balanced over the classes",
             "run.acquire": f"{GAL}: 10 images acquired per round",
             "run.budget": f"{GAL}: up to 1,000 labels",
