@@ -349,6 +349,26 @@ def draw(page, strokes: list[list[tuple[float, float]]]) -> None:
         page.mouse.up()
 
 
+def draw_until_sent(page, strokes: list[list[tuple[float, float]]], tries: int = 3) -> None:
+    """:func:`draw` the strokes until the canvas sends them (needs :func:`record_timings`).
+
+    Strokes drawn while a rerun is still mounting the canvas are lost, and then the page sends
+    nothing; they are drawn again. Strokes the page did send are never repeated.
+    """
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    for _ in range(tries):
+        wait_for_script(page)
+        sent = messages_sent(page)
+        draw(page, strokes)
+        try:
+            page.wait_for_function(f"() => window.__sent.length > {sent}", timeout=30_000)
+            return
+        except PlaywrightTimeout:
+            continue
+    raise AssertionError(f"{tries} drawings on the canvas and the page sent nothing")
+
+
 def finger(page, points: list[tuple[float, float]]) -> None:
     """Touch the screen at the first point, slide through the others, lift: real touch events
     (the DevTools protocol's, as a touch screen sends them), a move about every 8 pixels."""

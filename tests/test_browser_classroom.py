@@ -17,7 +17,8 @@ from tests.browser_util import (
     choose_class_label,
     chromium_browsers,
     chromium_page,
-    draw,
+    draw_until_sent,
+    record_timings,
     require_chromium,
     scored_default_models,
     serve_app,
@@ -41,11 +42,15 @@ def scored_models() -> list[str]:
 
 def send_a_one(page, url: str) -> None:
     """Draw a "1" on the Draw page of ``url`` opened with the class code and send it."""
+    record_timings(page)
     page.goto(f"{url}/draw?class={CLASS}")
     page.wait_for_selector("canvas.upper-canvas")
-    wait_for_script(page)
-    draw(page, ONE)
-    page.wait_for_selector("[class*='st-key-prediction_'], [data-testid='stAlertContentWarning']")
+    draw_until_sent(page, ONE)
+    shown = page.wait_for_selector(
+        "[class*='st-key-prediction_'], [data-testid='stAlertContentWarning'], "
+        "[data-testid='stException']"
+    )
+    assert shown.get_attribute("data-testid") != "stException", shown.inner_text()
     wait_for_script(page)
     page.get_by_text(PANEL).click()
     wait_for_text(page, f"Class code in use: {CLASS}")
