@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -290,25 +290,33 @@ def wait_for_polled_text(page, text: str, deadline_s: float = 300) -> None:
     page.get_by_text(text).filter(visible=True).first.wait_for(timeout=deadline_s * 1000)
 
 
-def press(page, button, *, tap: bool = False, tries: int = 3) -> None:
-    """Tap (or click) ``button`` until the press leaves the page (needs :func:`record_timings`).
+def until_sent(page, act: Callable[[], None], tries: int, what: str) -> None:
+    """Do ``act`` until the page sends a message for it (needs :func:`record_timings`).
 
-    A press that lands while the page is still laying out a rerun's charts can miss the
-    button, and then the page sends nothing; it is made again. A press the page did send to
-    the server is never repeated, so a lost or doubled action still fails the test.
+    An action that lands while the page is still laying out or mounting a rerun's elements can
+    miss them, and then the page sends nothing; it is done again. An action the page did send
+    to the server is never repeated, so a lost or doubled action still fails the test.
+
+    Raises:
+        AssertionError: ``"{tries} {what} and the page sent nothing"``.
     """
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     for _ in range(tries):
         wait_for_script(page)
         sent = messages_sent(page)
-        button.tap() if tap else button.click()
+        act()
         try:
             page.wait_for_function(f"() => window.__sent.length > {sent}", timeout=30_000)
             return
         except PlaywrightTimeout:
             continue
-    raise AssertionError(f"{tries} presses of the button and the page sent nothing")
+    raise AssertionError(f"{tries} {what} and the page sent nothing")
+
+
+def press(page, button, *, tap: bool = False, tries: int = 3) -> None:
+    """Tap (or click) ``button`` until the press leaves the page (:func:`until_sent`)."""
+    until_sent(page, button.tap if tap else button.click, tries, "presses of the button")
 
 
 def choose(page, box, option: str, tries: int = 10) -> None:
@@ -350,23 +358,9 @@ def draw(page, strokes: list[list[tuple[float, float]]]) -> None:
 
 
 def draw_until_sent(page, strokes: list[list[tuple[float, float]]], tries: int = 3) -> None:
-    """:func:`draw` the strokes until the canvas sends them (needs :func:`record_timings`).
-
-    Strokes drawn while a rerun is still mounting the canvas are lost, and then the page sends
-    nothing; they are drawn again. Strokes the page did send are never repeated.
-    """
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
-    for _ in range(tries):
-        wait_for_script(page)
-        sent = messages_sent(page)
-        draw(page, strokes)
-        try:
-            page.wait_for_function(f"() => window.__sent.length > {sent}", timeout=30_000)
-            return
-        except PlaywrightTimeout:
-            continue
-    raise AssertionError(f"{tries} drawings on the canvas and the page sent nothing")
+    """:func:`draw` the strokes until the canvas sends them (:func:`until_sent`): strokes drawn
+    while a rerun is still mounting the canvas are lost and drawn again."""
+    until_sent(page, lambda: draw(page, strokes), tries, "drawings on the canvas")
 
 
 def finger(page, points: list[tuple[float, float]]) -> None:
