@@ -2,9 +2,10 @@
 
 A student picks the digit they meant and presses Submit; the 28×28 input the models saw is
 stored with that digit in the class's database (:mod:`core.classroom.store`) under the class
-code of the link (``?class=...``; the default class without one). Nothing else is stored (no
-name, no address). Each drawing gets one submission id (a UUID kept in the session and renewed
-when the drawing changes), so a double click or a repeated Submit stores it once.
+code of the link (``?class=...``; without one the student types the code the teacher gave, and
+it is written into the link). Nothing else is stored (no name, no address). Each drawing gets
+one submission id (a UUID kept in the session and renewed when the drawing changes), so a double
+click or a repeated Submit stores it once.
 """
 
 from __future__ import annotations
@@ -16,12 +17,15 @@ import numpy as np
 import streamlit as st
 import torch
 
+from app import ui
+from app.share import CLASS_PARAM
 from core.classroom.store import ClassFullError, ClassStore, check_class_code
 from core.storage.database import DatabaseError
 
 TITLE = "Send my drawing to the class"
 LABEL_KEY = "class_label"
 SUBMIT_KEY = "class_submit"
+CODE_INPUT = "class_code_typed"
 SUBMISSION_KEY = "class_submission"
 """Session state: ``{"digest", "id", "sent"}`` for the drawing on screen (``sent``: None, or the
 stored row's ``{"id", "label"}``)."""
@@ -31,13 +35,44 @@ def link_class_code() -> tuple[str | None, str | None]:
     """Read the class code of the page's link (``?class=...``).
 
     Returns:
-        ``(code, None)`` with the validated code (the default class when the link has none), or
-        ``(None, problem)`` when the link's code is not valid.
+        ``(code, None)`` with the validated code, ``(None, problem)`` when the link's code is
+        not valid, or ``(None, None)`` when the link names no class.
     """
+    text = (st.query_params.get(CLASS_PARAM) or "").strip()
+    if not text:
+        return None, None
     try:
-        return check_class_code(st.query_params.get("class")), None
+        return check_class_code(text), None
     except ValueError as exc:
         return None, str(exc)
+
+
+def typed_class_code() -> str | None:
+    """Ask for the class code the teacher gave, when the link names none.
+
+    A valid code is written into the link, so the student's next pages and drawings keep it.
+
+    Returns:
+        The code, or None (with a line saying what to do) until a valid one is typed.
+    """
+    typed = st.text_input(
+        "Class code",
+        key=CODE_INPUT,
+        max_chars=32,
+        placeholder="the code your teacher gave",
+        help="Letters, digits, _ and -, as your teacher wrote it.",
+    )
+    if not typed.strip():
+        st.caption("Type the class code your teacher gave to send your drawing.")
+        return None
+    try:
+        code = check_class_code(typed)
+    except ValueError as exc:
+        st.error("That class code cannot be used.")
+        st.text(str(exc))
+        return None
+    st.query_params[CLASS_PARAM] = code
+    return code
 
 
 def _digest(image: torch.Tensor | np.ndarray) -> str:
@@ -82,8 +117,11 @@ def _send(image: torch.Tensor | np.ndarray, label: int, code: str, state: dict) 
         st.text(str(exc))
         return
     except DatabaseError as exc:
-        st.error("The class database cannot take the drawing right now; nothing stored is lost.")
-        st.text(str(exc))
+        ui.database_problem(
+            "The class's drawings cannot take yours right now; nothing stored is lost, try "
+            "again in a moment.",
+            exc,
+        )
         return
     if before is None:
         state["sent"] = {"id": row, "label": label}
@@ -105,15 +143,16 @@ def submission_panel(image: torch.Tensor | np.ndarray | None) -> None:
     """
     with st.expander(TITLE, icon=":material/groups:"):
         code, problem = link_class_code()
-        if code is None:
+        if problem:
             st.error("The class code in this page's link cannot be used, so nothing can be sent.")
             st.text(f"?class=: {problem}")
             return
-        named = "class" in st.query_params
+        code = code or typed_class_code()
+        if code is None:
+            return
         st.caption(
-            f"Class code in use: `{code}`"
-            + ("" if named else " (the link names no class: add ?class=CODE to use your own)")
-            + ". Only the 28×28 image the models saw and the digit you meant are stored, no name."
+            f"Class code in use: `{code}`. Only the 28×28 image the models saw and the digit you "
+            "meant are stored, no name."
         )
         if image is None:
             st.caption("Draw a digit first.")

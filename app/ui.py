@@ -1,8 +1,10 @@
 """Shared UI for every page.
 
 The sidebar and its choices, cached loaders (models, test sets, "I don't know" thresholds), the
-pages' one in-memory cache for core calls (:func:`kept`) and the one progress runner for
-expensive cached work.
+pages' one in-memory cache for core calls (:func:`kept`), the one progress runner for
+expensive cached work, and who the visitor is: the browser (:func:`visitor`), the teacher's
+sign-in (:func:`teacher_sign_in`) and database errors told to students without their details
+(:func:`database_problem`).
 
 Models are named by their registry name (shipped) or ``user:NAME`` (trained on the Train page
 or with ``python -m core train --name``, stored in the user-model folder); the sidebar lists
@@ -32,6 +34,13 @@ from core.evaluation.uncertainty import Thresholds
 from core.jobs.owners import Visitor
 from core.methods import Model
 from core.progress import Job, run_all
+from core.roles import (
+    KeyThrottle,
+    TeacherKeyUnavailable,
+    TooManyGuesses,
+    is_teacher_key,
+    wait_text,
+)
 from core.storage.checkpoints import (
     CheckpointError,
     CheckpointInfo,
@@ -386,6 +395,9 @@ def rejection_thresholds(names: list[str]) -> dict[str, Thresholds]:
 
 VISITOR_KEY = "visitor_id"
 TEACHER_FLAG = "visitor_teacher"
+KEY_INPUT = "teacher_key"
+SIGN_IN_NOTICE = "teacher_notice"  # (kind, line) left by the sign-in callback
+TEACHER_MODE = "Teacher mode"
 XSRF_COOKIE = "_streamlit_xsrf"  # set once per browser by the server, kept across reloads
 
 
@@ -420,10 +432,73 @@ def visitor() -> Visitor:
     one browser; without it (e.g. a headless test), a random token for this session.
 
     Returns:
-        The visitor, a teacher once the teacher key was entered in this session.
+        The visitor, a teacher once the teacher key was entered in this session
+        (:func:`teacher_sign_in`).
     """
     if VISITOR_KEY not in st.session_state:
         cookies = st.context.cookies or {}
         token = browser_token(cookies.get(XSRF_COOKIE, ""))
         st.session_state[VISITOR_KEY] = token or secrets.token_hex(8)
     return Visitor(st.session_state[VISITOR_KEY], bool(st.session_state.get(TEACHER_FLAG)))
+
+
+# --- teacher sign-in -----------------------------------------------------------------------
+
+
+def _sign_in() -> None:
+    """Sign-in callback: one try at the key, unless this browser (or the server) must wait."""
+    typed = st.session_state.get(KEY_INPUT, "")
+    st.session_state[KEY_INPUT] = ""
+    try:
+        right = kept(KeyThrottle).guess(visitor().id, lambda: is_teacher_key(typed))
+    except TooManyGuesses as exc:
+        right, notice = False, f"Too many wrong keys: try again in {wait_text(exc.wait_s)}."
+    except TeacherKeyUnavailable:
+        right, notice = False, "Teacher sign-in does not work on this server right now."
+    else:
+        notice = "" if right else "Wrong key."
+    st.session_state[TEACHER_FLAG] = right
+    st.session_state[SIGN_IN_NOTICE] = notice
+
+
+def _sign_out() -> None:
+    st.session_state[TEACHER_FLAG] = False
+
+
+def teacher_sign_in() -> bool:
+    """Draw the teacher's sign-in in the sidebar: the key, or teacher mode and Sign out.
+
+    The one sign-in of every page with teacher-only controls; teacher mode lasts for this
+    browser tab's session. Wrong keys are throttled per browser and for the whole server
+    (:class:`core.roles.KeyThrottle`), and the page says how long to wait.
+
+    Returns:
+        Whether this session is in teacher mode.
+    """
+    with st.sidebar:
+        if visitor().teacher:
+            st.caption(f"**{TEACHER_MODE}**: you can act on everything in this tab.")
+            st.button("Sign out", key="teacher_sign_out", on_click=_sign_out)
+            return True
+        notice = st.session_state.pop(SIGN_IN_NOTICE, "")
+        with st.expander("Teacher sign-in", icon=":material/school:", expanded=bool(notice)):
+            st.text_input("Teacher key", type="password", key=KEY_INPUT)
+            st.button("Sign in", key="teacher_sign_in", on_click=_sign_in)
+            if notice:
+                st.error(notice)
+    return False
+
+
+def database_problem(headline: str, exc: Exception) -> None:
+    """Say that the lab's database failed: one line for everyone, the details for the teacher.
+
+    The details may name the database's file, host or port, which students must not see.
+
+    Args:
+        headline: The line for everyone, e.g. "The class's drawings cannot be read right
+            now; try again in a moment."
+        exc: The :class:`~core.storage.database.DatabaseError`.
+    """
+    st.error(headline)
+    if visitor().teacher:
+        st.text(str(exc))

@@ -51,8 +51,8 @@ SETTINGS: dict[str, Setting] = {
         Setting("BNN_CUDA_GRAPHS", "1", "0 turns the CUDA graphs of the training step off"),
         Setting(
             "BNN_TEACHER_KEY",
-            "none (a laptop: no owners)",
-            "the teacher's key; when set, jobs and models belong to the session that asked",
+            "made at first start, kept in the data folder",
+            "the teacher's key (signs a browser in as the teacher; replicas share it this way)",
         ),
         Setting(
             "BNN_JOBS_PER_VISITOR", "3", "training jobs one session may have queued or running"

@@ -2,14 +2,15 @@
 
 The gallery (newest first), each digit model's accuracy on the class's drawings, its confusion
 matrix, reliability diagram and the drawings it said "I don't know" to; for the teacher, the set
-as CSV + PNG files or an MNIST-format IDX pair (built only when downloaded), and a Clear button.
-The class code comes from the link (``?class=...``) or the input; the live part refreshes every
-few seconds. Each model's predictions are kept per drawing for the whole server
-(:mod:`core.classroom.live`), so a refresh runs the models only on drawings they have not seen,
-within a time budget, and a refresh without new drawings costs a database read."""
+as CSV + PNG files or an MNIST-format IDX pair (built only when downloaded), and a Clear button,
+shown in teacher mode only (and refused to students by :mod:`core.classroom.teacher`). The class
+code comes from the link (``?class=...``) or the input; without one the page proposes a fresh
+code; the live part refreshes every few seconds. Each model's predictions are kept per drawing
+for the whole server (:mod:`core.classroom.live`), so a refresh runs the models only on drawings
+they have not seen, within a time budget, and a refresh without new drawings costs a database
+read."""
 
 import time
-from collections.abc import Callable, Sequence
 from functools import partial
 from urllib.parse import urlencode, urlsplit
 
@@ -26,7 +27,8 @@ from app.share import CLASS_PARAM
 from core.classroom import export
 from core.classroom.live import LiveReport, PredictionCache, live_reports
 from core.classroom.report import ModelReport
-from core.classroom.store import DEFAULT_CLASS, ClassStore, Drawing, check_class_code
+from core.classroom.store import ClassStore, Drawing, check_class_code, new_class_code
+from core.classroom.teacher import clear_class, export_class
 from core.data import DatasetUnavailable
 from core.evaluation.uncertainty import SCORES
 from core.storage.database import DatabaseError, database_url, describe
@@ -40,17 +42,25 @@ GALLERY_MAX = 200  # newest drawings shown in the gallery
 DONT_KNOW_MAX = 60  # "I don't know" drawings shown per model
 REFRESH_S = 3
 MESSAGE_S = 60  # how long the outcome of a Clear stays up while the page refreshes live
+UNREADABLE = "The class's drawings cannot be read right now; try again in a moment."
+DOWNLOADS = (  # key, label, file name, the function of core.classroom.export that packs it
+    ("png", "Download CSV + PNG (zip)", "class-{code}-drawings.zip", "csv_png_zip"),
+    ("idx", "Download MNIST IDX pair (zip)", "class-{code}-idx.zip", "idx_zip"),
+)
 
 
 def chosen_code() -> str | None:
-    """The class code: the link's on the first visit, then the input's; None (with an error)
-    when the input is not a valid code. A valid code is written back into the link."""
+    """The class code: the link's on the first visit (a fresh one proposed when the link names
+    none, or a bad one), then the input's; None (with an error) when the input is not a valid
+    code. A valid code is written back into the link."""
     if CODE_KEY not in st.session_state:
         code, problem = link_class_code()
         if problem:
-            st.warning("The class code in the link cannot be used; showing the default class.")
+            st.warning("The class code in the link cannot be used; a new one is proposed.")
             st.text(f"?class=: {problem}")
-        st.session_state[CODE_KEY] = code or DEFAULT_CLASS
+        elif code is None:
+            st.info("A new class code is proposed below: keep it, or type the one you chose.")
+        st.session_state[CODE_KEY] = code or new_class_code()
     text = st.text_input(
         "Class code",
         key=CODE_KEY,
@@ -79,22 +89,30 @@ def digit_models() -> list:
     return [(name, model) for name, model in ui.selected_models() if name not in other]
 
 
-def packed(database: str, code: str, pack: Callable[[Sequence[Drawing]], bytes]) -> bytes:
-    """A download's contents, built when the teacher clicks: the class's drawings packed."""
-    return pack(ClassStore(database).records(code))
+def downloads(code: str, database: str) -> None:
+    """The download buttons (:data:`DOWNLOADS`), side by side; each file is built when the
+    teacher clicks, by :func:`core.classroom.teacher.export_class`, which refuses a student."""
+    for column, (key, label, name, pack) in zip(st.columns(len(DOWNLOADS)), DOWNLOADS, strict=True):
+        column.download_button(
+            label,
+            partial(export_class, ui.visitor(), code, getattr(export, pack), database),
+            file_name=name.format(code=code),
+            mime="application/zip",
+            on_click="ignore",
+            key=f"class_download_{key}",
+        )
 
 
-def clear_class(code: str, database: str, up_to: int) -> None:
-    """Delete the class's drawings up to the newest one the teacher saw, forget the models'
-    predictions on the class and leave a message for the next run."""
+def clear(code: str, database: str, up_to: int) -> None:
+    """Clear callback: delete the class's drawings up to the newest one the teacher saw, forget
+    the models' predictions on the class and leave a message for the next run."""
     try:
-        store = ClassStore(database)
-        deleted = store.clear(code, up_to)
+        deleted = clear_class(ui.visitor(), code, up_to, database)
         ui.kept(PredictionCache).forget(database, code)
-        kept = store.count(code)
+        kept = ClassStore(database).count(code)
         since = f" {kept} drawing(s) sent since were kept." if kept else ""
         message = ("success", f"Deleted {deleted} drawing(s) of `{code}`.{since}")
-    except DatabaseError as exc:
+    except (PermissionError, DatabaseError) as exc:
         message = ("error", str(exc))
     st.session_state[MESSAGE_KEY] = (*message, time.monotonic())
     st.session_state[CLEARED_KEY] = True
@@ -195,26 +213,13 @@ def model_details(result: LiveReport) -> None:
 
 
 def teacher(code: str, database: str, live: bool) -> None:
-    """Downloads and the guarded Clear button, outside the live view: a refresh re-issues the
-    buttons it draws, and a click that meets a download button just replaced gets nothing."""
+    """Downloads and the guarded Clear button, in teacher mode only, outside the live view: a
+    refresh re-issues the buttons it draws, and a click that meets a download button just
+    replaced gets nothing."""
+    if not ui.visitor().teacher:
+        return
     with st.expander("Teacher: export or clear", icon=":material/school:"):
-        left, right = st.columns(2)
-        left.download_button(
-            "Download CSV + PNG (zip)",
-            partial(packed, database, code, export.csv_png_zip),
-            file_name=f"class-{code}-drawings.zip",
-            mime="application/zip",
-            on_click="ignore",
-            key="class_download_png",
-        )
-        right.download_button(
-            "Download MNIST IDX pair (zip)",
-            partial(packed, database, code, export.idx_zip),
-            file_name=f"class-{code}-idx.zip",
-            mime="application/zip",
-            on_click="ignore",
-            key="class_download_idx",
-        )
+        downloads(code, database)
         st.caption(
             "CSV: id, label, class, created (UTC), file; one 28×28 PNG per drawing. IDX: "
             "t10k-images-idx3-ubyte and t10k-labels-idx1-ubyte, as MNIST's test split."
@@ -244,7 +249,7 @@ def clear_controls(code: str, database: str) -> None:
         "Clear the class",
         key="class_clear",
         disabled=not confirm,
-        on_click=clear_class,
+        on_click=clear,
         args=(code, database, newest[0].id),  # as counted on the run the teacher saw
     )
     if st.session_state.pop(CLEARED_KEY, False):
@@ -270,8 +275,7 @@ def live_view(code: str, models: list, n_samples: int, limits: dict, live: bool)
         store = ClassStore(database)
         records = store.records(code)
     except DatabaseError as exc:
-        st.error("The class's drawings cannot be read.")
-        st.text(str(exc))
+        ui.database_problem(UNREADABLE, exc)
         return
     if not records:
         st.caption(
@@ -315,6 +319,7 @@ def students_link(code: str) -> str:
 
 
 st.title("Class drawings")
+ui.teacher_sign_in()
 code = chosen_code()
 if code is not None:
     st.markdown(f"**Give students this link:** `{students_link(code)}`")

@@ -1,10 +1,12 @@
 """Timing page: training time per epoch vs Monte-Carlo samples S for the three ELBO
-implementations, run in-app or loaded from saved results (``benchmarks/*.json``)."""
+implementations, run in-app or loaded from saved results (``benchmarks/*.json``). Saving a run
+among the lab's results is the teacher's (:func:`core.studies.training_speed.save_shared_result`
+refuses a student)."""
 
 import streamlit as st
 import torch
 
-from app import share
+from app import share, ui
 from app.figures import show_figure
 from app.figures.timing import (
     LABELS,
@@ -29,11 +31,12 @@ from core.studies.training_speed import (
     load_results,
     regression_config,
     run_benchmark,
-    save_result,
+    save_shared_result,
     slope_speedups,
 )
 
 RESULT_KEY = "timing_result"
+SAVED_KEY = "timing_saved_notice"  # (kind, line) left by the Save callback
 TASK_LABELS = {"mnist": "MNIST classification", "regression": "1-D regression"}
 TASK_EPOCHS = {
     "mnist": "469 steps of 128 images (784-400-400-10)",
@@ -167,8 +170,23 @@ def run_section() -> None:
         if result["data"] != "mnist":
             st.caption(f"Data: {result['data']}")  # e.g. the regression curve
         show_result(result)
-        if st.button("Save this run to benchmarks/", key="timing_save"):
-            st.success(f"Saved {save_result(result).name}")
+        if ui.visitor().teacher:
+            st.button("Save this run among the lab's results", key="timing_save", on_click=save)
+    saved = st.session_state.pop(SAVED_KEY, None)
+    if saved is not None:
+        kind, line = saved
+        (st.success if kind == "success" else st.error)(line)
+
+
+def save() -> None:
+    """Save callback: the run among the lab's results, for the teacher only (a new file, never
+    over a saved run), listed under Saved results at once."""
+    try:
+        save_shared_result(ui.visitor(), st.session_state[RESULT_KEY])
+        saved = ("success", "Saved among the lab's results: listed under Saved results below.")
+    except (PermissionError, OSError) as exc:
+        saved = ("error", f"The run was not saved: {exc}")
+    st.session_state[SAVED_KEY] = saved
 
 
 def saved_section() -> None:
@@ -258,6 +276,7 @@ def peers_section() -> None:
 
 
 st.title("Training speed")
+ui.teacher_sign_in()
 st.markdown(
     "How much does each extra Monte-Carlo sample S cost when training Bayes by Backprop? "
     "Three implementations of the same S-sample ELBO are compared on a 784-400-400-10 "

@@ -14,7 +14,7 @@ from app import share, ui
 from app.figures import show_figure
 from app.figures.train import error_figure, kl_figure, loss_figure
 from core.jobs import JobStatus, TrainJob, kind_template, make_request, training_queue
-from core.jobs.owners import delete_model, is_teacher_key, rename_model, shared_server
+from core.jobs.owners import delete_model, rename_model
 from core.jobs.training import free_name
 from core.methods import METHODS, method
 from core.methods.base import Setting
@@ -179,8 +179,9 @@ def jobs_panel() -> None:
     try:
         jobs = queue.jobs()
     except DatabaseError as exc:
-        st.error("The list of jobs cannot be read right now; nothing was lost, try again soon.")
-        st.text(str(exc))
+        ui.database_problem(
+            "The list of jobs cannot be read right now; nothing was lost, try again soon.", exc
+        )
         return
     if not jobs:
         st.caption("No training job yet.")
@@ -218,11 +219,16 @@ def jobs_panel() -> None:
 
 
 def cancel_job(job_id: int) -> None:
-    """Cancel callback: only this session's jobs (or any, for the teacher)."""
+    """Cancel callback: only this session's jobs (or any, for the teacher). A database error's
+    details are the teacher's only (they may name a host)."""
+    visitor = ui.visitor()
     try:
-        training_queue().cancel(job_id, ui.visitor())
-    except (PermissionError, DatabaseError) as exc:
+        training_queue().cancel(job_id, visitor)
+    except PermissionError as exc:
         st.session_state[NOTICE_KEY] = ("error", str(exc))
+    except DatabaseError as exc:
+        busy = "the list of jobs cannot be changed right now; nothing was lost, try again soon"
+        st.session_state[NOTICE_KEY] = ("error", str(exc) if visitor.teacher else busy)
 
 
 def rename_callback() -> None:
@@ -249,29 +255,12 @@ def delete_callback() -> None:
     st.session_state["train_delete_confirm"] = False
 
 
-def enter_teacher_key() -> None:
-    """Teacher-key callback: this session may then act on every job and model."""
-    ok = is_teacher_key(st.session_state.get("train_teacher_key", ""))
-    st.session_state[ui.TEACHER_FLAG] = ok
-    st.session_state["train_teacher_key"] = ""
-    message = "Teacher mode: you can cancel, rename and delete everyone's jobs and models."
-    st.session_state[NOTICE_KEY] = ("success", message) if ok else ("error", "Wrong key.")
-
-
-def teacher_panel() -> None:
-    """On a shared server: who may act on what, and the teacher's key."""
-    if not shared_server():
-        return
+def roles_note() -> None:
+    """Who may act on what, in one line."""
     if ui.visitor().teacher:
         st.caption("Teacher mode: you can act on every job and model.")
-        return
-    with st.expander("Teacher"):
-        st.caption(
-            "Students can cancel, rename and delete only their own jobs and models. "
-            "The teacher's key allows all of it, for this browser tab."
-        )
-        st.text_input("Teacher key", type="password", key="train_teacher_key")
-        st.button("Enter", key="train_teacher_enter", on_click=enter_teacher_key)
+    else:
+        st.caption("You can cancel, rename and delete your own jobs and models only.")
 
 
 def models_panel() -> None:
@@ -319,6 +308,7 @@ def models_panel() -> None:
 # --- page ----------------------------------------------------------------------------------
 
 st.title("Train your own network")
+ui.teacher_sign_in()
 st.markdown(
     "Pick a task and a method, set the hyperparameters and start: the curves appear as the "
     "network trains. Jobs run on the server, one at a time, so you can close this tab and come "
@@ -326,9 +316,10 @@ st.markdown(
     "appears in the sidebar, marked user-trained, on every page that fits its task."
 )
 queue = training_queue()
+where = queue.executor.where if ui.visitor().teacher else "the lab's server"  # may name a host
 st.caption(
-    f"Jobs train on {queue.executor.where}, {queue.workers} at a time; models are saved in "
-    "the user-model folder (never over the shipped ones)."
+    f"Jobs train on {where}, {queue.workers} at a time; models are saved in the user-model "
+    "folder (never over the shipped ones)."
 )
 
 st.subheader("1. Task and method")
@@ -424,7 +415,7 @@ if st.button("Start training", key="train_start", type="primary", icon=":materia
         st.text(str(exc))  # may quote the typed name: never Markdown
 
 st.subheader("3. Jobs")
-teacher_panel()
+roles_note()
 try:
     active = any(j.status.active for j in queue.jobs())
 except DatabaseError:

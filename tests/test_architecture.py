@@ -141,6 +141,7 @@ LAYERS = (
         "core.protocols",
         "core.storage.paths",
         "core.storage.atomic",
+        "core.roles",
     ),
     ("core.engine",),
     ("core.data", "core.evaluation"),

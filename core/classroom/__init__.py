@@ -7,25 +7,25 @@
   "I don't know" drawings on a class's drawings, assembled from per-drawing predictions;
 * :mod:`core.classroom.live`: the Class page's evaluation, drawing by drawing: each model's
   predictions kept per drawing for a server, so a refresh runs the models on new drawings only;
-* :mod:`core.classroom.export`: the set as CSV + PNG files in a zip, or an MNIST-format IDX pair.
+* :mod:`core.classroom.export`: the set as CSV + PNG files in a zip, or an MNIST-format IDX pair;
+* :mod:`core.classroom.teacher`: exporting and clearing a class, for the teacher only.
 """
 
 from core.classroom.export import csv_png_zip, idx_pair, idx_zip
 from core.classroom.live import LiveReport, PredictionCache, live_reports
 from core.classroom.report import ModelReport, Predictions, class_report, model_report
 from core.classroom.store import (
-    DEFAULT_CLASS,
     ClassDrawings,
     ClassFullError,
     ClassStore,
     Drawing,
     check_class_code,
+    new_class_code,
 )
 from core.storage.database import DB_ENV, DatabaseError, database_url
 
 __all__ = [
     "DB_ENV",
-    "DEFAULT_CLASS",
     "ClassDrawings",
     "ClassFullError",
     "ClassStore",
@@ -43,4 +43,5 @@ __all__ = [
     "idx_zip",
     "live_reports",
     "model_report",
+    "new_class_code",
 ]

@@ -21,6 +21,7 @@ NOTHING`` (SQLite ≥ 3.24, PostgreSQL ≥ 9.5); only the schema differs.
 from __future__ import annotations
 
 import re
+import secrets
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,7 +35,6 @@ import torch
 from core import settings
 from core.storage.database import BUSY_TIMEOUT_S, Database, DatabaseError, Table
 
-DEFAULT_CLASS = "default"
 CLASS_CODE_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,32}")
 SIDE = 28
 PIXELS = SIDE * SIDE
@@ -111,21 +111,44 @@ class ClassDrawings(NamedTuple):
 def check_class_code(code: str | None) -> str:
     """Validate a class code.
 
+    There is no default class: a code nobody chose would be every teacher's, and guessable.
+
     Args:
-        code: The code, e.g. from the link's ``?class=``; None or blank means the default.
+        code: The code, e.g. from the link's ``?class=``.
 
     Returns:
-        The code (surrounding spaces removed), or :data:`DEFAULT_CLASS`.
+        The code, surrounding spaces removed.
 
     Raises:
-        ValueError: If it is not 1–32 letters, digits, ``_`` or ``-``.
+        ValueError: If it is missing, or not 1–32 letters, digits, ``_`` or ``-``.
     """
-    code = (code or "").strip() or DEFAULT_CLASS
+    code = (code or "").strip()
+    if not code:
+        raise ValueError("no class code: use the code your teacher gave")
     if not CLASS_CODE_PATTERN.fullmatch(code):
         raise ValueError(
             f"bad class code: use 1 to 32 letters, digits, '_' or '-' (got {len(code)} characters)"
         )
     return code
+
+
+CODE_WORDS = (
+    ("amber", "brave", "calm", "clever", "coral", "eager", "gentle", "golden", "happy", "jolly")
+    + ("lively", "lucky", "merry", "quick", "quiet", "silver", "sunny", "swift", "witty"),
+    ("badger", "beaver", "falcon", "gecko", "heron", "koala", "lynx", "marten", "otter", "panda")
+    + ("puffin", "raven", "robin", "salmon", "tiger", "walrus", "wombat", "zebra", "finch"),
+)
+"""Words of :func:`new_class_code`: an adjective, then an animal."""
+
+
+def new_class_code() -> str:
+    """Propose a fresh class code that is easy to read out and type.
+
+    Returns:
+        ``adjective-animal-NN``, e.g. ``"swift-otter-42"`` (one of 36,100).
+    """
+    adjective, animal = (secrets.choice(words) for words in CODE_WORDS)
+    return f"{adjective}-{animal}-{secrets.randbelow(100):02d}"
 
 
 def _label(label: Any) -> int:

@@ -1,11 +1,10 @@
 """Who may act on a training job or a user-trained model, and how much one visitor may ask.
 
-A :class:`Visitor` is one browser session of the app (its ``id``, a random token the page
-keeps) or the command line (no id). On a **shared server**, one whose teacher set a key
-(``BNN_TEACHER_KEY``), a job and the model it makes belong to the visitor who asked: only they,
-or a visitor who entered the teacher key, cancel, rename or delete them (a model saved before
-owners were recorded is the teacher's). Without a key — a laptop, the default — every visitor
-may act on everything, as one user would.
+A :class:`Visitor` is one browser session of the app (its ``id``, a token of the browser) or
+the command line (no id, the teacher's rights). A job and the model it makes belong to the
+visitor who asked: only they, or a visitor who entered the teacher key (:mod:`core.roles`; every
+server has one), cancel, rename or delete them (a model saved before owners were recorded, or
+by the command line, is the teacher's). A laptop's one user owns what their browser asked for.
 
 **Limits**, everywhere: a visitor has at most ``BNN_JOBS_PER_VISITOR`` jobs queued or running,
 and one job trains at most ``BNN_JOB_IMAGES`` images in all (epochs × training images), so
@@ -14,7 +13,6 @@ that one session cannot fill the class's queue for hours.
 
 from __future__ import annotations
 
-import hmac
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,27 +25,11 @@ from core.storage.checkpoints import (
 )
 from core.storage.paths import user_model_dir
 
-TEACHER_KEY_ENV = "BNN_TEACHER_KEY"
 JOBS_ENV = "BNN_JOBS_PER_VISITOR"
 IMAGES_ENV = "BNN_JOB_IMAGES"
 DEFAULT_JOBS = 3
 DEFAULT_IMAGES = 6_000_000  # 100 epochs of the 60,000 training images
 TRAIN_IMAGES = 60_000  # a request for "all" training images
-
-
-def shared_server() -> bool:
-    """Whether owners are enforced: a teacher key is set."""
-    return bool(settings.text(TEACHER_KEY_ENV))
-
-
-def is_teacher_key(key: str) -> bool:
-    """Whether ``key`` is the server's teacher key (False when none is set).
-
-    Args:
-        key: What the visitor typed.
-    """
-    expected = settings.text(TEACHER_KEY_ENV)
-    return bool(expected) and hmac.compare_digest(key.strip().encode(), expected.encode())
 
 
 @dataclass(frozen=True)
@@ -68,7 +50,7 @@ class Visitor:
         Args:
             owner: The owner recorded with the job or model ("" when none was recorded).
         """
-        return self.teacher or not shared_server() or (bool(owner) and owner == self.id)
+        return self.teacher or (bool(owner) and owner == self.id)
 
 
 def check_request(n_train: int | None, epochs: int, active_jobs: int) -> None:

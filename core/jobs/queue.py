@@ -48,7 +48,7 @@ from core.storage.paths import user_model_dir
 
 WORKERS_ENV = "BNN_TRAIN_WORKERS"
 THREADS_ENV = "BNN_TRAIN_THREADS"
-NOBODY = Visitor()  # the command line, or a laptop's one user
+NOBODY = Visitor(teacher=True)  # the command line: the operator at the machine
 IDLE_POLL_S = 1.0
 """Seconds an idle worker waits before it looks for jobs other processes queued."""
 
@@ -130,7 +130,7 @@ class JobQueue:
 
         Args:
             job_id: The job.
-            visitor: Who asks; only the job's owner or the teacher may (on a shared server).
+            visitor: Who asks; only the job's owner or the teacher may.
 
         Returns:
             True if the job was queued or running.

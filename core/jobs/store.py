@@ -283,7 +283,7 @@ class JobStore:
 
         Args:
             job_id: The job.
-            visitor: Who asks; only the job's owner or the teacher may (on a shared server).
+            visitor: Who asks; only the job's owner or the teacher may.
 
         Returns:
             True if the job was queued or running.

@@ -43,6 +43,7 @@ from core.engine.objective import (
 from core.evaluation.linfit import fit_line
 from core.methods import ModelConfig, build_model
 from core.progress import ProgressFn, report
+from core.roles import Actor, require_teacher
 from core.storage.atomic import atomic_write_text
 from core.storage.paths import bench_dir
 from core.training import TrainStep, cuda_graphs_enabled, make_optimizer
@@ -526,6 +527,35 @@ def save_result(result: dict, folder: Path | None = None) -> Path:
     folder = folder or bench_dir()
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / result_filename(result)
+    atomic_write_text(path, json.dumps(result, indent=1) + "\n")
+    return path
+
+
+def save_shared_result(actor: Actor, result: dict, folder: Path | None = None) -> Path:
+    """Save a run made on the Training speed page among the lab's results, for the teacher.
+
+    Unlike :func:`save_result` (the command line's), it never replaces a saved run: a second
+    run of the same machine and day is saved as ``…-2.json``, ``…-3.json``.
+
+    Args:
+        actor: Who asks (:func:`core.roles.require_teacher`).
+        result: A result of :func:`run_benchmark`.
+        folder: Where to save; None for :func:`bench_dir`.
+
+    Returns:
+        The path written.
+
+    Raises:
+        PermissionError: If ``actor`` is not the teacher (nothing is written).
+    """
+    require_teacher(actor, "save_results")
+    folder = folder or bench_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = result_filename(result).removesuffix(".json")
+    path, n = folder / f"{stem}.json", 1
+    while path.exists():
+        n += 1
+        path = folder / f"{stem}-{n}.json"
     atomic_write_text(path, json.dumps(result, indent=1) + "\n")
     return path
 
