@@ -50,6 +50,16 @@ def _empty_user_models(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("BNN_MODELS_DIR", str(tmp_path_factory.mktemp("user_models")))
 
 
+TEACHER_KEY = "test-teacher-key"
+
+
+@pytest.fixture(autouse=True)
+def _teacher_key(monkeypatch):
+    """Every test's server has a known teacher key (never one made in the data folder); tests
+    of the made key unset it and use a temporary data folder."""
+    monkeypatch.setenv("BNN_TEACHER_KEY", TEACHER_KEY)
+
+
 @pytest.fixture(autouse=True)
 def _class_db_in_tmp(tmp_path_factory, monkeypatch):
     """Every test gets its own class-drawings database (never the data folder's)."""

@@ -1,5 +1,6 @@
 """Headless tests of the Class page and of the Draw page's "Send my drawing to the class" panel,
-with small untrained checkpoints and a database file in a temporary folder."""
+with small untrained checkpoints and a database file in a temporary folder; what a student and
+the teacher (signed in with the key) each see and may do."""
 
 from __future__ import annotations
 
@@ -16,15 +17,16 @@ from streamlit.testing.v1 import AppTest
 
 import core.storage.checkpoints
 import core.studies.evaluations
-from app.ui import SAMPLES_KEY
+from app.ui import SAMPLES_KEY, TEACHER_FLAG, _kept
 from core.catalogue import REGISTRY
 from core.classroom.report import model_report
-from core.classroom.store import ClassStore
+from core.classroom.store import ClassStore, check_class_code
 from core.engine.sampler import predictive_samples
 from core.evaluation.uncertainty import SCORES
 from core.storage.checkpoints import load_checkpoint
 from core.storage.database import DB_ENV
 from tests.checkpoint_util import save_small_checkpoints
+from tests.conftest import TEACHER_KEY
 
 PAGE = "../pages/classroom.py"
 MODELS = ("bbb_mixture", "mlp", "dropout_mlp")  # the sidebar's default models
@@ -38,6 +40,12 @@ def class_db(tmp_path, monkeypatch):
     path = tmp_path / "class.sqlite"
     monkeypatch.setenv(DB_ENV, f"sqlite:///{path}")
     return path
+
+
+@pytest.fixture(autouse=True)
+def fresh_throttle():
+    """No wrong keys of earlier tests (the server's throttle is kept in memory)."""
+    _kept.clear()
 
 
 @pytest.fixture
@@ -62,8 +70,10 @@ def submit_some(code: str, labels: list[int]) -> list[int]:
     return [store.submit(digit(i), y, code, str(uuid.uuid4())) for i, y in enumerate(labels)]
 
 
-def class_page(code: str | None = "physics1", **state) -> AppTest:
+def class_page(code: str | None = "physics1", teacher: bool = True, **state) -> AppTest:
+    """The page in a new session, run once; ``teacher``: signed in (else a student)."""
     at = AppTest.from_file(PAGE, default_timeout=120)
+    at.session_state[TEACHER_FLAG] = teacher
     if code is not None:
         at.query_params["class"] = code
     at.session_state[SAMPLES_KEY] = N_SAMPLES
@@ -230,24 +240,97 @@ def test_a_drawing_sent_after_the_teacher_confirmed_is_kept_by_the_clear(small_m
     assert at.checkbox(key="classroom_confirm").label.startswith("Yes, delete the 1 drawing(s)")
 
 
-def test_a_bad_class_code_in_the_link_falls_back_with_a_note(small_models):
-    submit_some("default", [8])
+def test_without_a_class_in_the_link_a_fresh_code_is_proposed(small_models):
+    at = class_page(code=None)
+    code = at.text_input(key="classroom_code").value
+    assert code != "default" and check_class_code(code) == code and code.count("-") == 2
+    assert "A new class code is proposed" in at.info[0].value
+    assert at.query_params["class"] == code  # a link to share
+    assert class_page(code=None).text_input(key="classroom_code").value != code  # fresh
+
+
+def test_a_bad_class_code_in_the_link_is_replaced_by_a_fresh_one(small_models):
     at = class_page(code="no spaces allowed!")
     assert "cannot be used" in at.warning[0].value
-    assert at.text_input(key="classroom_code").value == "default"
-    assert gallery_captions(at) and "1 drawing(s) in class `default`" in captions(at)
+    code = at.text_input(key="classroom_code").value
+    assert check_class_code(code) == code and f"No drawings in class `{code}` yet" in captions(at)
     at.text_input(key="classroom_code").input("bad/code").run()
     assert not at.exception
     assert "That class code cannot be used." in [e.value for e in at.error]
     assert "bad class code" in " ".join(t.value for t in at.text)
+    at.text_input(key="classroom_code").input("").run()
+    assert "no class code" in " ".join(t.value for t in at.text)
 
 
-def test_a_corrupt_database_shows_one_clear_error(small_models, class_db):
+def test_a_corrupt_database_shows_one_generic_line_and_the_details_to_the_teacher(
+    small_models, class_db
+):
     class_db.write_bytes(b"not a database at all" * 10)
-    at = class_page()
-    assert "The class's drawings cannot be read." in [e.value for e in at.error]
-    assert any("not a SQLite database" in t.value for t in at.text)
+    line = "The class's drawings cannot be read right now; try again in a moment."
+    student = class_page(teacher=False)
+    assert [e.value for e in student.error] == [line]
+    shown = " ".join(t.value for t in student.text) + captions(student)
+    assert str(class_db) not in shown and "SQLite" not in shown  # no file, host or port
+    teacher = class_page()
+    assert [e.value for e in teacher.error] == [line]
+    assert any("not a SQLite database" in t.value for t in teacher.text)
     assert class_db.read_bytes() == b"not a database at all" * 10
+
+
+def test_a_student_sees_the_class_but_no_export_clear_or_database(small_models, class_db):
+    submit_some("physics1", [3, 1])
+    at = class_page(teacher=False)
+    assert "2 drawing(s) in class `physics1`" in captions(at)
+    assert at.table  # the results are everyone's
+    assert not at.get("download_button") and not at.checkbox
+    assert "Teacher: export or clear" not in [e.label for e in at.expander]
+    with pytest.raises(KeyError):
+        at.button(key="class_clear")
+    assert str(class_db) not in captions(at) and "Database:" not in captions(at)
+    assert "Teacher sign-in" in [e.label for e in at.sidebar.expander]
+
+
+def test_the_clear_callback_refuses_a_session_that_is_no_longer_the_teacher(small_models):
+    """The button is hidden from students, and its callback checks again (core refuses)."""
+    submit_some("physics1", [1, 2])
+    at = class_page()
+    at.checkbox(key="classroom_confirm").check().run()
+    at.session_state[TEACHER_FLAG] = False  # e.g. signed out in another run meanwhile
+    at.button(key="class_clear").click().run()
+    assert not at.exception, at.exception
+    assert "The class could not be cleared; nothing was deleted." in [e.value for e in at.error]
+    assert "only the teacher can clear a class's drawings" in [t.value for t in at.text]
+    assert ClassStore().count("physics1") == 2
+
+
+def sign_in(at: AppTest, key: str) -> AppTest:
+    at.text_input(key="teacher_key").set_value(key)
+    at.button(key="teacher_sign_in").click().run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_the_teacher_signs_in_and_wrong_keys_are_throttled(small_models):
+    submit_some("physics1", [5])
+    at = class_page(teacher=False)
+    assert [e.value for e in sign_in(at, "guess").sidebar.error] == ["Wrong key."]
+    assert not at.get("download_button")
+    for _ in range(2):
+        sign_in(at, "guess")
+    refused = sign_in(at, TEACHER_KEY).sidebar.error  # the right key, but too soon
+    assert [e.value for e in refused] == ["Too many wrong keys: try again in 5 s."]
+    assert not at.get("download_button")
+    other = class_page(teacher=False)  # another session (a private window) is not the teacher
+    assert not other.get("download_button")
+    _kept.clear()  # as if the wait were over
+    sign_in(at, TEACHER_KEY)
+    assert not at.sidebar.error
+    assert len(at.get("download_button")) == 2 and at.checkbox(key="classroom_confirm")
+    assert any("Teacher mode" in c.value for c in at.sidebar.caption)
+    at.run()  # teacher mode lasts for the session
+    assert len(at.get("download_button")) == 2
+    at.button(key="teacher_sign_out").click().run()
+    assert not at.get("download_button")
 
 
 # --- the submission panel ------------------------------------------------------------------
@@ -307,10 +390,17 @@ def test_submit_stores_once_per_drawing(class_db):
     assert ClassStore().drawings("lab").labels.tolist() == [7, 1]
 
 
-def test_without_a_class_in_the_link_the_default_class_is_used(class_db):
-    at = send(panel(code=None), 4)
-    assert "the link names no class" in captions(at)
-    assert ClassStore().classes() == {"default": 1}
+def test_without_a_class_in_the_link_the_student_types_the_teachers_code(class_db):
+    at = panel(code=None)
+    assert "Type the class code your teacher gave" in captions(at)
+    assert not at.radio and "class" not in at.query_params  # nothing to send to yet
+    at.text_input(key="class_code_typed").input("bad code").run()
+    assert "That class code cannot be used." in [e.value for e in at.error] and not at.radio
+    at.text_input(key="class_code_typed").input("physics-3b").run()
+    assert "Class code in use: `physics-3b`" in captions(at)
+    assert at.query_params["class"] == "physics-3b"  # kept in the link, for the next pages
+    send(at, 4)
+    assert ClassStore().classes() == {"physics-3b": 1}
 
 
 def test_a_full_class_says_so_and_keeps_what_it_has(class_db, monkeypatch):
@@ -334,5 +424,8 @@ def test_panel_errors_are_clear(class_db):
     class_db.write_bytes(b"garbage" * 100)
     at = send(panel(), 2)
     assert "nothing stored is lost" in at.error[0].value
-    assert "not a SQLite database" in at.text[0].value
+    assert not at.text  # a student sees no file, host or port
+    at.session_state[TEACHER_FLAG] = True
+    at.button(key="class_submit").click().run()
+    assert "not a SQLite database" in at.text[0].value  # the teacher sees the details
     assert class_db.read_bytes() == b"garbage" * 100

@@ -14,7 +14,15 @@ import core.storage.checkpoints
 from core.catalogue import REGISTRY
 from core.methods import build_model
 from core.storage.checkpoints import save_checkpoint
-from core.studies.training_speed import REFERENCE_FILE, fits, goals, save_result, speedups
+from core.studies.training_speed import (
+    REFERENCE_FILE,
+    fits,
+    goals,
+    result_filename,
+    save_result,
+    speedups,
+)
+from tests.conftest import TEACHER_KEY
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = str(ROOT / "pages" / "timing.py")
@@ -189,10 +197,21 @@ def test_tiny_in_app_run_then_save(bench_folder):
     result = at.session_state["timing_result"]
     assert result["threads"] == server_threads(at)  # timed on the threads the page states
     assert [(r["impl"], r["samples"]) for r in result["timings"]] == [("vmap_lrt", 1)]
-    at.button(key="timing_save").click().run()
-    assert not at.exception, at.exception
-    assert any("Saved" in s.value for s in at.success)
-    assert len(list(bench_folder.glob("*.json"))) == 4
+    with pytest.raises(KeyError):
+        at.button(key="timing_save")  # a student may not save into the lab's results
+    at.text_input(key="teacher_key").set_value(TEACHER_KEY)
+    at.button(key="teacher_sign_in").click().run()
+    for _ in range(2):  # a second save keeps the first run
+        at.button(key="timing_save").click().run()
+        assert not at.exception, at.exception
+        assert any("Saved among the lab's results" in s.value for s in at.success)
+    assert len(list(bench_folder.glob("*.json"))) == 5
+    name = result_filename(result)
+    assert {name, name.replace(".json", "-2.json")} <= {p.name for p in bench_folder.iterdir()}
+    assert (
+        sum(name.removesuffix(".json") in o for o in at.multiselect(key="timing_saved").options)
+        == 2
+    )
 
 
 def test_tiny_regression_run(bench_folder):

@@ -8,6 +8,7 @@ checked deterministically."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from pathlib import Path
@@ -263,15 +264,24 @@ def test_every_method_offers_its_settings(paused, kind):
         }
 
 
-def test_on_a_shared_server_a_student_acts_only_on_their_own(paused, monkeypatch):
-    """Two browser sessions: B sees A's job and model but gets no control over them until
-    the teacher key is entered; A keeps full control of its own."""
-    monkeypatch.setenv("BNN_TEACHER_KEY", "s3cret")
+def test_a_student_acts_only_on_their_own_also_when_no_key_was_set(paused, tmp_path, monkeypatch):
+    """Two browser sessions on a server started without BNN_TEACHER_KEY (the default, which
+    makes a key): B sees A's job and model but gets no control over them until the teacher
+    key is entered; A keeps full control of its own."""
+    from core.roles import teacher_key
+    from core.storage.paths import data_search_path
+
+    monkeypatch.delenv("BNN_TEACHER_KEY")
+    monkeypatch.setenv("BNN_DATA_PATH", os.pathsep.join(map(str, data_search_path())))
+    monkeypatch.setenv("BNN_DATA_DIR", str(tmp_path / "data"))  # the made key goes here
     anna = page()
     job_id = start(anna, "annas")
     assert paused.wait(job_id)
     ben = page()
     assert job_table(ben).loc["annas", "yours"] == ""
+    said = [c.value for c in ben.caption]
+    assert "You can cancel, rename and delete your own jobs and models only." in said
+    assert any(c.startswith("Jobs train on the lab's server, 1 at a time") for c in said)
     ben.selectbox(key="train_watch").set_value(job_id).run()
     with pytest.raises(KeyError):
         ben.button(key=f"train_cancel_{job_id}")  # no control over another's job
@@ -286,13 +296,16 @@ def test_on_a_shared_server_a_student_acts_only_on_their_own(paused, monkeypatch
     ]
     with pytest.raises(KeyError):
         ben.button(key="train_delete")
-    ben.text_input(key="train_teacher_key").set_value("wrong")
-    ben.button(key="train_teacher_enter").click().run()
-    assert "Wrong key." in [t.value for t in ben.text]
-    ben.text_input(key="train_teacher_key").set_value("s3cret")
-    ben.button(key="train_teacher_enter").click().run()
+    ben.text_input(key="teacher_key").set_value("wrong")
+    ben.button(key="teacher_sign_in").click().run()
+    assert "Wrong key." in [e.value for e in ben.sidebar.error]
+    ben.text_input(key="teacher_key").set_value(teacher_key().value)
+    ben.button(key="teacher_sign_in").click().run()
     assert not ben.exception, ben.exception
     assert ben.selectbox(key="train_manage_model").options == ["annas"]  # the teacher may
+    said = [c.value for c in ben.caption]
+    assert "Teacher mode: you can act on every job and model." in said
+    assert any(c.startswith(f"Jobs train on {training_queue().executor.where}") for c in said)
     anna.run()
     anna.text_input(key="train_new_name").set_value("anna_final")
     anna.button(key="train_rename").click().run()

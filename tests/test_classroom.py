@@ -21,7 +21,7 @@ from PIL import Image
 
 from core.classroom import export
 from core.classroom.report import class_report, confusion_matrix, model_report
-from core.classroom.store import DEFAULT_CLASS, ClassStore, check_class_code
+from core.classroom.store import ClassStore, check_class_code
 from core.classroom.store import clear as clear_class
 from core.classroom.store import count as count_class
 from core.classroom.store import submit as submit_drawing
@@ -66,7 +66,7 @@ def test_round_trip_of_drawings_labels_ids_and_times(class_db):
     ids = [
         submit_drawing(images[0], 3, "lecture-1", new_id()),
         submit_drawing(images[1][None], 7, "lecture-1", new_id()),  # (1, 28, 28) too
-        submit_drawing(images[2], 0, None, new_id()),  # the default class
+        submit_drawing(images[2], 0, "lecture-2", new_id()),
     ]
     assert ids == sorted(ids) and len(set(ids)) == 3
     got, labels, got_ids, times = ClassStore().drawings("lecture-1")
@@ -78,13 +78,13 @@ def test_round_trip_of_drawings_labels_ids_and_times(class_db):
     assert torch.equal(got * 255, (expected * 255).round())
     assert all(start - timedelta(seconds=1) <= t <= datetime.now(UTC) for t in times)
     assert all(t.tzinfo is not None and t.utcoffset() == timedelta(0) for t in times)
-    assert ClassStore().classes() == {DEFAULT_CLASS: 1, "lecture-1": 2}
+    assert ClassStore().classes() == {"lecture-1": 2, "lecture-2": 1}
     assert count_class("lecture-1") == 2 and count_class() == 3
     assert [r.id for r in ClassStore().records("lecture-1", limit=1)] == [ids[1]]
     assert clear_class("lecture-1", up_to=ids[1] - 1) == 1  # the newer drawing is kept
     assert ClassStore().drawings("lecture-1").ids == [ids[1]]
     assert clear_class("lecture-1") == 1
-    assert ClassStore().classes() == {DEFAULT_CLASS: 1}  # other classes are kept
+    assert ClassStore().classes() == {"lecture-2": 1}  # other classes are kept
     assert len(ClassStore().drawings("lecture-1").labels) == 0
 
 
@@ -218,7 +218,9 @@ def test_bad_input_is_refused_with_one_line_and_stores_nothing(image, label, cod
 
 
 def test_class_codes():
-    assert check_class_code(None) == check_class_code("  ") == DEFAULT_CLASS
+    for missing in (None, "  "):  # no default class: a code nobody chose is guessable
+        with pytest.raises(ValueError, match="no class code"):
+            check_class_code(missing)
     assert check_class_code(" Physics_101-B ") == "Physics_101-B"
     assert check_class_code("x" * 32) == "x" * 32
     with pytest.raises(ValueError, match="bad class code"):
