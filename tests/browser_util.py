@@ -319,6 +319,16 @@ def press(page, button, *, tap: bool = False, tries: int = 3) -> None:
     until_sent(page, button.tap if tap else button.click, tries, "presses of the button")
 
 
+def sign_in_as_teacher(page, key: str, polled: bool = False) -> None:
+    """Open the sidebar's teacher sign-in, type ``key``, press Sign in and wait for teacher
+    mode (needs :func:`record_timings`); ``polled``: on a page that polls (the Train page)."""
+    wait_for_script(page)
+    page.get_by_text("Teacher sign-in").click()
+    page.get_by_label("Teacher key").fill(key)
+    press(page, page.get_by_role("button", name="Sign in"))
+    (wait_for_polled_text if polled else wait_for_text)(page, "Teacher mode")
+
+
 def choose(page, box, option: str, tries: int = 10) -> None:
     """Open the drop-down ``box`` (a locator of its combobox) and click ``option`` in it.
 

@@ -1,6 +1,7 @@
 """Real-browser test of the class's drawings: draw a "1" on the Draw page opened with
-``?class=...``, send it to the class, see it in the Class page's gallery, download it (the
-zip is built when the button is clicked) and clear the class while the page refreshes live.
+``?class=...``, send it to the class, see it in the Class page's gallery, sign in as the
+teacher, download it (the zip is built when the button is clicked) and clear the class while
+the page refreshes live.
 
 Needs the panel wired into the Draw page (``submission_panel(x[0])`` under the predictions) and
 the Class page in ``app.main.PAGES`` (``classroom.py``)."""
@@ -22,10 +23,12 @@ from tests.browser_util import (
     require_chromium,
     scored_default_models,
     serve_app,
+    sign_in_as_teacher,
     wait_for_enabled,
     wait_for_script,
     wait_for_text,
 )
+from tests.conftest import TEACHER_KEY
 
 pytestmark = [pytest.mark.browser, require_chromium()]
 
@@ -82,6 +85,8 @@ def test_draw_submit_and_see_it_in_the_class_gallery(scored_models, tmp_path, mo
         wait_for_text(page, f"1 · #{row.ids[0]}")
         wait_for_text(page, "How the models do on the class's drawings")
 
+        assert page.get_by_text("Teacher: export or clear").count() == 0  # not a student's
+        sign_in_as_teacher(page, TEACHER_KEY)
         page.get_by_text("Teacher: export or clear").click()  # the zip is built on the click
         with page.expect_download() as download:
             page.get_by_role("button", name="Download CSV + PNG (zip)").click()

@@ -15,10 +15,12 @@ from tests.browser_util import (
     choose,
     chromium_browsers,
     chromium_page,
+    record_timings,
     require_chromium,
     serve_app,
     serve_app_process,
     server_log,
+    sign_in_as_teacher,
     wait_for_polled_text,
     wait_for_script,
     wait_for_setting,
@@ -211,14 +213,12 @@ def test_two_replicas_on_one_postgresql_database_and_ray_share_the_queue(
             time.sleep(0.5)
         worker_pid = int(store.get(1).worker.split(":")[1])
         assert worker_pid not in (first_server.pid, second_server.pid)  # a Ray worker trains it
+        record_timings(ben)  # for the sign-in's press
         ben.goto(f"{second}/train")
         wait_for_text(ben, "Job #1")
         ben.locator('[data-testid="stPlotlyChart"]').first.wait_for(timeout=120_000)
         assert ben.get_by_role("button", name="Cancel").count() == 0
-        ben.get_by_text("Teacher", exact=True).click()
-        ben.get_by_label("Teacher key").fill("s3cret")
-        ben.get_by_role("button", name="Enter").click()
-        wait_for_polled_text(ben, "Teacher mode")
+        sign_in_as_teacher(ben, "s3cret", polled=True)
         ben.get_by_role("button", name="Cancel").click()
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and store.get(1).status.active:
