@@ -97,14 +97,11 @@ def key_file() -> Path:
     return data_dir() / KEY_FILE
 
 
-_make_lock = threading.Lock()
-
-
 @contextmanager
 def _exclusive(path: Path) -> Iterator[None]:
-    """Hold a lock on ``path``'s lock file: one process (and thread) makes the key at a time."""
+    """Hold a lock on ``path``'s lock file: one process makes the key at a time."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with _make_lock, open(path.with_name(f".{path.name}.lock"), "a") as lock:
+    with open(path.with_name(f".{path.name}.lock"), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             yield
@@ -122,20 +119,52 @@ def _write_private(text: str) -> Callable[[BinaryIO], None]:
     return write
 
 
-def _stored_key(path: Path) -> str:
+def _read_key(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8").strip()
     except FileNotFoundError:
         return ""
 
 
-def teacher_key() -> TeacherKey:
-    """Give the server's teacher key, making and keeping one if none is set or kept yet.
+def stored_key(path: Path) -> str:
+    """Read the key kept in a file, making and keeping one when the file is missing or empty.
 
-    Several processes starting at once on one data folder agree on one key (a file lock).
+    Several processes starting at once agree on one key (a lock file beside it). The file is
+    written atomically and readable by its owner only (mode 0600).
+
+    Args:
+        path: The key's file, e.g. :func:`key_file`.
 
     Returns:
-        ``BNN_TEACHER_KEY``; else the key kept in :func:`key_file`, made now if missing.
+        The key.
+
+    Raises:
+        OSError: If the file cannot be read or written.
+    """
+    value = _read_key(path)
+    if value:
+        return value
+    with _exclusive(path):
+        value = _read_key(path)  # another process may have made it meanwhile
+        if not value:
+            value = new_key()
+            atomic_write(path, _write_private(value + "\n"))
+    return value
+
+
+_keys: dict[Path, str] = {}  # key file → the key this process read or made there
+_keys_lock = threading.Lock()
+
+
+def teacher_key() -> TeacherKey:
+    """Give the server's teacher key.
+
+    A key the lab makes is read (or made) once per process and key file, when first needed
+    (``python -m app.serve`` asks at its start), and kept for the life of the process.
+
+    Returns:
+        ``BNN_TEACHER_KEY`` when set; else the key kept in :func:`key_file`
+        (:func:`stored_key`).
 
     Raises:
         TeacherKeyUnavailable: If the key file cannot be read or written.
@@ -144,20 +173,16 @@ def teacher_key() -> TeacherKey:
     if value:
         return TeacherKey(value, KEY_ENV)
     path = key_file()
-    try:
-        value = _stored_key(path)
-        if not value:
-            with _exclusive(path):
-                value = _stored_key(path)  # another process may have made it meanwhile
-                if not value:
-                    value = new_key()
-                    atomic_write(path, _write_private(value + "\n"))
-    except OSError as exc:
-        raise TeacherKeyUnavailable(
-            f"no teacher key: {KEY_ENV} is not set and {path} cannot be kept "
-            f"({exc.strerror or exc}); set {KEY_ENV}"
-        ) from exc
-    return TeacherKey(value, str(path))
+    with _keys_lock:
+        if path not in _keys:
+            try:
+                _keys[path] = stored_key(path)
+            except OSError as exc:
+                raise TeacherKeyUnavailable(
+                    f"no teacher key: {KEY_ENV} is not set and {path} cannot be kept "
+                    f"({exc.strerror or exc}); set {KEY_ENV}"
+                ) from exc
+        return TeacherKey(_keys[path], str(path))
 
 
 def is_teacher_key(typed: str) -> bool:

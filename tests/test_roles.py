@@ -26,6 +26,7 @@ from core.roles import (
     is_teacher_key,
     key_file,
     require_teacher,
+    stored_key,
     teacher_key,
     wait_text,
 )
@@ -64,9 +65,12 @@ def test_without_a_key_one_is_made_once_kept_private_and_reused(no_key):
     assert teacher_key() == key  # a later start reuses it: the teacher's note stays valid
     assert is_teacher_key(key.value) and not is_teacher_key("")
     assert [p.name for p in no_key.iterdir() if p.name.endswith(".tmp")] == []
-    path.write_text("")  # an emptied file: a new key, kept again
-    fresh = teacher_key()
-    assert fresh.value and fresh.value != key.value and teacher_key() == fresh
+    assert stored_key(path) == key.value  # what a later start reads
+    path.write_text("")
+    assert teacher_key() == key  # made once per process: a running server keeps its key
+    fresh = stored_key(path)  # a later start finds the file emptied: a new key, kept again
+    assert fresh and fresh != key.value and path.read_text() == fresh + "\n"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
 
 def test_processes_starting_at_once_agree_on_one_key(no_key):
