@@ -1,9 +1,10 @@
 """Start the lab's server warm: ``python -m app.serve [streamlit options]``.
 
 Prepares the process (:func:`app.warmup.warm_up`: the pages' imports, the checkpoint listing,
-the models compared by default and the MNIST test set), then runs ``streamlit run app/main.py``
-with the given options in the same process, so the first visitor of a fresh server does not wait
-for that work. ``scripts/run_app.sh`` starts the lab this way.
+the models compared by default and the MNIST test set) and starts its training workers, then
+runs ``streamlit run app/main.py`` with the given options in the same process, so the first
+visitor of a fresh server does not wait for that work, and jobs queued before a restart train
+without waiting for one. ``scripts/run_app.sh`` starts the lab this way.
 """
 
 from __future__ import annotations

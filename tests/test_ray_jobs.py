@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -21,7 +22,15 @@ import pytest
 from core.jobs import JobQueue, JobStatus, make_request
 from core.jobs.executors import FORCE_AFTER_S, NAMESPACE, SECRET_URL, RayExecutor, actor_name
 from core.jobs.owners import Visitor
-from core.jobs.store import JobStore, ray_actor
+from core.jobs.store import (
+    HOST,
+    PROCESS,
+    STALE_S,
+    JobStore,
+    ray_actor,
+    ray_worker,
+    worker_gone,
+)
 from core.storage.database import DatabaseError, database_url
 from tests.browser_util import REPO_ROOT
 from tests.cluster_util import new_database
@@ -67,6 +76,7 @@ def test_jobs_train_in_ray_actors_and_any_replica_cancels_them(
         long = queue.submit(make_request("ray_long", "mlp", epochs=3000, **SMALL), Visitor("b"))
         wait_for(lambda: in_ray(queue.get(long).worker) and queue.get(long).fraction > 0, 300)
         assert ray_actor(queue.get(long).worker) == actor_name(lab_db, long)
+        assert other.executor.alive(actor_name(lab_db, long)) is True  # asked of Ray, by name
         waiting = queue.submit(make_request("ray_waiting", "mlp", epochs=2, **SMALL))
         wait_for(lambda: ray_actor(queue.get(waiting).worker), 60)  # its actor waits for the CPU
         assert other.cancel(waiting)  # found by name in Ray and killed, as it cannot listen
@@ -75,6 +85,7 @@ def test_jobs_train_in_ray_actors_and_any_replica_cancels_them(
         ray = queue.executor._ray()
         with pytest.raises(ValueError):
             ray.get_actor(ray_actor(cancelled.worker), namespace=NAMESPACE)
+        assert other.executor.alive(ray_actor(cancelled.worker)) is False
         assert other.cancel(long, Visitor("b"))  # the running actor reads it in the database
         stopped = queue.wait(long, 60)
         assert stopped.status is JobStatus.CANCELLED and 0 < stopped.fraction < 1
@@ -161,6 +172,24 @@ def test_a_job_outlives_the_replica_that_started_it(
     assert ray_actor(worker) == actor_name(url, job_id) and in_ray(worker)
     assert path == str(models / "survivor.pt") and Path(path).is_file()
     assert listed["models"] == ["survivor"]
+
+
+def test_a_silent_ray_job_is_failed_only_when_ray_does_not_know_its_actor():
+    """A job whose actor waits in Ray's queue reports nothing, and the replica that started it
+    may be gone: past :data:`STALE_S`, a replica asks Ray before it fails the job."""
+    now, stale, fresh = time.time(), time.time() - STALE_S - 1, time.time() - 1
+    waiting = ray_worker("bnn-job-0123abcd-7")
+    assert not worker_gone(waiting, fresh, now)
+    assert worker_gone(waiting, stale, now)  # nobody to ask (a process without Ray)
+    assert not worker_gone(waiting, stale, now, alive=lambda actor: True)
+    assert worker_gone(waiting, stale, now, alive=lambda actor: False)
+    assert worker_gone(waiting, stale, now, alive=lambda actor: None)  # Ray unreachable
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], text=True, capture_output=True
+    ).stdout.strip()
+    dead = ray_worker("bnn-job-0123abcd-7", f"{HOST}:{gone}:0123abcd")  # its process ended
+    assert worker_gone(dead, fresh, now, alive=lambda actor: True)
+    assert ray_actor(dead) == "bnn-job-0123abcd-7" and ray_actor(PROCESS) == ""
 
 
 def holders(secrets: list[str], exclude: set[int]) -> list[str]:
