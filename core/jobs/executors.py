@@ -454,27 +454,30 @@ class RayExecutor:
             url = ray_database(store.db.url)
             ray = self._ray()
         except (ValueError, ConnectionError) as exc:
-            error = str(exc)
-            cause = str(exc.__cause__ or exc)
-            finish(store, job.id, JobStatus.FAILED, Report(), _failed(error, cause))
-            log.error("training job #%d: %s", job.id, error)
+            log.error("training job #%d: %s", job.id, exc)
+            finish(store, job.id, JobStatus.FAILED, Report(), _failed(str(exc), exc.__cause__))
             return
         name = actor_name(store.db.url, job.id)
         worker = ray_worker(name)
-        store.begin(job.id, worker, "waiting for Ray")
-        actor = (
-            ray.remote(JobActor)
-            .options(
-                name=name,
-                namespace=NAMESPACE,
-                lifetime="detached",
-                num_cpus=self.cpus,
-                num_gpus=self.gpus,
-                max_restarts=0,
+        try:
+            store.begin(job.id, worker, "waiting for Ray")
+            actor = (
+                ray.remote(JobActor)
+                .options(
+                    name=name,
+                    namespace=NAMESPACE,
+                    lifetime="detached",
+                    num_cpus=self.cpus,
+                    num_gpus=self.gpus,
+                    max_restarts=0,
+                )
+                .remote()
             )
-            .remote()
-        )
-        ref = actor.run.remote(name, job.id, str(self.directory()), self.cpus, url)
+            ref = actor.run.remote(name, job.id, str(self.directory()), self.cpus, url)
+        except Exception as exc:  # the database is busy, or Ray refused the actor
+            error = f"the Ray task failed: {_first_line(exc)}"
+            finish(store, job.id, JobStatus.FAILED, Report(), _failed(error, exc))
+            return
         while not ray.wait([ref], timeout=REPORT_S)[0]:
             if stop.is_set():
                 return
@@ -484,13 +487,20 @@ class RayExecutor:
                 log.warning("training job #%d: %s", job.id, exc)
         try:
             ray.get(ref)
-        except Exception as exc:  # the actor exits when done; this tells whether it said so
-            ended = store.get(job.id)
-            if ended is not None and ended.status is JobStatus.RUNNING:
-                error = f"the Ray task failed: {_first_line(exc)}"
-                status = JobStatus.CANCELLED if ended.cancelling else JobStatus.FAILED
-                end = CANCELLED if ended.cancelling else _failed(error, str(exc))
-                finish(store, job.id, status, Report(), end)
+        except Exception as exc:  # the actor exits when done; the store tells whether it said so
+            self._ended(store, job.id, exc)
+
+    @staticmethod
+    def _ended(store: JobStore, job_id: int, exc: Exception) -> None:
+        try:
+            ended = store.get(job_id)
+        except DatabaseError as error:  # another replica fails it once it is stale
+            log.warning("training job #%d: %s", job_id, error)
+            return
+        if ended is not None and ended.status is JobStatus.RUNNING:
+            failed = _failed(f"the Ray task failed: {_first_line(exc)}", exc)
+            status = JobStatus.CANCELLED if ended.cancelling else JobStatus.FAILED
+            finish(store, job_id, status, Report(), CANCELLED if ended.cancelling else failed)
 
     def cancel(self, store: JobStore, job_id: int) -> None:
         """Make sure a job whose cancel was just stored stops, whichever replica started it.
@@ -545,8 +555,8 @@ class RayExecutor:
         return True
 
 
-def _failed(error: str, details: str) -> dict:
-    return {"message": "failed", "error": error, "details": details}
+def _failed(error: str, details: object) -> dict:
+    return {"message": "failed", "error": error, "details": str(details or error)}
 
 
 def make_executor(runner: Runner, directory: Callable[[], Path], threads: int) -> Executor:
