@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from core.jobs import JobQueue, JobStatus, make_request
-from core.jobs.executors import FORCE_AFTER_S, NAMESPACE, SECRET_URL, RayExecutor, actor_name
+from core.jobs.executors import FORCE_AFTER_S, SECRET_URL, RayExecutor, actor_name
 from core.jobs.owners import Visitor
 from core.jobs.store import (
     HOST,
@@ -82,10 +82,8 @@ def test_jobs_train_in_ray_actors_and_any_replica_cancels_them(
         assert other.cancel(waiting)  # found by name in Ray and killed, as it cannot listen
         cancelled = queue.wait(waiting, FORCE_AFTER_S + 30)
         assert cancelled.status is JobStatus.CANCELLED and cancelled.fraction == 0
-        ray = queue.executor._ray()
-        with pytest.raises(ValueError):
-            ray.get_actor(ray_actor(cancelled.worker), namespace=NAMESPACE)
-        assert other.executor.alive(ray_actor(cancelled.worker)) is False
+        gone = lambda: other.executor.alive(ray_actor(cancelled.worker)) is False  # noqa: E731
+        wait_for(gone, 30)  # Ray forgets the killed actor's name soon after
         assert other.cancel(long, Visitor("b"))  # the running actor reads it in the database
         stopped = queue.wait(long, 60)
         assert stopped.status is JobStatus.CANCELLED and 0 < stopped.fraction < 1
