@@ -381,6 +381,8 @@ class JobActor:
             elif job is not None and job.status is JobStatus.RUNNING:
                 worker = ray_worker(name, PROCESS)
                 run_job(store, job_id, job.request, run_training, Path(directory), worker=worker)
+        except Exception:  # e.g. no database URL file on this node: the node's Ray log says so
+            log.exception("training job #%d in Ray", job_id)
         finally:
             ray.actor.exit_actor()  # frees its CPU (or GPU) for the next job
 

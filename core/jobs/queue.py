@@ -71,7 +71,7 @@ class JobQueue:
         threads: torch intra-op threads of each worker; None for ``BNN_TRAIN_THREADS``
             (default 1); 0 leaves the worker's count alone.
         runner: Runs one request in-process (:func:`~core.jobs.training.run_training`'s
-            signature); tests pass another. With ``BNN_RAY_ADDRESS`` set, jobs are Ray tasks
+            signature); tests pass another. With ``BNN_RAY_ADDRESS`` set, jobs train in Ray actors
             instead (:mod:`core.jobs.executors`).
         directory: The user-model folder; None for
             :func:`~core.storage.paths.user_model_dir` at submission time.
