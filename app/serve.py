@@ -2,9 +2,10 @@
 
 Prints the teacher key once (:func:`announce_teacher_key`), prepares the process
 (:func:`app.warmup.warm_up`: the pages' imports, the checkpoint listing, the models compared by
-default and the MNIST test set), then runs ``streamlit run app/main.py`` with the given options
-in the same process, so the first visitor of a fresh server does not wait for that work.
-``scripts/run_app.sh`` starts the lab this way.
+default and the MNIST test set) and starts its training workers, then runs ``streamlit run
+app/main.py`` with the given options in the same process, so the first visitor of a fresh
+server does not wait for that work, and jobs queued before a restart train without waiting for
+one. ``scripts/run_app.sh`` starts the lab this way.
 """
 
 from __future__ import annotations

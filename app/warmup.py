@@ -7,7 +7,8 @@ memoised results (imported modules, :mod:`core.storage.checkpoints`' listing and
 the test set of :func:`app.ui.test_set`) are there when the first visit asks for them. It also
 imports what torch itself imports only on first use: ``torch._dynamo``, which the first optimiser
 a page builds would otherwise import (about 3 s on a 2-core CPU, in the first round of a live
-training).
+training). Last it starts the server's training workers (:func:`start_training`), so that jobs
+queued before a restart, or by another replica, train without waiting for a visitor.
 ``python -m app.serve`` calls it before it starts serving.
 """
 
@@ -104,18 +105,31 @@ def load_shared_state() -> None:
         log.warning("warm-up: %s", exc)
 
 
+def start_training() -> None:
+    """Start this server's training workers (:func:`core.jobs.training_queue`).
+
+    They take the jobs queued in the lab's database (before a restart, or by another replica)
+    at once, instead of at the first page visit.
+    """
+    from core.jobs import training_queue
+
+    training_queue()
+
+
 def warm_up(scripts: Iterable[Path]) -> dict[str, float]:
-    """Import what the scripts import, then load the shared state (:func:`load_shared_state`).
+    """Import what the scripts import, load the shared state, then start the training workers.
 
     Args:
         scripts: The app's entry point and its pages.
 
     Returns:
-        Seconds spent per step: ``{"imports": …, "kernels, checkpoints, models, test set": …}``.
+        Seconds spent per step: ``{"imports": …, "kernels, checkpoints, models, test set": …,
+        "training queue": …}``.
     """
     steps: dict[str, Callable[[], object]] = {
         "imports": lambda: import_all([*imported_modules(scripts), *DEFERRED_TORCH_MODULES]),
         "kernels, checkpoints, models, test set": load_shared_state,
+        "training queue": start_training,
     }
     seconds = {}
     with _quiet(BARE_MODE_LOGGERS):

@@ -128,8 +128,8 @@ def main() -> None:
         report["job_start"] = {
             "in_process": job_start(new_database(server), models / "threads", args.jobs)
         }
-        with ray_head() as address:
-            os.environ["BNN_RAY_ADDRESS"] = address
+        with ray_head() as head:
+            os.environ["BNN_RAY_ADDRESS"] = head.address
             report["job_start"]["ray"] = job_start(new_database(server), models / "ray", args.jobs)
             os.environ.pop("BNN_RAY_ADDRESS")
     print(json.dumps(report, indent=2))

@@ -329,7 +329,7 @@ def main() -> None:
             "BNN_CACHE_DIR": f"{scratch}/cache",  # a fresh server's first class
         }
         if args.ray:
-            env["BNN_RAY_ADDRESS"] = stack.enter_context(ray_head())
+            env["BNN_RAY_ADDRESS"] = stack.enter_context(ray_head()).address
         started = time.monotonic()
         servers = [stack.enter_context(serve_app_process(env=env)) for _ in range(args.replicas)]
         urls = [url for url, _ in servers]

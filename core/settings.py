@@ -20,35 +20,55 @@ class Setting:
         name: The variable, ``BNN_...``.
         default: What an unset (or blank) variable means, in words.
         help: One line on what it changes.
+        job: A training job reads it: it is handed to the job's Ray worker (:func:`job_settings`).
+            Only settings without secrets may be marked; the teacher's key and a database URL
+            that may hold a password never are.
     """
 
     name: str
     default: str
     help: str
+    job: bool = False
 
 
 SETTINGS: dict[str, Setting] = {
     s.name: s
     for s in (
-        Setting("BNN_DATA_DIR", "<repo>/data", "the writable data folder (datasets)"),
+        Setting("BNN_DATA_DIR", "<repo>/data", "the writable data folder (datasets)", job=True),
         Setting(
-            "BNN_DATA_PATH", "none", "read-only dataset folders searched after it (os.pathsep)"
+            "BNN_DATA_PATH",
+            "none",
+            "read-only dataset folders searched after it (os.pathsep)",
+            job=True,
         ),
-        Setting("BNN_CACHE_DIR", "<repo>/.cache", "the on-disk evaluation cache"),
-        Setting("BNN_MODELS_DIR", "<data folder>/models", "where user-trained models are saved"),
-        Setting("BNN_CHECKPOINT_DIR", "<repo>/checkpoints", "the shipped checkpoints"),
+        Setting("BNN_CACHE_DIR", "<repo>/.cache", "the on-disk evaluation cache", job=True),
+        Setting(
+            "BNN_MODELS_DIR",
+            "<data folder>/models",
+            "where user-trained models are saved",
+            job=True,
+        ),
+        Setting("BNN_CHECKPOINT_DIR", "<repo>/checkpoints", "the shipped checkpoints", job=True),
         Setting("BNN_BENCH_DIR", "<repo>/benchmarks", "stored benchmark and reference results"),
         Setting(
             "BNN_CLASS_DB",
             "SQLite in the data folder",
             "the lab's database URL: class drawings and training jobs (sqlite or postgresql)",
         ),
+        Setting(
+            "BNN_CLASS_DB_FILE",
+            "none (BNN_CLASS_DB)",
+            "a file (mode 0600) holding the database URL, read instead of BNN_CLASS_DB",
+            job=True,
+        ),
         Setting("BNN_CLASS_LIMIT", "2000", "most drawings one class may hold"),
         Setting("BNN_TORCH_THREADS", "1", "torch threads of the app's server process"),
         Setting("BNN_TRAIN_WORKERS", "1", "training jobs the Train page runs at once"),
         Setting("BNN_TRAIN_THREADS", "1", "torch threads of each training job"),
-        Setting("BNN_NATIVE", "1", "0 turns the compiled CPU kernels off"),
-        Setting("BNN_CUDA_GRAPHS", "1", "0 turns the CUDA graphs of the training step off"),
+        Setting("BNN_NATIVE", "1", "0 turns the compiled CPU kernels off", job=True),
+        Setting(
+            "BNN_CUDA_GRAPHS", "1", "0 turns the CUDA graphs of the training step off", job=True
+        ),
         Setting(
             "BNN_TEACHER_KEY",
             "made at first start, kept in the data folder",
@@ -122,10 +142,11 @@ def enabled(name: str) -> bool:
     return text(name) != "0"
 
 
-def environment() -> dict[str, str]:
-    """Give every declared setting that is set, e.g. to hand the server's settings to a worker.
+def job_settings() -> dict[str, str]:
+    """Give the settings a training job reads, to hand them to a job's Ray worker.
 
     Returns:
-        Name → value as written, for the ``BNN_*`` variables that are set and not blank.
+        Name → value as written, for the settings marked :attr:`Setting.job` that are set and
+        not blank (never the teacher's key or ``BNN_CLASS_DB``).
     """
-    return {name: os.environ[name] for name in SETTINGS if text(name)}
+    return {name: os.environ[name] for name, s in SETTINGS.items() if s.job and text(name)}

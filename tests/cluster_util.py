@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -91,14 +92,27 @@ def new_database(server: str) -> str:
     return f"{server}/{name}"
 
 
+class RayHead(NamedTuple):
+    """A running Ray head (:func:`ray_head`).
+
+    Attributes:
+        address: The cluster's address (``host:port``), for a process on a node.
+        client_address: Its Ray Client server's (``ray://host:port``), for a process elsewhere.
+        temp_dir: Ray's temporary folder: its sessions' logs and sockets.
+    """
+
+    address: str
+    client_address: str
+    temp_dir: Path
+
+
 @contextmanager
-def ray_head() -> Iterator[tuple[str, str]]:
-    """Start a one-CPU Ray head on loopback for the block; yields its two addresses: the
-    cluster's (``host:port``, for a process on a node) and its Ray Client server's
-    (``ray://host:port``, for a process elsewhere).
+def ray_head() -> Iterator[RayHead]:
+    """Start a one-CPU Ray head on loopback for the block, in a temporary folder of its own.
 
     Skips (fails in CI) without ``ray``. The head is stopped by its own PID (``ray stop`` would
-    end every Ray process of the user), and this process's Ray connection is closed.
+    end every Ray process of the user), this process's Ray connection is closed and the folder
+    removed.
     """
     try:
         import ray
@@ -119,8 +133,10 @@ def ray_head() -> Iterator[tuple[str, str]]:
         "--object-store-memory=200000000",
         "--disable-usage-stats",
     ]
+    folder = Path(tempfile.mkdtemp(prefix="bnn-ray-"))
+    command.append(f"--temp-dir={folder}")
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
-    log = Path(tempfile.mkdtemp(prefix="bnn-ray-")) / "head.log"
+    log = folder / "head.log"
     with open(log, "wb") as out:
         head = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
     address = f"127.0.0.1:{port}"
@@ -130,7 +146,7 @@ def ray_head() -> Iterator[tuple[str, str]]:
             if head.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"the Ray head did not start:\n{log.read_text()[-3000:]}")
             time.sleep(0.2)
-        yield address, f"ray://127.0.0.1:{client_port}"
+        yield RayHead(address, f"ray://127.0.0.1:{client_port}", folder)
     finally:
         ray.shutdown()
         head.terminate()

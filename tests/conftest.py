@@ -88,12 +88,17 @@ def lab_db(request, tmp_path) -> str:
 
 @pytest.fixture(scope="session")
 def ray_cluster():
-    """A one-CPU Ray head for the session (its cluster and client addresses); see
-    tests/cluster_util.py."""
+    """A one-CPU Ray head for the session (its addresses and folder); see tests/cluster_util.py."""
     from tests.cluster_util import ray_head
 
     with ray_head() as addresses:
         yield addresses
+
+
+@pytest.fixture
+def ray_temp_dir(ray_cluster) -> Path:
+    """The session's Ray head's temporary folder (its sessions' logs)."""
+    return ray_cluster.temp_dir
 
 
 @pytest.fixture

@@ -211,8 +211,9 @@ def test_two_replicas_on_one_postgresql_database_and_ray_share_the_queue(
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and not store.get(1).steps:
             time.sleep(0.5)
-        worker_pid = int(store.get(1).worker.split(":")[1])
-        assert worker_pid not in (first_server.pid, second_server.pid)  # a Ray worker trains it
+        actor, _, process = store.get(1).worker.partition("@")  # ray:<actor>@host:pid:token
+        assert actor.startswith("ray:bnn-job-")  # a detached Ray actor trains it
+        assert int(process.split(":")[1]) not in (first_server.pid, second_server.pid)
         record_timings(ben)  # for the sign-in's press
         ben.goto(f"{second}/train")
         wait_for_text(ben, "Job #1")

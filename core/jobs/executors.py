@@ -1,24 +1,41 @@
-"""Where a claimed training job runs: in a thread of the server (the default) or as a Ray task.
+"""Where a claimed training job runs: in a thread of the server (the default) or on Ray.
 
 Both run the same :func:`run_job`: it trains the request, reports progress and live-curve points
 to the job store every :data:`REPORT_S` seconds (its sign of life, and how it hears that someone
 asked to cancel), and stores how the job ended. So a job reports the same way wherever it runs,
 and any replica follows and cancels it through the database.
 
-* :class:`ThreadExecutor`: the calling worker thread of the server trains the job.
+* :class:`ThreadExecutor`: the calling worker thread of the server trains the job; a server
+  that stops stops it (failed, :data:`STOPPED`).
 * :class:`RayExecutor` (``BNN_RAY_ADDRESS``, e.g. ``auto``, ``host:6379`` or
-  ``ray://host:10001``): the job is a Ray task asking for ``BNN_RAY_CPUS`` CPUs and
-  ``BNN_RAY_GPUS`` GPUs, so jobs spread over the cluster's machines and a GPU job goes to a
-  machine with a free GPU. The task runs this repository's code from the same path on the Ray
-  node (a department's image has the checkout and its ``.venv`` on every node), with the
-  server's ``BNN_*`` settings; it writes the finished model into the user-model folder, which
-  all replicas and nodes must share. A cancel reaches the running task through the database
-  (it stops within one step and saves nothing); a task that has not started yet is cancelled
-  in Ray.
+  ``ray://host:10001``): the job trains in a *detached* Ray actor (:class:`JobActor`) named after
+  the job (:func:`actor_name`) in the namespace :data:`NAMESPACE`, asking for ``BNN_RAY_CPUS``
+  CPUs and ``BNN_RAY_GPUS`` GPUs, so jobs spread over the cluster's machines and a GPU job goes
+  to a machine with a free GPU. The actor belongs to the cluster, not to the replica that
+  started it: it keeps training when that replica stops or dies, reports to the database, and
+  exits when its job ends. The job's worker column names it
+  (:func:`~core.jobs.store.ray_worker`); a replica that finds the job silent asks Ray whether
+  the actor is alive (it may wait in Ray's queue) before failing the job. A cancel reaches the
+  running actor through the database (it stops within one step and saves nothing); an actor
+  that has not stopped after :data:`FORCE_AFTER_S` (e.g. one still waiting for a CPU) is killed
+  by name by the replica that took the cancel.
+
+**What Ray sees.** The actor runs this repository's code from the same path on its node (a
+department's image has the checkout and its ``.venv`` on every node). It gets, as Ray's
+``runtime_env``, ``PYTHONPATH`` and only the settings a training job reads
+(:func:`~core.settings.job_settings`: data, model, cache and checkpoint folders, the kernel
+switches, ``BNN_CLASS_DB_FILE``), never the teacher's key or ``BNN_CLASS_DB``; and, as
+arguments, the job's id, the user-model folder (shared by every replica and node), its thread
+count and the database URL only when it holds no password (:func:`ray_database`). A URL with a
+password reaches the actor only through ``BNN_CLASS_DB_FILE``, a file readable only by the
+service user that the actor reads on its node; a replica whose URL has a password and is not in
+that file fails each Ray job with one line (:data:`SECRET_URL`) instead of handing the password
+to Ray, whose logs (mode 644) and workers' environments would keep it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 import time
@@ -26,23 +43,43 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import parse_qs, urlsplit
 
 from core import settings
 from core.engine.device import default_device, device_name
-from core.jobs.store import PROCESS, JobStatus, JobStore, Report, TrainJob
+from core.jobs.store import (
+    PROCESS,
+    JobStatus,
+    JobStore,
+    Report,
+    TrainJob,
+    ray_actor,
+    ray_worker,
+)
 from core.jobs.training import TrainOutcome, TrainRequest, run_training
-from core.storage.database import DatabaseError
+from core.storage.database import DB_FILE_ENV, DatabaseError, database_url, describe
 from core.storage.paths import REPO_ROOT
 from core.training import EpochStats, StepStats
 
 RAY_ADDRESS_ENV = "BNN_RAY_ADDRESS"
 RAY_CPUS_ENV = "BNN_RAY_CPUS"
 RAY_GPUS_ENV = "BNN_RAY_GPUS"
+NAMESPACE = "bnn-lab"
+"""The lab's Ray namespace: its jobs' actors are found there by name from any replica."""
 REPORT_S = 0.5
+"""Seconds between a running job's reports to the database (progress, points, cancel)."""
+FORCE_AFTER_S = 10 * REPORT_S
+"""Seconds a cancelled Ray job has to stop by itself before its actor is killed."""
 CONNECT_TRIES = 3
 CONNECT_WAIT_S = 2.0
-"""Seconds between a running job's reports to the database (progress, points, cancel)."""
 STOPPED = "the server stopped while this job trained; nothing was saved — start it again"
+CANCELLED = {"message": "cancelled; nothing saved"}
+"""How a cancelled job ends (:meth:`JobStore.finish`'s keyword arguments)."""
+SECRET_URL = (
+    "the database URL holds a password, which Ray would copy into its logs and workers: write "
+    "the URL in a file only the server's user can read (chmod 600), at the same path on every "
+    "Ray node, and set BNN_CLASS_DB_FILE to that file instead of BNN_CLASS_DB"
+)
 
 log = logging.getLogger(__name__)
 Runner = Callable[..., TrainOutcome]
@@ -128,6 +165,7 @@ def run_job(
     runner: Runner,
     directory: Path,
     stop: threading.Event | None = None,
+    worker: str = PROCESS,
 ) -> JobStatus:
     """Train a claimed job here, reporting to the store, and store how it ended.
 
@@ -139,12 +177,13 @@ def run_job(
         directory: The user-model folder the finished model is saved in.
         stop: Set when this server stops: the job stops within one step and is failed
             with :data:`STOPPED`.
+        worker: The job's worker as stored (this process, or the Ray actor running here).
 
     Returns:
         How it ended (DONE, CANCELLED or FAILED).
     """
     running, done = _Running(), threading.Event()
-    store.begin(job_id, PROCESS, device_name(default_device()))
+    store.begin(job_id, worker, device_name(default_device()))
     with _HERE_LOCK:
         _HERE[job_id] = running
     reporter = threading.Thread(
@@ -174,7 +213,7 @@ def run_job(
             status = JobStatus.DONE
             end = {"message": "saved", "path": outcome.path, "metrics": dict(outcome.metrics)}
         elif running.asked:
-            status, end = JobStatus.CANCELLED, {"message": "cancelled; nothing saved"}
+            status, end = JobStatus.CANCELLED, CANCELLED
         else:
             status, end = JobStatus.FAILED, {"message": "failed", "error": STOPPED}
     done.set()
@@ -214,6 +253,14 @@ class Executor(Protocol):
         """Train ``job`` and store its end; ``stop`` is set when the server stops."""
         ...
 
+    def cancel(self, store: JobStore, job_id: int) -> None:
+        """Stop a job whose cancel the store has just recorded, wherever it trains."""
+        ...
+
+    def alive(self, actor: str) -> bool | None:
+        """Whether a silent Ray actor still runs a job (None: cannot tell)."""
+        ...
+
 
 class ThreadExecutor:
     """Jobs train in the server's own worker thread.
@@ -237,19 +284,111 @@ class ThreadExecutor:
         """Train the job in this thread (:func:`run_job`)."""
         run_job(store, job.id, job.request, self.runner, self.directory(), stop)
 
+    def cancel(self, store: JobStore, job_id: int) -> None:
+        """Stop the job at once if this process trains it (:func:`cancel_here`).
 
-def _train_in_ray(url: str, job_id: int, directory: str, threads: int) -> str:
-    """The Ray task: train one stored job on this node (:func:`run_job`)."""
-    import torch
+        Args:
+            store: The job store (another process's job reads the cancel there).
+            job_id: The job.
+        """
+        cancel_here(job_id)
 
-    torch.set_num_threads(threads)
-    store = JobStore(url)
-    job = store.get(job_id)
-    return run_job(store, job_id, job.request, run_training, Path(directory)).value
+    def alive(self, actor: str) -> bool | None:
+        """A server without Ray cannot tell (a silent Ray actor's job fails when stale).
+
+        Args:
+            actor: A Ray actor's name.
+
+        Returns:
+            None.
+        """
+        return None
+
+
+def has_password(url: str) -> bool:
+    """Whether a database URL holds a password (in its user part or its query).
+
+    Args:
+        url: A database URL.
+
+    Returns:
+        True for e.g. ``postgresql://lab:SECRET@host/db`` or ``...?password=SECRET``.
+    """
+    parts = urlsplit(url)
+    return parts.password is not None or "password" in parse_qs(parts.query)
+
+
+def ray_database(url: str) -> str | None:
+    """The database URL a job's Ray actor is given as an argument (Ray stores and may log it).
+
+    Args:
+        url: The replica's database URL.
+
+    Returns:
+        The URL itself when it holds no password; None when it holds one and comes from
+        ``BNN_CLASS_DB_FILE``, which the actor then reads on its node.
+
+    Raises:
+        ValueError: One line, for a URL with a password that is not in ``BNN_CLASS_DB_FILE``.
+    """
+    if not has_password(url):
+        return url
+    if settings.text(DB_FILE_ENV) and database_url() == url:
+        return None
+    raise ValueError(SECRET_URL)
+
+
+def actor_name(url: str, job_id: int) -> str:
+    """The name of the Ray actor that trains a job, in the lab's namespace :data:`NAMESPACE`.
+
+    Args:
+        url: The database the job is stored in (two labs may share a cluster).
+        job_id: The job.
+
+    Returns:
+        ``bnn-job-<8 hex digits of the database, credentials left out>-<job id>``.
+    """
+    return f"bnn-job-{hashlib.sha256(describe(url).encode()).hexdigest()[:8]}-{job_id}"
+
+
+class JobActor:
+    """The detached Ray actor that trains one stored job, reports to the database and exits.
+
+    It belongs to the cluster, not to the replica that created it: a replica that stops or dies
+    leaves it training. The database URL comes as an argument only when it holds no password;
+    otherwise :func:`~core.storage.database.database_url` reads ``BNN_CLASS_DB_FILE`` here.
+    """
+
+    def run(self, name: str, job_id: int, directory: str, threads: int, url: str | None) -> None:
+        """Train the job (:func:`run_job`) unless it ended or was cancelled meanwhile, then exit.
+
+        Args:
+            name: This actor's name (for the job's worker column).
+            job_id: The job, claimed (running).
+            directory: The user-model folder (shared by every node).
+            threads: torch threads.
+            url: The database URL; None for this node's :func:`database_url`.
+        """
+        import ray
+        import torch
+
+        try:
+            torch.set_num_threads(threads)
+            store = JobStore(url)
+            job = store.get(job_id)
+            if job is not None and job.cancelling:
+                finish(store, job_id, JobStatus.CANCELLED, Report(), CANCELLED)
+            elif job is not None and job.status is JobStatus.RUNNING:
+                worker = ray_worker(name, PROCESS)
+                run_job(store, job_id, job.request, run_training, Path(directory), worker=worker)
+        except Exception:  # e.g. no database URL file on this node: the node's Ray log says so
+            log.exception("training job #%d in Ray", job_id)
+        finally:
+            ray.actor.exit_actor()  # frees its CPU (or GPU) for the next job
 
 
 class RayExecutor:
-    """Jobs train as Ray tasks on a cluster (see the module's description).
+    """Jobs train in detached Ray actors on a cluster (see the module's description).
 
     Args:
         address: The cluster, as ``ray.init`` takes it.
@@ -269,7 +408,9 @@ class RayExecutor:
     def _ray(self) -> Any:
         """Ray, connected to the cluster (once per process).
 
-        A connection that fails is tried again (:data:`CONNECT_TRIES` times in all, a few
+        Ray's workers get this repository on ``PYTHONPATH`` and the settings a job reads
+        (:func:`~core.settings.job_settings`), nothing else of the server's environment. A
+        connection that fails is tried again (:data:`CONNECT_TRIES` times in all, a few
         seconds apart): a Ray Client server sometimes fails to start the server of a new
         client on a busy head.
 
@@ -282,11 +423,11 @@ class RayExecutor:
             for attempt in range(1, CONNECT_TRIES + 1):
                 if ray.is_initialized():
                     break
-                env = {"PYTHONPATH": str(REPO_ROOT), **settings.environment()}
+                env = {"PYTHONPATH": str(REPO_ROOT), **settings.job_settings()}
                 try:
                     ray.init(
                         address=self.address,
-                        namespace="bnn-lab",
+                        namespace=NAMESPACE,
                         runtime_env={"env_vars": env},
                         logging_level=logging.WARNING,
                         log_to_driver=False,
@@ -304,47 +445,120 @@ class RayExecutor:
         return ray
 
     def run(self, store: JobStore, job: TrainJob, stop: threading.Event) -> None:
-        """Run the job as a Ray task and wait for it.
+        """Start the job's actor and follow it until it ends or this server stops.
 
-        Until the task reports itself, this process keeps the job alive in the store; a cancel
-        (or a stopping server) that the task does not answer within a few seconds cancels it
-        in Ray.
+        The job's worker becomes the actor (:func:`~core.jobs.store.ray_worker`); until the
+        actor begins, this process keeps the job alive in the store. A stopping server leaves
+        the actor training (the job belongs to the cluster). An actor that died without storing
+        the job's end fails the job with one line (cancelled, if a cancel was asked).
+        """
+        try:
+            url = ray_database(store.db.url)
+            ray = self._ray()
+        except (ValueError, ConnectionError) as exc:
+            log.error("training job #%d: %s", job.id, exc)
+            finish(store, job.id, JobStatus.FAILED, Report(), _failed(str(exc), exc.__cause__))
+            return
+        name = actor_name(store.db.url, job.id)
+        worker = ray_worker(name)
+        try:
+            store.begin(job.id, worker, "waiting for Ray")
+            actor = (
+                ray.remote(JobActor)
+                .options(
+                    name=name,
+                    namespace=NAMESPACE,
+                    lifetime="detached",
+                    num_cpus=self.cpus,
+                    num_gpus=self.gpus,
+                    max_restarts=0,
+                )
+                .remote()
+            )
+            ref = actor.run.remote(name, job.id, str(self.directory()), self.cpus, url)
+        except Exception as exc:  # the database is busy, or Ray refused the actor
+            error = f"the Ray task failed: {_first_line(exc)}"
+            finish(store, job.id, JobStatus.FAILED, Report(), _failed(error, exc))
+            return
+        while not ray.wait([ref], timeout=REPORT_S)[0]:
+            if stop.is_set():
+                return
+            try:  # a sign of life while the actor has not begun (it reports itself then)
+                store.touch(job.id, worker)
+            except DatabaseError as exc:
+                log.warning("training job #%d: %s", job.id, exc)
+        try:
+            ray.get(ref)
+        except Exception as exc:  # the actor exits when done; the store tells whether it said so
+            self._ended(store, job.id, exc)
+
+    @staticmethod
+    def _ended(store: JobStore, job_id: int, exc: Exception) -> None:
+        try:
+            ended = store.get(job_id)
+        except DatabaseError as error:  # another replica fails it once it is stale
+            log.warning("training job #%d: %s", job_id, error)
+            return
+        if ended is not None and ended.status is JobStatus.RUNNING:
+            failed = _failed(f"the Ray task failed: {_first_line(exc)}", exc)
+            status = JobStatus.CANCELLED if ended.cancelling else JobStatus.FAILED
+            finish(store, job_id, status, Report(), CANCELLED if ended.cancelling else failed)
+
+    def cancel(self, store: JobStore, job_id: int) -> None:
+        """Make sure a job whose cancel was just stored stops, whichever replica started it.
+
+        The actor reads the cancel at its next report and stops within one step. One that has
+        not stopped after :data:`FORCE_AFTER_S` (still waiting in Ray's queue, or not
+        listening) is killed in Ray, found by its name, and the job stored as cancelled.
+
+        Args:
+            store: The job store.
+            job_id: The job.
+        """
+        threading.Thread(
+            target=self._force, args=(store, job_id), name=f"bnn-cancel-{job_id}", daemon=True
+        ).start()
+
+    def _force(self, store: JobStore, job_id: int) -> None:
+        deadline = time.monotonic() + FORCE_AFTER_S
+        try:
+            while True:
+                job = store.get(job_id)
+                if job is None or not job.status.active or not ray_actor(job.worker):
+                    return  # ended, or not in Ray yet: its actor will read the cancel
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(REPORT_S)
+            finish(store, job_id, JobStatus.CANCELLED, Report(), CANCELLED)
+            ray = self._ray()
+            ray.kill(ray.get_actor(ray_actor(job.worker), namespace=NAMESPACE))
+        except ValueError:  # the actor is gone already
+            pass
+        except (ConnectionError, DatabaseError) as exc:
+            log.warning("cancelling training job #%d: %s", job_id, exc)
+
+    def alive(self, actor: str) -> bool | None:
+        """Whether Ray knows a job's actor as alive (waiting for resources, or training).
+
+        Args:
+            actor: The actor's name.
+
+        Returns:
+            True or False; None when the cluster cannot be reached.
         """
         try:
             ray = self._ray()
-        except ConnectionError as exc:
-            end = {"message": "failed", "error": str(exc), "details": str(exc.__cause__)}
-            finish(store, job.id, JobStatus.FAILED, Report(), end)
-            return
-        task = ray.remote(_train_in_ray).options(
-            num_cpus=self.cpus, num_gpus=self.gpus, max_retries=0, name=f"bnn-job-{job.id}"
-        )
-        ref = task.remote(store.db.url, job.id, str(self.directory()), self.cpus)
-        asked, forced = None, False
-        while not ray.wait([ref], timeout=REPORT_S)[0]:
-            try:  # a sign of life while Ray has not started the task (it reports itself then)
-                cancel = store.touch(job.id, PROCESS)
-            except DatabaseError as exc:
-                log.warning("training job #%d: %s", job.id, exc)
-                continue
-            if (cancel or stop.is_set()) and asked is None:
-                asked = time.monotonic()
-            if asked is not None and not forced and time.monotonic() - asked > 10 * REPORT_S:
-                ray.cancel(ref)  # not started yet, or not listening: stop it in Ray
-                forced = True
+        except ConnectionError:
+            return None
         try:
-            ray.get(ref)
-        except Exception as exc:  # the task died, or was cancelled before it could say so
-            # A task cancelled while it ran comes back as RayTaskError(TaskCancelledError).
-            cancelled = isinstance(exc, ray.exceptions.TaskCancelledError)
-            status = JobStatus.FAILED if stop.is_set() or not cancelled else JobStatus.CANCELLED
-            error = STOPPED if stop.is_set() else f"the Ray task failed: {_first_line(exc)}"
-            end = (
-                {"message": "cancelled; nothing saved"}
-                if status is JobStatus.CANCELLED
-                else {"message": "failed", "error": error, "details": str(exc)}
-            )
-            finish(store, job.id, status, Report(), end)
+            ray.get_actor(actor, namespace=NAMESPACE)
+        except ValueError:
+            return False
+        return True
+
+
+def _failed(error: str, details: object) -> dict:
+    return {"message": "failed", "error": error, "details": str(details or error)}
 
 
 def make_executor(runner: Runner, directory: Callable[[], Path], threads: int) -> Executor:

@@ -24,8 +24,12 @@ GPU.
 **Cancel.** :meth:`JobQueue.cancel` ends a queued job at once and marks a running one in the
 database; the process training it reads the mark at its next report and the training loop stops
 within one step. Nothing is saved (:func:`~core.jobs.training.run_training` saves only a
-finished run, atomically). A server that stops (``atexit``, e.g. after SIGTERM) stops its jobs
-the same way and marks them failed.
+finished run, atomically). A server that stops (``atexit``, e.g. after SIGTERM) stops the jobs
+training in its own threads the same way and marks them failed; jobs it started on Ray keep
+training there (:mod:`core.jobs.executors`).
+
+**Start.** :func:`training_queue` starts the process's workers; the app's server calls it
+before its first visitor (:mod:`app.warmup`), so jobs queued before a restart start at once.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from core import settings
-from core.jobs.executors import Runner, cancel_here, make_executor
+from core.jobs.executors import Runner, make_executor
 from core.jobs.owners import Visitor
 from core.jobs.store import PROCESS, JobStore, TrainJob
 from core.jobs.training import TrainRequest, run_training
@@ -67,7 +71,7 @@ class JobQueue:
         threads: torch intra-op threads of each worker; None for ``BNN_TRAIN_THREADS``
             (default 1); 0 leaves the worker's count alone.
         runner: Runs one request in-process (:func:`~core.jobs.training.run_training`'s
-            signature); tests pass another. With ``BNN_RAY_ADDRESS`` set, jobs are Ray tasks
+            signature); tests pass another. With ``BNN_RAY_ADDRESS`` set, jobs train in Ray actors
             instead (:mod:`core.jobs.executors`).
         directory: The user-model folder; None for
             :func:`~core.storage.paths.user_model_dir` at submission time.
@@ -84,9 +88,9 @@ class JobQueue:
     ) -> None:
         self.workers = workers or settings.positive_int(WORKERS_ENV, 1)
         self.threads = settings.positive_int(THREADS_ENV, 1) if threads is None else threads
-        self.store = JobStore(url)
         self._directory = directory
         self.executor = make_executor(runner, self.folder, self.threads)
+        self.store = JobStore(url, alive=self.executor.alive)
         self._lock = threading.Condition()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -140,7 +144,7 @@ class JobQueue:
         """
         if not self.store.cancel(job_id, visitor):
             return False
-        cancel_here(job_id)
+        self.executor.cancel(self.store, job_id)
         return True
 
     def forget(self, job_id: int) -> None:
@@ -223,7 +227,9 @@ class JobQueue:
     def shutdown(self, timeout: float | None = 30.0) -> None:
         """Stop this process's workers; queued jobs stay queued for any other (or later) process.
 
-        A job training here stops within one step and is marked failed ("the server stopped").
+        A job training in this process stops within one step and is marked failed ("the server
+        stopped"); a job this process started on Ray keeps training there (it belongs to the
+        cluster, and any replica follows it).
 
         Args:
             timeout: Seconds to wait for each worker.

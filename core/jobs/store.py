@@ -11,7 +11,9 @@ in one transaction (so two replicas never run the same job), reports progress an
 it trains, and reads back whether someone asked to cancel. A job whose worker died is marked
 failed with one line when anyone next reads it: at once when the worker was a process on this
 host that is gone (or an earlier run of this very process), otherwise once its last sign of
-life is :data:`STALE_S` old.
+life is :data:`STALE_S` old — unless the reader can ask the worker's owner, e.g. Ray for a job
+of a Ray actor (:func:`ray_worker`), which may wait silently in Ray's queue after the replica
+that submitted it has gone.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -42,6 +44,10 @@ KEEP_FINISHED = 50
 HOST = socket.gethostname()
 PROCESS = f"{HOST}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 """This process's worker name: host, process id and a token new at every start."""
+RAY_WORKER = "ray:"
+"""How the worker name of a job trained by a Ray actor begins (:func:`ray_worker`)."""
+Alive = Callable[[str], bool | None]
+"""Tells whether a Ray actor (by name) is alive: True, False, or None when it cannot tell."""
 
 JOBS = Table.with_id(
     "jobs",
@@ -196,30 +202,66 @@ class Report:
     steps: list[StepStats] = field(default_factory=list)
 
 
-def worker_gone(worker: str, heartbeat: float | None, now: float) -> bool:
+def ray_worker(actor: str, process: str = "") -> str:
+    """The worker name of a job that a Ray actor trains.
+
+    Args:
+        actor: The actor's name in the lab's Ray namespace.
+        process: :data:`PROCESS` of the actor's process, once it has begun the job.
+
+    Returns:
+        ``ray:<actor>``, or ``ray:<actor>@<process>``.
+    """
+    return f"{RAY_WORKER}{actor}@{process}" if process else f"{RAY_WORKER}{actor}"
+
+
+def ray_actor(worker: str) -> str:
+    """The Ray actor a worker name names (:func:`ray_worker`).
+
+    Args:
+        worker: A job's worker.
+
+    Returns:
+        The actor's name; "" for a worker that is not a Ray actor.
+    """
+    if not worker.startswith(RAY_WORKER):
+        return ""
+    return worker.removeprefix(RAY_WORKER).partition("@")[0]
+
+
+def worker_gone(
+    worker: str, heartbeat: float | None, now: float, alive: Alive | None = None
+) -> bool:
     """Whether the worker running a job is certainly or probably dead.
 
     Args:
-        worker: :data:`PROCESS` of the worker's process.
+        worker: :data:`PROCESS` of the worker's process, or a Ray actor's :func:`ray_worker`.
         heartbeat: Its last sign of life.
         now: The current time.
+        alive: Asked about a Ray actor whose last sign of life is older than :data:`STALE_S`
+            (it may wait in Ray's queue, where nobody reports for it); None: nobody to ask.
 
     Returns:
         True for an earlier run of this process's id, a process of this host that no longer
-        exists, or a last sign of life older than :data:`STALE_S`.
+        exists, or a last sign of life older than :data:`STALE_S` (for a Ray actor: that Ray
+        does not know as alive).
     """
-    host, _, rest = worker.partition(":")
+    actor = ray_actor(worker)
+    process = worker.partition("@")[2] if actor else worker
+    host, _, rest = process.partition(":")
     pid, _, token = rest.partition(":")
     if host == HOST and pid.isdigit():
         if int(pid) == os.getpid():
-            return worker != PROCESS
+            return process != PROCESS
         try:
             os.kill(int(pid), 0)
         except ProcessLookupError:
             return True
         except PermissionError:
             pass  # alive, another user's
-    return heartbeat is None or now - heartbeat > STALE_S
+    if heartbeat is not None and now - heartbeat <= STALE_S:
+        return False
+    return not (actor and alive is not None and alive(actor))
 
 
 class JobStore:
@@ -227,13 +269,16 @@ class JobStore:
 
     Args:
         url: A database URL; None for :func:`~core.storage.database.database_url`.
+        alive: Asked whether a silent Ray actor still runs a job (:func:`worker_gone`); None
+            for a process that does not use Ray.
 
     Raises:
         DatabaseError: If the URL is not a supported database.
     """
 
-    def __init__(self, url: str | None = None) -> None:
+    def __init__(self, url: str | None = None, alive: Alive | None = None) -> None:
         self.db = Database(url, (JOBS, POINTS))
+        self.alive = alive
 
     def __repr__(self) -> str:
         """The store's database, without credentials."""
@@ -507,7 +552,7 @@ class JobStore:
         dead = [
             j
             for j in jobs
-            if j.status is JobStatus.RUNNING and worker_gone(j.worker, j.heartbeat, now)
+            if j.status is JobStatus.RUNNING and worker_gone(j.worker, j.heartbeat, now, self.alive)
         ]
         if not dead:
             return list(jobs)

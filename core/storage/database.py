@@ -38,6 +38,7 @@ from core import settings
 from core.storage.paths import data_dir
 
 DB_ENV = "BNN_CLASS_DB"
+DB_FILE_ENV = "BNN_CLASS_DB_FILE"
 DEFAULT_FILE = "class_drawings.sqlite"
 BUSY_TIMEOUT_S = 5.0
 
@@ -96,10 +97,34 @@ class Table:
 def database_url() -> str:
     """Give the configured database URL.
 
+    A URL with a password belongs in ``BNN_CLASS_DB_FILE``: a file readable only by the
+    server's user (mode 0600), which Ray workers read on their node, where an environment
+    variable would be copied into Ray's logs and every worker's environment.
+
     Returns:
-        ``BNN_CLASS_DB``, or ``sqlite:///<data folder>/class_drawings.sqlite`` (absolute).
+        The URL in ``BNN_CLASS_DB_FILE`` (first line), else ``BNN_CLASS_DB``, else
+        ``sqlite:///<data folder>/class_drawings.sqlite`` (absolute).
+
+    Raises:
+        DatabaseError: If ``BNN_CLASS_DB_FILE`` cannot be read, is empty, or may be read by
+            other users (group or others have any permission on it).
     """
-    return settings.text(DB_ENV) or f"sqlite:///{data_dir() / DEFAULT_FILE}"
+    file = settings.text(DB_FILE_ENV)
+    if not file:
+        return settings.text(DB_ENV) or f"sqlite:///{data_dir() / DEFAULT_FILE}"
+    path = Path(file).expanduser()
+    try:
+        mode = path.stat().st_mode & 0o777
+        lines = path.read_text(encoding="utf-8").strip().splitlines()
+    except OSError as exc:
+        raise DatabaseError(f"{DB_FILE_ENV} {path}: {exc.strerror or exc}") from exc
+    if mode & 0o077:
+        raise DatabaseError(
+            f"{DB_FILE_ENV} {path} may be read by other users (mode {mode:04o}): chmod 600 it"
+        )
+    if not lines:
+        raise DatabaseError(f"{DB_FILE_ENV} {path} is empty: write the database URL in it")
+    return lines[0].strip()
 
 
 def sqlite_path(url: str) -> Path | None:
