@@ -190,7 +190,7 @@ def _translate(exc: Exception, where: str, timeout: float) -> DatabaseError:
     if _connection_lost(exc):
         return ConnectionLost(
             f"{where}: the database server cannot be reached or cut the connection ({text}); "
-            f"tried for {RETRY_SECONDS:g} s, try again (is it running, and is {DB_ENV} right?)"
+            f"is it running, and is {DB_ENV} right?"
         )
     if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
         return DatabaseError(_busy(where, timeout))
@@ -252,15 +252,16 @@ def retrying(call: Callable[[], T], seconds: float = RETRY_SECONDS) -> T:
         What ``call`` returns.
 
     Raises:
-        ConnectionLost: The last attempt's, when the server did not come back in time.
+        ConnectionLost: The last attempt's line, saying how long it was tried, when the server
+            did not come back in time.
     """
     deadline, pause = time.monotonic() + seconds, 0.1
     while True:
         try:
             return call()
-        except ConnectionLost:
+        except ConnectionLost as exc:
             if time.monotonic() + pause > deadline:
-                raise
+                raise ConnectionLost(f"{exc} (tried for {seconds:g} s)") from exc
         time.sleep(pause)
         pause = min(2 * pause, 1.0)
 
