@@ -15,8 +15,9 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
@@ -25,7 +26,8 @@ import pytest
 from tests.browser_util import free_port
 
 
-def _missing(what: str) -> None:
+def missing(what: str) -> None:
+    """Skip the test for want of ``what``; fail it in CI (``CI=true``), where it must be there."""
     if os.environ.get("CI"):
         pytest.fail(f"{what}; CI must install it (scripts/run_tests.sh)")
     pytest.skip(what)
@@ -37,9 +39,25 @@ def postgres_binaries() -> Path | None:
     return found[-1].parent if found else None
 
 
+@dataclass(frozen=True)
+class PostgresServer:
+    """A running throw-away PostgreSQL cluster (see :func:`restartable_postgres`).
+
+    Attributes:
+        url: Its base URL, ``postgresql://lab@127.0.0.1:PORT``.
+        stop: Stops it (``pg_ctl stop -m fast``: sessions are cut, as in a restart).
+        start: Starts it again on the same port and data.
+    """
+
+    url: str
+    stop: Callable[[], None]
+    start: Callable[[], None]
+
+
 @contextmanager
-def postgres_cluster() -> Iterator[str]:
-    """Start a PostgreSQL cluster (trust auth, user ``lab``) for the block; yields its base URL.
+def restartable_postgres() -> Iterator[PostgresServer]:
+    """Start a PostgreSQL cluster (trust auth, user ``lab``) for the block, which may stop and
+    start it again; it is stopped at the end.
 
     Skips (fails in CI) without the server binaries or ``psycopg``. As root, the server runs as
     the ``postgres`` user (PostgreSQL refuses root).
@@ -47,32 +65,40 @@ def postgres_cluster() -> Iterator[str]:
     try:
         import psycopg  # noqa: F401
     except ImportError:
-        _missing("psycopg is not installed (pip install -r requirements-cluster.txt)")
+        missing("psycopg is not installed (pip install -r requirements-cluster.txt)")
     binaries = postgres_binaries()
     if binaries is None:
-        _missing("PostgreSQL is not installed (apt-get install postgresql)")
+        missing("PostgreSQL is not installed (apt-get install postgresql)")
     as_user: list[str] = []
     folder = Path(tempfile.mkdtemp(prefix="bnn-pg-"))
     if os.geteuid() == 0:
         as_user = ["runuser", "-u", "postgres", "--"]
         shutil.chown(folder, "postgres")
     data, port = folder / "data", free_port()
+    pg_ctl = [*as_user, str(binaries / "pg_ctl"), "-D", str(data)]
     run = lambda *cmd: subprocess.run(  # noqa: E731
-        [*as_user, *cmd], check=True, capture_output=True, text=True, timeout=120
+        cmd, check=True, capture_output=True, text=True, timeout=120
+    )
+    options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off"
+    server = PostgresServer(
+        f"postgresql://lab@127.0.0.1:{port}",
+        stop=lambda: run(*pg_ctl, "stop", "-m", "fast", "-w"),
+        start=lambda: run(*pg_ctl, "-l", str(folder / "log"), "-o", options, "-w", "start"),
     )
     try:
-        run(str(binaries / "initdb"), "-D", str(data), "-A", "trust", "-U", "lab")
-        options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off"
-        log = str(folder / "log")
-        run(str(binaries / "pg_ctl"), "-D", str(data), "-l", log, "-o", options, "-w", "start")
-        yield f"postgresql://lab@127.0.0.1:{port}"
+        run(*as_user, str(binaries / "initdb"), "-D", str(data), "-A", "trust", "-U", "lab")
+        server.start()
+        yield server
     finally:
-        subprocess.run(
-            [*as_user, str(binaries / "pg_ctl"), "-D", str(data), "stop", "-m", "fast"],
-            capture_output=True,
-            timeout=60,
-        )
+        subprocess.run([*pg_ctl, "stop", "-m", "fast"], capture_output=True, timeout=60)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextmanager
+def postgres_cluster() -> Iterator[str]:
+    """A :func:`restartable_postgres` for the block; yields its base URL."""
+    with restartable_postgres() as server:
+        yield server.url
 
 
 def new_database(server: str) -> str:
@@ -117,7 +143,7 @@ def ray_head() -> Iterator[RayHead]:
     try:
         import ray
     except ImportError:
-        _missing("ray is not installed (pip install -r requirements-cluster.txt)")
+        missing("ray is not installed (pip install -r requirements-cluster.txt)")
     port, client_port = free_port(), free_port()
     command = [
         str(Path(sys.executable).parent / "ray"),

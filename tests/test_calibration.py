@@ -424,9 +424,9 @@ def test_cli_prints_every_number_the_issue_asks_for(small, capsys):
     assert args.func(args) == 0
     text = capsys.readouterr().out
     assert "Rotation (angle (degrees))" in text and "bbb_gaussian" in text
-    args = parser.parse_args([*argv[:2], "mlp", "--samples", "0"])
-    with pytest.raises(ValueError, match="--samples"):
-        args.func(args)
+    with pytest.raises(SystemExit):
+        parser.parse_args([*argv[:2], "mlp", "--samples", "0"])
+    assert "--samples: '0' is not a whole number from 1" in capsys.readouterr().err
 
 
 def test_each_model_is_rated_on_the_dataset_it_was_trained_on(small, tmp_path):

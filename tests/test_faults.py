@@ -33,7 +33,12 @@ from core.data import DatasetUnavailable, load_dataset
 from core.engine.sampler import predictive_samples
 from core.evaluation.uncertainty import summarize
 from core.methods import build_model
-from core.storage.atomic import atomic_write_text
+from core.storage.atomic import (
+    STALE_SECONDS,
+    atomic_write_text,
+    remove_stale_temporaries,
+    writer_tag,
+)
 from core.storage.checkpoints import CheckpointError, save_checkpoint
 from core.storage.paths import REPO_ROOT, data_search_path
 from tests.test_app_draw import MAIN
@@ -219,6 +224,15 @@ def mnist_available() -> bool:
     return True
 
 
+def ended_pid() -> int:
+    """The PID of a process that has ended."""
+    return int(
+        subprocess.run(
+            [sys.executable, "-c", "import os; print(os.getpid())"], text=True, capture_output=True
+        ).stdout
+    )
+
+
 @pytest.mark.skipif(not mnist_available(), reason="MNIST unavailable")
 def test_killed_training_leaves_shipped_checkpoints_intact_and_no_temporaries(tmp_path):
     shipped = {p.name: sha256(p) for p in SHIPPED.glob("*.pt")}
@@ -249,10 +263,8 @@ def test_killed_training_leaves_shipped_checkpoints_intact_and_no_temporaries(tm
         process.wait()
     assert {p.name: sha256(p) for p in SHIPPED.glob("*.pt")} == shipped
     folder = user_model.parent
-    dead = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"], text=True, capture_output=True
-    ).stdout.strip()
-    (folder / f".mlp.pt.{dead}.abcd1234.tmp").write_bytes(b"")  # a writer that is gone
+    dead = ended_pid()
+    (folder / f".mlp.pt.{writer_tag()}.{dead}.abcd1234.tmp").write_bytes(b"")  # a writer gone
     atomic_write_text(folder / "note.txt", "the next write")
     assert sorted(p.name for p in folder.iterdir() if p.suffix == ".tmp") == []
 
@@ -458,3 +470,105 @@ def test_finished_training_is_complete_and_promoted(train_env):
     shipped = Path(train_env["BNN_CHECKPOINT_DIR"])
     assert sha256(shipped / "mlp.pt") == sha256(user)
     assert sha256(shipped / "mlp.json") == sha256(user.with_suffix(".json"))
+
+
+# --- 9. folders shared by several hosts (or PID namespaces) ----------------------------------
+
+LISTER = """
+import sys
+from pathlib import Path
+
+from core.storage.cache import CacheEntry
+from core.storage.checkpoints import list_user_checkpoints
+
+folder, stop, action = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+entry = CacheEntry(folder / "result.json", "json")
+print("ready", flush=True)
+calls = 0
+while not stop.exists():
+    if action == "list":
+        list_user_checkpoints(folder)  # what every page's sidebar does
+    else:
+        entry.save({"call": calls})  # a study's result saved in a shared BNN_CACHE_DIR
+    calls += 1
+print(calls, flush=True)
+"""
+
+
+def in_another_pid_namespace(command: list[str]) -> list[str]:
+    """``command`` run in a new PID namespace (its own ``/proc``), as another host's would be.
+
+    Skips where ``unshare`` is missing or not permitted (not root); fails in CI, which runs as
+    root.
+    """
+    from tests.cluster_util import missing
+
+    wrapper = ["unshare", "--pid", "--fork", "--mount-proc"]
+    try:
+        probe = subprocess.run([*wrapper, "true"], capture_output=True, text=True, timeout=30)
+    except FileNotFoundError:
+        probe = None
+    if probe is None or probe.returncode != 0:
+        why = "no unshare command" if probe is None else probe.stderr.strip()
+        missing(f"cannot start a process in a new PID namespace ({why}); it needs root")
+    return [*wrapper, *command]
+
+
+@pytest.mark.parametrize("action", ["list", "cache"])
+def test_saves_beside_another_pid_namespaces_lister_or_writer_never_fail(tmp_path, action):
+    """A writer saving in a loop while another namespace's sidebar lists the folder (or saves
+    a cached result in it): that process cannot see the writer's, and must not take its
+    temporary files for a dead writer's (on the code before issue 60, 951 and 787 of the 1,000
+    saves failed so)."""
+    folder, stop = tmp_path / "models", tmp_path / "stop"
+    folder.mkdir()
+    lister = subprocess.Popen(
+        in_another_pid_namespace([sys.executable, "-c", LISTER, str(folder), str(stop), action]),
+        cwd=REPO_ROOT,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    model = build_model(REGISTRY["mlp"].model)
+    failures = []
+    try:
+        assert lister.stdout.readline().strip() == "ready"
+        for i in range(1000):
+            try:
+                save_checkpoint("shared", model, {"save": i}, folder)
+            except OSError as exc:
+                failures.append(repr(exc))
+    finally:
+        stop.touch()
+        calls = lister.communicate(timeout=120)[0]
+    print(f"{len(failures)} of 1000 saves failed beside {calls.strip()} calls of {action}")
+    assert lister.returncode == 0 and int(calls) > 0
+    assert failures == []
+
+
+def test_only_this_namespaces_dead_writers_files_go_at_once_others_after_an_hour(tmp_path):
+    dead = ended_pid()
+    alive, here = os.getpid(), writer_tag()
+    elsewhere = "w0123456789abcdef-4026531836"  # another host's boot (or another namespace)
+    names = {
+        f".a.pt.{here}.{dead}.x1.tmp": "gone",  # this namespace, its writer is gone
+        f".a.pt.{here}.{alive}.x2.tmp": "kept",  # this namespace, still writing
+        f".a.pt.{elsewhere}.{dead}.x3.tmp": "kept",  # cannot be checked from here: by age only
+        f".a.pt.r0123456789abcdef.{dead}.x4.tmp": "kept",  # a host without /proc: by age only
+        f".a.pt.{dead}.x5.tmp": "kept",  # written before writers were tagged: by age only
+        ".notes.tmp": "kept",  # not a temporary file of atomic_write
+    }
+    for name in names:
+        (tmp_path / name).write_bytes(b"")
+    old = time.time() - STALE_SECONDS - 60
+    for name in (f".a.pt.{elsewhere}.{alive}.y1.tmp", f".a.pt.{dead}.y2.tmp"):
+        (tmp_path / name).write_bytes(b"")
+        os.utime(tmp_path / name, (old, old))
+        names[name] = "gone"  # over an hour old: whoever wrote it is not writing any more
+    removed = remove_stale_temporaries(tmp_path)
+    assert sorted(p.name for p in removed) == sorted(
+        n for n, fate in names.items() if fate == "gone"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        n for n, fate in names.items() if fate == "kept"
+    )

@@ -503,7 +503,7 @@ def test_cli_trains_an_adhoc_configuration_and_lists_it(tmp_path, mnist_availabl
     ("args", "message"),
     [
         (["--kind", "mlp"], "--kind needs --name NAME"),
-        (["mlp", "--beta", "2"], "--beta: only with --kind"),
+        (["mlp", "--beta", "0.5"], "--beta: only with --kind"),
         (["mlp", "--kind", "mlp", "--name", "x"], "either a registered name"),
         (["--kind", "mlp", "--name", "bad name"], "not a valid model name"),
         ([], "give a registered name or --kind"),

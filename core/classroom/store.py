@@ -14,6 +14,11 @@ A class holds at most ``BNN_CLASS_LIMIT`` drawings (default :data:`DEFAULT_LIMIT
 new drawing is refused with :class:`ClassFullError` (counted inside the write transaction, so
 concurrent writers cannot overshoot it).
 
+A submission whose connection to a PostgreSQL server failed or was cut (a restart) is sent
+again with the same submission id for a few seconds (:meth:`Database.write
+<core.storage.database.Database.write>`), so a restart of a few seconds loses none and stores
+none twice; a full class or a bad drawing is never retried.
+
 The SQL is plain ``INSERT``/``SELECT``/``DELETE`` and ``INSERT … ON CONFLICT (submission_id) DO
 NOTHING`` (SQLite ≥ 3.24, PostgreSQL ≥ 9.5); only the schema differs.
 """
@@ -285,7 +290,8 @@ class ClassStore:
         created = datetime.now(UTC).isoformat(timespec="milliseconds")
         sql = self.db.sql
         find = sql("SELECT id FROM drawings WHERE submission_id = ?")
-        with self.db.transaction(code) as conn:
+
+        def store_once(conn: Any) -> int:
             row = conn.execute(find, (key,)).fetchone()
             if row is None:
                 self._check_room(conn, code)
@@ -298,7 +304,9 @@ class ClassStore:
                     (code, label, pixels, created, key),
                 )
                 row = conn.execute(find, (key,)).fetchone()
-        return int(row[0])
+            return int(row[0])
+
+        return self.db.write(code, store_once)
 
     def _check_room(self, conn: Any, class_code: str) -> None:
         """Raise :class:`ClassFullError` when the class already holds :attr:`limit` drawings."""
@@ -407,9 +415,9 @@ class ClassStore:
         query, params = "DELETE FROM drawings WHERE class_code = ?", (code,)
         if up_to is not None:
             query, params = f"{query} AND id <= ?", (code, int(up_to))
-        with self.db.transaction(code) as conn:
-            deleted = conn.execute(self.db.sql(query), params).rowcount
-        return int(deleted)
+        return self.db.write(
+            code, lambda conn: int(conn.execute(self.db.sql(query), params).rowcount)
+        )
 
 
 def as_tensors(records: Sequence[Drawing]) -> ClassDrawings:

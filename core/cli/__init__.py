@@ -2,13 +2,15 @@
 
 Every command's own failures that the lab foresees (a missing or damaged checkpoint, a missing
 dataset, a bad setting) end in one line on stderr naming the file or value and what to do, and
-exit code 1 — never a traceback.
+exit code 1 — never a traceback. A bad command line (an unknown option, a number out of its
+range: :mod:`core.cli.values`) ends in one ``error:`` line and exit code 2.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from typing import NoReturn
 
 from core.cli import (
     active,
@@ -42,13 +44,26 @@ COMMANDS = (
 """Modules exposing ``register(subparsers)``, in help order."""
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser that reports a bad command line in one line, without the usage."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print ``PROG: error: MESSAGE (see PROG --help)`` on stderr and exit with code 2.
+
+        Args:
+            message: argparse's description of what is wrong.
+        """
+        text = " ".join(message.split())
+        self.exit(2, f"{self.prog}: error: {text} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Build the ``python -m core`` parser with every command of :data:`COMMANDS`.
 
     Returns:
         The parser; each sub-command sets ``func``, the function that runs it.
     """
-    parser = argparse.ArgumentParser(prog="python -m core", description=__doc__)
+    parser = OneLineParser(prog="python -m core", description=__doc__)
     subparsers = parser.add_subparsers(dest="command", required=True)
     for module in COMMANDS:
         module.register(subparsers)
@@ -58,16 +73,21 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run one command of the lab's command line.
 
-    Foreseen failures (:class:`CheckpointError`, :class:`DatasetUnavailable`, ValueError) end in
-    one line on stderr instead of a traceback.
+    A bad command line ends in one ``error:`` line (:class:`OneLineParser`) and foreseen
+    failures (:class:`CheckpointError`, :class:`DatasetUnavailable`, ValueError) in one line on
+    stderr, instead of a traceback.
 
     Args:
         argv: The arguments after ``python -m core``; None reads ``sys.argv``.
 
     Returns:
-        The exit code: the command's own, 1 after a foreseen failure, 130 when interrupted.
+        The exit code: the command's own, 2 for a bad command line (0 after ``--help``), 1 after
+        a foreseen failure, 130 when interrupted.
     """
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # argparse's exit after an error or --help
+        return int(exc.code or 0)
     try:
         return int(args.func(args) or 0)
     except (CheckpointError, DatasetUnavailable, ValueError) as exc:

@@ -22,6 +22,7 @@ from core.active.acquisition import ACQUISITIONS
 from core.active.loop import ARCHITECTURES, MODEL_KINDS, RESULT_FILE, ActiveConfig, curves_for
 from core.active.protocols import PROTOCOLS, paper_comparison
 from core.cli.overrides import suffix, with_overrides
+from core.cli.values import IMAGES, SEEDS, WORKERS
 from core.processes import keep_freed_memory
 from core.progress import text_progress
 from core.storage.atomic import atomic_write_text
@@ -108,9 +109,6 @@ def cmd_active(args: argparse.Namespace) -> int:
     base = with_overrides(base, args.set or [])
     if args.set:
         print(f"changed for this run: {', '.join(args.set)}", file=sys.stderr)
-    if args.workers < 1:
-        print(f"error: --workers must be at least 1, not {args.workers}", file=sys.stderr)
-        return 2
     keep_freed_memory()  # this process is the command line's own
     result = curves_for(names, seeds, base, progress=text_progress("active"), workers=args.workers)
     print(json.dumps(result) if args.json else format_table(result))
@@ -145,12 +143,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--acquisition", help=f"comma-separated (default: all, {','.join(ACQUISITIONS)})"
     )
-    p.add_argument("--seeds", type=int, help="seeds 0 … N − 1 (default 3; a protocol's own)")
+    p.add_argument("--seeds", type=SEEDS, help="seeds 0 … N − 1 (default 3; a protocol's own)")
     p.add_argument("--kind", choices=MODEL_KINDS, default="dropout")
     p.add_argument(
         "--arch", choices=tuple(ARCHITECTURES), default="cnn", help="network (cnn: dropout only)"
     )
-    p.add_argument("--budget", type=int, default=ActiveConfig.budget, help="labels at the end")
+    p.add_argument("--budget", type=IMAGES, default=ActiveConfig.budget, help="labels at the end")
     p.add_argument(
         "--set",
         action="append",
@@ -160,7 +158,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--workers",
-        type=int,
+        type=WORKERS,
         default=1,
         help="processes running the runs side by side, one CPU thread each, the longest runs "
         "first (default 1: one after another in this process; 2 on a 2-core machine)",

@@ -16,6 +16,7 @@ import sys
 from dataclasses import asdict
 
 from core.catalogue import REGISTRY, list_checkpoints
+from core.cli.values import IMAGES, SAMPLES, real
 from core.methods import model_class
 from core.progress import text_progress
 from core.studies.robustness import (
@@ -134,10 +135,16 @@ def register(subparsers) -> None:
         subparsers: The ``add_subparsers()`` object of the ``python -m core`` parser.
     """
     p = subparsers.add_parser("attack", help="accuracy under FGSM per model and ε (naive/EOT)")
-    p.add_argument("--images", type=int, default=1000, help="MNIST test images (seeded subset)")
-    p.add_argument("--eps", type=float, nargs="+", default=list(EPS_GRID), help="pixel units")
-    p.add_argument("--k", type=int, default=20, help="passes per gradient for EOT")
-    p.add_argument("--samples", type=int, default=20, help="passes per prediction")
+    p.add_argument("--images", type=IMAGES, default=1000, help="MNIST test images (seeded subset)")
+    p.add_argument(
+        "--eps",
+        type=real(0, 1, low_open=False),
+        nargs="+",
+        default=list(EPS_GRID),
+        help="pixel units",
+    )
+    p.add_argument("--k", type=SAMPLES, default=20, help="passes per gradient for EOT")
+    p.add_argument("--samples", type=SAMPLES, default=20, help="passes per prediction")
     p.add_argument("--checkpoint", action="append", choices=sorted(REGISTRY), help="repeatable")
     p.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
     p.add_argument(

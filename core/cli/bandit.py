@@ -29,6 +29,7 @@ from core.bandits.protocols import PROTOCOLS
 from core.bandits.runner import DEFAULT_AGENTS, RunConfig, regret_table
 from core.bandits.store import run_bandit, save_reference
 from core.cli.overrides import with_overrides
+from core.cli.values import SEED, SEEDS, STEPS, THREADS, real
 from core.progress import text_progress
 
 
@@ -142,25 +143,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "agents)",
     )
     p.add_argument("--env", choices=ENVIRONMENTS, default="mushroom")
-    p.add_argument("--delta", type=float, default=0.95, help="the wheel's δ in (0, 1)")
+    p.add_argument(
+        "--delta", type=real(0, 1, high_open=True), default=0.95, help="the wheel's δ in (0, 1)"
+    )
     p.add_argument(
         "--agents",
         default="",
         help=f"comma-separated, from {','.join(AGENTS)} (default: all for the environment)",
     )
-    p.add_argument("--steps", type=int, default=10_000, help="bandit steps per run")
-    p.add_argument("--seeds", type=int, default=2, help="runs per agent")
-    p.add_argument("--seed", type=int, default=0, help="base seed")
+    p.add_argument("--steps", type=STEPS, default=10_000, help="bandit steps per run")
+    p.add_argument("--seeds", type=SEEDS, default=2, help="runs per agent")
+    p.add_argument("--seed", type=SEED, default=0, help="base seed")
     p.add_argument(
         "--set",
         action="append",
         metavar="KEY=VALUE",
         help="reward-model setting, e.g. updates_per_step=2 (repeatable; see ModelSettings)",
     )
-    p.add_argument("--every", type=int, default=1000, help="steps between printed rows")
+    p.add_argument("--every", type=STEPS, default=1000, help="steps between printed rows")
     p.add_argument(
         "--threads",
-        type=int,
+        type=THREADS,
         default=None,
         help="CPU threads (0: torch's default, every core); by default 1 for PyTorch's tiny "
         "networks (fastest) and every core for the native engine (engine=native)",

@@ -15,6 +15,7 @@ import sys
 
 import torch
 
+from core.cli.values import REPEATS, SAMPLE_COUNTS, STEPS, THREADS, WIDTHS, whole
 from core.progress import text_progress
 from core.studies.training_speed import (
     BBB_IMPLEMENTATIONS,
@@ -26,10 +27,6 @@ from core.studies.training_speed import (
     save_result,
     slope_speedups,
 )
-
-
-def _ints(text: str) -> tuple[int, ...]:
-    return tuple(int(t) for t in text.split(",") if t.strip())
 
 
 def _impls(text: str) -> tuple[str, ...]:
@@ -112,7 +109,7 @@ def cmd_peers(args) -> int:
         return 1
     checks = [peers.gradient_check(library, s) for library in ("ours", *present) for s in (1, 4)]
     rows = peers.time_peers(
-        _ints(args.samples),
+        args.samples,
         peers=present,
         steps=args.steps,
         repeats=args.repeats,
@@ -180,7 +177,7 @@ def cmd_bench(args) -> int:
     """
     settings = {
         "impls": _impls(args.impl),
-        "n_samples": _ints(args.samples),
+        "n_samples": args.samples,
         "steps": args.steps,
         "warmup": args.warmup,
         "repeats": args.repeats,
@@ -188,11 +185,9 @@ def cmd_bench(args) -> int:
         "include_mlp": not args.no_mlp,
     }
     if args.task == "regression":
-        config = regression_config(
-            **settings, **({"hidden": _ints(args.hidden)} if args.hidden else {})
-        )
+        config = regression_config(**settings, **({"hidden": args.hidden} if args.hidden else {}))
     else:
-        config = BenchConfig(**settings, hidden=_ints(args.hidden or "400,400"), data=args.data)
+        config = BenchConfig(**settings, hidden=args.hidden or (400, 400), data=args.data)
     if args.threads:
         torch.set_num_threads(args.threads)
     if args.peers:
@@ -216,13 +211,22 @@ def register(subparsers) -> None:
         subparsers: The ``add_subparsers()`` object of the ``python -m core`` parser.
     """
     p = subparsers.add_parser("bench", help="time training epochs of the ELBO implementations")
-    p.add_argument("--samples", default="1,2,3,4,5,6,7,8,9,10", help="comma-separated S values")
-    p.add_argument("--steps", type=int, default=10, help="timed steps per point and round")
-    p.add_argument("--warmup", type=int, default=3, help="untimed steps before timing")
-    p.add_argument("--repeats", type=int, default=3, help="rounds over all points; median used")
+    p.add_argument(
+        "--samples",
+        type=SAMPLE_COUNTS,
+        default="1,2,3,4,5,6,7,8,9,10",
+        help="comma-separated S values",
+    )
+    p.add_argument("--steps", type=STEPS, default=10, help="timed steps per point and round")
+    p.add_argument(
+        "--warmup", type=whole(0, 100_000), default=3, help="untimed steps before timing"
+    )
+    p.add_argument("--repeats", type=REPEATS, default=3, help="rounds over all points; median used")
     p.add_argument("--impl", default=",".join(BBB_IMPLEMENTATIONS), help="comma-separated")
     p.add_argument(
-        "--hidden", default="", help="hidden layer sizes (default 400,400; regression 100)"
+        "--hidden",
+        type=WIDTHS,
+        help="hidden layer sizes (default 400,400; regression 100)",
     )
     p.add_argument(
         "--task",
@@ -233,7 +237,7 @@ def register(subparsers) -> None:
     p.add_argument("--prior", choices=sorted(PRIORS), default="gaussian")
     p.add_argument("--data", choices=("mnist", "random"), default="mnist")
     p.add_argument("--no-mlp", action="store_true", help="skip the plain-MLP floor")
-    p.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch default)")
+    p.add_argument("--threads", type=THREADS, default=0, help="CPU threads (0: torch default)")
     p.add_argument("--device", default="", help="cpu or cuda (default: CUDA when available)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--save", action="store_true", help="write benchmarks/<device>-<date>.json")

@@ -11,6 +11,7 @@ import sys
 import torch
 
 from core.catalogue import REGISTRY
+from core.cli.values import REPEATS, SAMPLES, THREADS
 from core.data import DatasetUnavailable, load_dataset
 from core.engine.device import default_device
 from core.methods import build_model
@@ -85,8 +86,8 @@ def register(subparsers) -> None:
     """
     p = subparsers.add_parser("bench-predictive", help="time the Monte-Carlo predictive")
     p.add_argument("--checkpoint", default="bbb_gaussian", choices=sorted(REGISTRY))
-    p.add_argument("--samples", type=int, default=100)
-    p.add_argument("--repeats", type=int, default=30, help="single-image timings (median)")
-    p.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch default)")
+    p.add_argument("--samples", type=SAMPLES, default=100)
+    p.add_argument("--repeats", type=REPEATS, default=30, help="single-image timings (median)")
+    p.add_argument("--threads", type=THREADS, default=0, help="CPU threads (0: torch default)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_bench_predictive)

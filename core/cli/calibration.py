@@ -19,6 +19,7 @@ import json
 import sys
 
 from core.catalogue import list_checkpoints
+from core.cli.values import IMAGES, SAMPLES
 from core.evaluation.shift import SHIFTS
 from core.evaluation.uncertainty import SCORES
 from core.progress import text_progress
@@ -100,13 +101,6 @@ def cmd_calibration(args: argparse.Namespace) -> int:
     if not names:
         print("no trained checkpoints available (see python -m core list)", file=sys.stderr)
         return 1
-    for value, what in (
-        (args.samples, "--samples"),
-        (args.shift_samples, "--shift-samples"),
-        (args.shift_inputs, "--shift-inputs"),
-    ):
-        if value < 1:
-            raise ValueError(f"{what} must be ≥ 1, got {value}")
     settings = ShiftSettings(
         n_inputs=args.shift_inputs,
         n_samples=args.shift_samples,
@@ -133,13 +127,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "calibration", help="calibration, temperature scaling, rejection and dataset shift"
     )
     p.add_argument("--checkpoint", action="append", help="registry name or .pt path (repeatable)")
-    p.add_argument("--samples", type=int, default=100, help="passes per prediction (test set)")
+    p.add_argument("--samples", type=SAMPLES, default=100, help="passes per prediction (test set)")
     p.add_argument("--shift", action="append", choices=sorted(SHIFTS), help="repeatable")
-    p.add_argument("--shift-inputs", type=int, default=2000, help="test images per shift level")
-    p.add_argument("--shift-samples", type=int, default=20, help="passes per shifted prediction")
+    p.add_argument("--shift-inputs", type=IMAGES, default=2000, help="test images per shift level")
+    p.add_argument(
+        "--shift-samples", type=SAMPLES, default=20, help="passes per shifted prediction"
+    )
     p.add_argument(
         "--validation-size",
-        type=int,
+        type=IMAGES,
         default=VALIDATION_SIZE,
         help="training images held out for the temperature fit",
     )

@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import replace
 
 import torch
 
 from core.catalogue import REGISTRY, list_checkpoints, promote
+from core.cli.values import EPOCHS, IMAGES, SAMPLES, THREADS, real, whole
 from core.data import load_dataset
 from core.engine.device import default_device
 from core.evaluation.metrics import evaluate_model
@@ -37,6 +39,7 @@ from core.storage.checkpoints import (
     CheckpointSpec,
     checkpoint_dataset,
     checkpoint_path,
+    is_shipped,
     list_user_checkpoints,
     load_checkpoint,
     partial_note,
@@ -128,7 +131,24 @@ ADHOC_OPTIONS = ("kind", "dataset", "lr", "batch_size", *method_settings())
 def _adhoc_settings(args) -> dict:
     """The settings given on the command line (the others take their defaults)."""
     names = ("lr", "batch_size", "epochs", *method_settings())
-    return {n: getattr(args, n) for n in names if getattr(args, n, None) not in (None, 0)}
+    return {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
+
+
+def _setting_type(setting: Setting) -> Callable[[str], int | float]:
+    """The argparse type of a numeric setting: within its range, or its options' range."""
+    low = min(setting.options) if setting.low is None else setting.low
+    high = max(setting.options) if setting.high is None else setting.high
+    if setting.type is int:
+        return whole(int(low), int(high))
+    return real(low, high, low_open=False)
+
+
+def _refuse_adhoc_options(args) -> None:
+    """Raise ValueError if an ad-hoc option is given with a registered name."""
+    given = [o for o in ADHOC_OPTIONS if getattr(args, o, None) is not None]
+    if given:
+        options = ", ".join("--" + o.replace("_", "-") for o in given)
+        raise ValueError(f"{options}: only with --kind (a registered model is fixed)")
 
 
 def _add_setting_flags(parser) -> None:
@@ -152,7 +172,7 @@ def _add_setting_flags(parser) -> None:
         elif setting.type is str:
             parser.add_argument(flag, choices=setting.options, help=text)
         else:
-            parser.add_argument(flag, type=setting.type, help=text)
+            parser.add_argument(flag, type=_setting_type(setting), help=text)
 
 
 def cmd_train_request(args) -> int:
@@ -182,15 +202,12 @@ def cmd_train_request(args) -> int:
             args.model_name,
             args.kind,
             dataset=args.dataset or "mnist",
-            n_train=args.train_subset or None,
+            n_train=args.train_subset,
             n_eval_samples=args.eval_samples,
             **_adhoc_settings(args),
         )
     else:
-        given = [o for o in ADHOC_OPTIONS if getattr(args, o, None) not in (None, 0, "")]
-        if given:
-            options = ", ".join("--" + o.replace("_", "-") for o in given)
-            raise ValueError(f"{options}: only with --kind (a registered model is fixed)")
+        _refuse_adhoc_options(args)
         spec = REGISTRY[args.name]
         training = spec.training
         overrides = {"epochs": args.epochs} if args.epochs else {}
@@ -248,10 +265,7 @@ def cmd_train(args) -> int:
         return cmd_train_request(args)
     if not args.name:
         raise ValueError("give a registered name or --kind ... --name NAME (see --help)")
-    given = [o for o in ADHOC_OPTIONS if getattr(args, o, None) not in (None, 0, "")]
-    if given:
-        options = ", ".join("--" + o.replace("_", "-") for o in given)
-        raise ValueError(f"{options}: only with --kind (a registered model is fixed)")
+    _refuse_adhoc_options(args)
     spec = REGISTRY[args.name]
     registered = spec.training
     if args.threads:
@@ -348,13 +362,50 @@ def cmd_promote(args) -> int:
     return 0
 
 
+def recipe(metadata: dict, dataset: str) -> dict:
+    """How a model was trained, from its metadata: its training images and epochs.
+
+    Args:
+        metadata: The model's metadata (:func:`~core.storage.checkpoints.read_metadata`).
+        dataset: The task dataset (for the text).
+
+    Returns:
+        ``train_images`` (int; None for the whole training set; absent when not recorded),
+        ``epochs`` (finished), ``epochs_planned`` (those its run asked for, when recorded),
+        ``partial`` (:func:`~core.storage.checkpoints.partial_note`, "" when finished) and
+        ``text``, one line, e.g. ``"2,000 MNIST training images, 3 epochs"``.
+    """
+    training = metadata.get("training")
+    planned = metadata.get("epochs_planned")
+    if planned is None and isinstance(training, dict):
+        planned = training.get("epochs")
+    facts: dict = {"epochs": metadata.get("epochs"), "epochs_planned": planned}
+    if "train_subset" in metadata:
+        facts["train_images"] = metadata["train_subset"]
+    images = facts.get("train_images", "")
+    title = task_title(dataset)
+    if images is None:
+        shown = f"all {title} training images"
+    elif isinstance(images, int):
+        shown = f"{images:,} {title} training images"
+    else:
+        shown = f"{title} training images (how many was not recorded)"
+    done = facts["epochs"]
+    epochs = "epochs not recorded" if done is None else f"{done} epoch{'s' * (done != 1)}"
+    facts["partial"] = partial_note(metadata)
+    facts["text"] = f"{shown}, {epochs}" + (f" ({facts['partial']})" if facts["partial"] else "")
+    return facts
+
+
 def cmd_evaluate(args) -> int:
     """Run ``python -m core evaluate``: print a checkpoint's metrics on its own test set.
 
     A Fashion-MNIST model is evaluated on the Fashion-MNIST test set, a MNIST model on MNIST's.
     With ``--split validation`` it is rated on the 5,000 training images that a model trained
     with ``--train-subset 55000`` never saw instead: the split to tune settings on, leaving the
-    test set for the final number.
+    test set for the final number. A model that is not a shipped one (``user:NAME`` or a
+    ``.pt`` path elsewhere) is also given its :func:`recipe`, with a note that it is
+    user-trained (in JSON: ``shipped`` false and ``recipe``).
 
     Args:
         args: The parsed command line (``checkpoint``, ``samples``, ``split``, ``json``).
@@ -365,22 +416,32 @@ def cmd_evaluate(args) -> int:
     Raises:
         ValueError: If the validation split is asked for and the model was trained on it.
     """
-    model, _ = load_checkpoint(args.checkpoint, default_device())
+    model, meta = load_checkpoint(args.checkpoint, default_device())
     dataset = checkpoint_dataset(args.checkpoint)
+    shipped = is_shipped(args.checkpoint)
     if args.split == "validation":
         images, labels = held_out_validation(args.checkpoint)
     else:
         images, labels = load_dataset(dataset, "test")
     metrics = evaluate_model(model, images, labels, n_samples=args.samples)
     error = metrics[f"{args.split}_error"] = metrics.pop("test_error")
-    metrics.update(checkpoint=args.checkpoint, dataset=dataset, split=args.split)
+    metrics.update(checkpoint=args.checkpoint, dataset=dataset, split=args.split, shipped=shipped)
+    how = recipe(meta, dataset)
+    if not shipped:
+        metrics["recipe"] = {k: v for k, v in how.items() if k != "text"}
     if args.json:
         print(json.dumps(metrics))
-    else:
+        return 0
+    print(
+        f"{args.checkpoint}: {task_title(dataset)} {args.split} error {error:.2%}, "
+        f"NLL {metrics['nll']:.4f}, ECE {metrics['ece']:.4f} "
+        f"({args.samples} samples, {len(labels):,} images)"
+    )
+    if not shipped:
+        print(f"recipe: {how['text']}")
         print(
-            f"{args.checkpoint}: {task_title(dataset)} {args.split} error {error:.2%}, "
-            f"NLL {metrics['nll']:.4f}, ECE {metrics['ece']:.4f} "
-            f"({args.samples} samples, {len(labels):,} images)"
+            f"note: {args.checkpoint} is a user-trained model, not a shipped one: its numbers "
+            "say how this recipe did, not what the lab's documented models reach"
         )
     return 0
 
@@ -428,19 +489,18 @@ def register(subparsers) -> None:
     p.add_argument("--name", dest="model_name", help="save as this user model (ad-hoc: required)")
     p.add_argument("--kind", choices=list(METHODS), help="ad-hoc: the method")
     p.add_argument("--dataset", choices=sorted(TASK_DATASETS), help="ad-hoc: task (mnist)")
-    p.add_argument("--lr", type=float, help="ad-hoc: learning rate")
-    p.add_argument("--batch-size", type=int, help="ad-hoc: images per minibatch")
+    p.add_argument("--lr", type=real(0, 10), help="ad-hoc: learning rate")
+    p.add_argument("--batch-size", type=IMAGES, help="ad-hoc: images per minibatch")
     _add_setting_flags(p)
-    p.add_argument("--epochs", type=int, default=0, help="epochs to run (default: registered)")
+    p.add_argument("--epochs", type=EPOCHS, help="epochs to run (default: registered)")
     p.add_argument("--resume", action="store_true", help="continue the user-trained checkpoint")
-    p.add_argument("--eval-samples", type=int, default=100)
+    p.add_argument("--eval-samples", type=SAMPLES, default=100)
     p.add_argument(
         "--train-subset",
-        type=int,
-        default=0,
-        help="training images (0: the registered model's, e.g. 55,000; all with --kind)",
+        type=IMAGES,
+        help="training images (default: the registered model's, e.g. 55,000; all with --kind)",
     )
-    p.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch default)")
+    p.add_argument("--threads", type=THREADS, default=0, help="CPU threads (0: torch default)")
     p.set_defaults(func=cmd_train)
     p = subparsers.add_parser(
         "promote", help="replace a shipped checkpoint with the user-trained one"
@@ -449,7 +509,7 @@ def register(subparsers) -> None:
     p.set_defaults(func=cmd_promote)
     p = subparsers.add_parser("evaluate", help="MNIST test metrics of a checkpoint")
     p.add_argument("--checkpoint", required=True, help="registry name or .pt path")
-    p.add_argument("--samples", type=int, default=100)
+    p.add_argument("--samples", type=SAMPLES, default=100)
     p.add_argument(
         "--split",
         choices=("test", "validation"),

@@ -16,6 +16,7 @@ import sys
 from dataclasses import asdict
 
 from core.catalogue import REGISTRY, list_checkpoints
+from core.cli.values import IMAGES, SAMPLES
 from core.evaluation.uncertainty import SCORES
 from core.progress import text_progress
 from core.studies.ood import OodResult, ood_datasets, ood_table
@@ -90,8 +91,8 @@ def register(subparsers) -> None:
         subparsers: The ``add_subparsers()`` object of the ``python -m core`` parser.
     """
     p = subparsers.add_parser("ood", help="OOD-detection AUROC table (model × dataset × score)")
-    p.add_argument("--samples", type=int, default=100, help="stochastic passes per input")
-    p.add_argument("--subset", type=int, default=None, help="inputs per dataset (default: all)")
+    p.add_argument("--samples", type=SAMPLES, default=100, help="stochastic passes per input")
+    p.add_argument("--subset", type=IMAGES, default=None, help="inputs per dataset (default: all)")
     p.add_argument("--checkpoint", action="append", choices=sorted(REGISTRY), help="repeatable")
     p.add_argument("--dataset", action="append", help="repeatable (default: all available)")
     p.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")

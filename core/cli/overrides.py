@@ -3,15 +3,33 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import TypeVar
 
 Settings = TypeVar("Settings")
+LARGEST = 10**9
+"""The largest whole number (in size) a setting takes from the command line."""
+
+
+def _whole(text: str) -> int:
+    value = int(text)
+    if abs(value) > LARGEST:
+        raise ValueError(text)
+    return value
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(text)
+    return value
 
 
 def parse_value(text: str, default: object) -> object:
     """``text`` as a value of the type of ``default``.
 
-    Tuples are comma-separated integers; a None default takes a number or ``none``.
+    Tuples are comma-separated integers; a None default takes a number or ``none``. Numbers
+    must be finite (``inf`` is not a number here), whole numbers at most :data:`LARGEST` in size.
 
     Args:
         text: The command line's text.
@@ -24,14 +42,16 @@ def parse_value(text: str, default: object) -> object:
         ValueError: If the text is not of that type.
     """
     if isinstance(default, tuple):
-        return tuple(int(t) for t in text.split(",") if t.strip())
+        return tuple(_whole(t) for t in text.split(",") if t.strip())
     if isinstance(default, bool):
         if text.lower() not in ("true", "false"):
             raise ValueError(text)
         return text.lower() == "true"
     if default is None:
-        return None if text.lower() == "none" else float(text)
-    return type(default)(text)
+        return None if text.lower() == "none" else _finite(text)
+    if isinstance(default, int):
+        return _whole(text)
+    return _finite(text) if isinstance(default, float) else type(default)(text)
 
 
 def describe(default: object) -> str:
@@ -44,11 +64,11 @@ def describe(default: object) -> str:
         E.g. ``"a whole number"``.
     """
     if isinstance(default, tuple):
-        return "comma-separated whole numbers"
+        return f"comma-separated whole numbers (each at most {LARGEST:,})"
     if isinstance(default, bool):
         return "true or false"
     if isinstance(default, int):
-        return "a whole number"
+        return f"a whole number (at most {LARGEST:,} in size)"
     return "a number" if default is None or isinstance(default, float) else "a value"
 
 

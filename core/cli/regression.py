@@ -17,6 +17,7 @@ import json
 import math
 import sys
 
+from core.cli.values import IMAGES, SEED, STEPS, WIDTH, real
 from core.progress import text_progress
 from core.regression.data import PRESETS, make_data
 from core.regression.likelihood import NOISE_MODELS
@@ -123,13 +124,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=f"methods to fit, among {', '.join(METHODS)} (default: all)",
     )
     p.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
-    p.add_argument("--n-inputs", type=int, help="training points (default: the preset's)")
-    p.add_argument("--noise", type=float, help="noise level (default: the preset's)")
-    p.add_argument("--seed", type=int, default=0, help="data seed")
-    p.add_argument("--fit-seed", type=int, default=0, help="seed of initialisation and noise")
+    p.add_argument("--n-inputs", type=IMAGES, help="training points (default: the preset's)")
+    p.add_argument("--noise", type=real(0, 1_000), help="noise level (default: the preset's)")
+    p.add_argument("--seed", type=SEED, default=0, help="data seed")
+    p.add_argument("--fit-seed", type=SEED, default=0, help="seed of initialisation and noise")
     p.add_argument("--noise-model", choices=NOISE_MODELS, default=FitSettings.noise_model)
-    p.add_argument("--hidden", type=int, nargs="+", help="hidden widths (default: 100)")
-    p.add_argument("--epochs", type=int, help="full-batch steps (default: 2000)")
+    p.add_argument("--hidden", type=WIDTH, nargs="+", help="hidden widths (default: 100)")
+    p.add_argument("--epochs", type=STEPS, help="full-batch steps (default: 2000)")
     p.add_argument("--refresh", action="store_true", help="recompute even when cached")
     p.add_argument(
         "--ship", action="store_true", help="copy the fits to checkpoints/regression/ (shipped)"

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import os
 import zipfile
 from functools import cache
 from pathlib import Path
@@ -22,6 +21,7 @@ from PIL import Image
 
 from core.data import locate
 from core.data.preprocess import mnist_style
+from core.storage.atomic import atomic_write
 from core.storage.paths import data_dir
 
 VERSION = 1  # bump when the processing changes, so stale processed files are not used
@@ -85,13 +85,10 @@ def _processed_path(zips: tuple[Path, ...]) -> Path:
 
 def _store(cache: Path, images: np.ndarray, labels: np.ndarray) -> None:
     """Keep the processed arrays; where the data folder is read-only, the next run re-processes."""
-    partial = cache.with_name(f"{cache.stem}.{os.getpid()}.part.npz")
-    try:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        np.savez(partial, images=images, labels=labels)
-        partial.replace(cache)
+    try:  # atomically: data folders may be shared by hosts whose PIDs coincide
+        atomic_write(cache, lambda f: np.savez(f, images=images, labels=labels))
     except OSError:
-        partial.unlink(missing_ok=True)
+        pass
 
 
 @cache

@@ -126,7 +126,8 @@ def install_verified(
     """Copy ``files`` into ``dest`` after checking each against ``checksums``.
 
     Nothing lands under its final name unless all files match; on a mismatch the copies are
-    deleted.
+    deleted. Each copy is first written under a name of its own (``.NAME.<random>.part``), so
+    that hosts preparing a shared data folder at once never write or delete each other's.
 
     Args:
         files: Name -> source file; ``.gz`` sources are decompressed.
@@ -138,8 +139,13 @@ def install_verified(
         ChecksumMismatch: If a file's digest differs (the message names the file).
     """
     dest.mkdir(parents=True, exist_ok=True)
-    parts = {name: dest / f"{name}.part" for name in files}
+    parts: dict[str, Path] = {}
     try:
+        for name in files:
+            fd, part = tempfile.mkstemp(dir=dest, prefix=f".{name}.", suffix=".part")
+            os.close(fd)
+            os.chmod(part, 0o644)  # mkstemp creates 0600; the data folder is shared
+            parts[name] = Path(part)
         for name, source in files.items():
             h = hashlib.new(algorithm)
             with _open(source) as src, parts[name].open("wb") as out:

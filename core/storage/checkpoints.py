@@ -188,9 +188,22 @@ def content_hash(path: Path) -> str:
     return _digest(str(path.resolve()), stat.st_size, stat.st_mtime_ns, stat.st_ino)
 
 
+def is_shipped(checkpoint: str | Path) -> bool:
+    """Tell whether a checkpoint is one the lab ships (in ``checkpoints/``).
+
+    Args:
+        checkpoint: A registry name, ``user:NAME`` or a ``.pt`` path.
+
+    Returns:
+        True when its file lies in the shipped folder; False for a user-trained model or a file
+        elsewhere.
+    """
+    return resolve_checkpoint(checkpoint).parent.resolve() == CHECKPOINT_DIR.resolve()
+
+
 def _restore_hint(path: Path) -> str:
     name = path.stem
-    if path.parent.resolve() == CHECKPOINT_DIR.resolve():
+    if is_shipped(path):
         return (
             f"restore it with `git checkout checkpoints/{name}.pt checkpoints/{name}.json` "
             f"or re-train it with `python -m core train {name}`"

@@ -20,6 +20,14 @@ SQLite cannot write in or a server that cannot be reached raises :class:`Databas
 clear line, chosen by SQLite's own error name; such a file is never replaced, and reading a
 database that does not exist yet creates nothing (only a write creates the file).
 
+A PostgreSQL server that restarts refuses connections and cuts the open ones for a few seconds
+(:class:`ConnectionLost`). :meth:`Database.write` and :meth:`Database.rows` then try again, after
+pauses growing from 0.1 s to 1 s, for up to :data:`RETRY_SECONDS` (:func:`retrying`), so a
+restart shorter than about 6 s fails no call. A write cut while it commits may have been
+stored, so only idempotent writes belong in :meth:`Database.write` (the class's drawings are:
+their submission id is unique). A wrong URL, user or database name is reported the same way, so
+it too is reported only after those seconds.
+
 Each store declares its tables (:class:`Table`, one statement list per dialect); they are created
 on first use. The SQL is written with ``?`` placeholders and rewritten per dialect.
 """
@@ -28,11 +36,12 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from core import settings
 from core.storage.paths import data_dir
@@ -41,12 +50,24 @@ DB_ENV = "BNN_CLASS_DB"
 DB_FILE_ENV = "BNN_CLASS_DB_FILE"
 DEFAULT_FILE = "class_drawings.sqlite"
 BUSY_TIMEOUT_S = 5.0
+RETRY_SECONDS = 8.0
+"""How long a call whose connection to the server failed is tried again (a restart)."""
+_SERVER_GOING = ("57P01", "57P02", "57P03")
+"""PostgreSQL's admin_shutdown, crash_shutdown and cannot_connect_now."""
+T = TypeVar("T")
 
 
 class DatabaseError(RuntimeError):
     """The lab's database cannot be used (busy, corrupt, unreachable); its message is one line.
 
     Nothing already stored is lost when it is raised: the failed operation changed nothing.
+    """
+
+
+class ConnectionLost(DatabaseError):
+    """The connection to the database server could not be opened or was cut (a restart).
+
+    :func:`retrying` tries such a call again; raised to its caller, its message is one line.
     """
 
 
@@ -191,6 +212,11 @@ def _translate(exc: Exception, where: str, timeout: float) -> DatabaseError:
     text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     name = getattr(exc, "sqlite_errorname", "") or ""
     keep = f"it was left untouched (move it away or point {DB_ENV} elsewhere)"
+    if _connection_lost(exc):
+        return ConnectionLost(
+            f"{where}: the database server cannot be reached or cut the connection ({text}); "
+            f"is it running, and is {DB_ENV} right?"
+        )
     if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
         return DatabaseError(_busy(where, timeout))
     if name == "SQLITE_READONLY_DIRECTORY":
@@ -219,6 +245,50 @@ def _translate(exc: Exception, where: str, timeout: float) -> DatabaseError:
 def _driver_error(exc: Exception) -> bool:
     """Whether an exception comes from the database driver (sqlite3 or psycopg)."""
     return isinstance(exc, sqlite3.Error) or type(exc).__module__.split(".")[0] == "psycopg"
+
+
+def _connection_lost(exc: Exception) -> bool:
+    """Whether a driver's exception says that the connection to the server failed or was cut.
+
+    psycopg reports a connection that could not be opened (refused, server starting or shutting
+    down, but also a wrong user or database name) without a SQLSTATE, one cut by the server with
+    class 08 or as an operator's shutdown; a constraint, a lock or a full class is none of them.
+    """
+    if isinstance(exc, sqlite3.Error) or not _driver_error(exc):
+        return False
+    import psycopg  # the exception came from it
+
+    state = getattr(exc, "sqlstate", None)
+    return isinstance(exc, psycopg.OperationalError) and (
+        state is None or state.startswith("08") or state in _SERVER_GOING
+    )
+
+
+def retrying(call: Callable[[], T], seconds: float = RETRY_SECONDS) -> T:
+    """Run ``call``, again after a pause each time it raises :class:`ConnectionLost`.
+
+    The pauses grow from 0.1 s to 1 s (doubling); no attempt starts after ``seconds``.
+
+    Args:
+        call: The operation; it must be safe to run again after a cut connection.
+        seconds: How long to keep trying after the first attempt started.
+
+    Returns:
+        What ``call`` returns.
+
+    Raises:
+        ConnectionLost: The last attempt's line, saying how long it was tried, when the server
+            did not come back in time.
+    """
+    deadline, pause = time.monotonic() + seconds, 0.1
+    while True:
+        try:
+            return call()
+        except ConnectionLost as exc:
+            if time.monotonic() + pause > deadline:
+                raise ConnectionLost(f"{exc} (tried for {seconds:g} s)") from exc
+        time.sleep(pause)
+        pause = min(2 * pause, 1.0)
 
 
 # --- connections -----------------------------------------------------------------------------
@@ -378,8 +448,35 @@ class Database:
                     pass
                 raise
 
+    def write(self, key: str, work: Callable[[Any], T]) -> T:
+        """Run ``work(conn)`` in one :meth:`transaction` of ``key``, again on a cut connection.
+
+        Tried again for up to :data:`RETRY_SECONDS` (:func:`retrying`).
+
+        Args:
+            key: What the transaction writes (e.g. a class code).
+            work: Does the writing on the connection it is given. It may run more than once and
+                an attempt cut while committing may have been stored, so it must be idempotent
+                (e.g. an ``INSERT … ON CONFLICT DO NOTHING`` on a client's unique id).
+
+        Returns:
+            What ``work`` returns (of the attempt that committed).
+
+        Raises:
+            DatabaseError: With one line, if the database cannot be used (the server did not
+                come back within :data:`RETRY_SECONDS`: :class:`ConnectionLost`).
+        """
+
+        def attempt() -> T:
+            with self.transaction(key) as conn:
+                return work(conn)
+
+        return retrying(attempt)
+
     def rows(self, statement: str, params: Sequence[Any] = ()) -> list[tuple]:
-        """Run one query (``?`` placeholders) outside a transaction.
+        """Run one query (``?`` placeholders) outside a transaction, again on a cut connection.
+
+        Tried again for up to :data:`RETRY_SECONDS` (:func:`retrying`).
 
         Args:
             statement: A ``SELECT``.
@@ -393,8 +490,12 @@ class Database:
         """
         if not self.exists():
             return []
-        with self.connect(create=False) as conn:
-            return conn.execute(self.sql(statement), tuple(params)).fetchall()
+
+        def attempt() -> list[tuple]:
+            with self.connect(create=False) as conn:
+                return conn.execute(self.sql(statement), tuple(params)).fetchall()
+
+        return retrying(attempt)
 
     def _sqlite(self, create: bool) -> sqlite3.Connection:
         path = self.path
