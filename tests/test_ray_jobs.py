@@ -40,7 +40,7 @@ def test_jobs_train_as_ray_tasks_and_a_cancel_reaches_a_running_one(
     try:
         short = queue.submit(make_request("ray_short", "mlp", epochs=2, **SMALL), Visitor("a"))
         wait_for(lambda: in_ray(queue.get(short).worker), timeout=120)  # then one waits in Ray
-        long = queue.submit(make_request("ray_long", "mlp", epochs=3000, **SMALL), Visitor("b"))
+        long = queue.submit(make_request("ray_long", "mlp", epochs=1000, **SMALL), Visitor("b"))
         done = queue.wait(short, 300)
         assert done.status is JobStatus.DONE, done.error
         assert (models / "ray_short.pt").is_file() and done.path == models / "ray_short.pt"
@@ -63,7 +63,7 @@ def test_a_ray_worker_killed_mid_job_fails_the_job_and_saves_nothing(
     models = tmp_path / "models"
     queue = JobQueue(workers=1, threads=1, directory=models, url=f"sqlite:///{tmp_path}/lab.db")
     try:
-        job_id = queue.submit(make_request("doomed", "mlp", epochs=3000, **SMALL))
+        job_id = queue.submit(make_request("doomed", "mlp", epochs=1000, **SMALL))
         wait_for(lambda: in_ray(queue.get(job_id).worker) and queue.get(job_id).fraction > 0, 300)
         worker = int(queue.get(job_id).worker.split(":")[1])
         os.kill(worker, signal.SIGKILL)  # the Ray worker process, mid-epoch
@@ -89,7 +89,7 @@ queue = JobQueue(workers=1, threads=1, directory=Path(sys.argv[1]), url=sys.argv
 print(os.getpid(), queue.executor.where)
 done = queue.wait(queue.submit(make_request("client_short", "mlp", epochs=2, **small)), 300)
 print(done.status.value, done.worker, [e.epoch for e in done.history])
-long = queue.submit(make_request("client_long", "mlp", epochs=3000, **small), Visitor("a"))
+long = queue.submit(make_request("client_long", "mlp", epochs=1000, **small), Visitor("a"))
 deadline = time.monotonic() + 300
 while queue.get(long).fraction == 0 and time.monotonic() < deadline:
     time.sleep(0.2)
