@@ -297,10 +297,11 @@ def save_limits() -> None:
 
 def limits_panel() -> None:
     """For the teacher only: the class's limits on students' jobs."""
-    if not ui.visitor().teacher:
+    visitor = ui.visitor()
+    if not visitor.teacher:
         return
     try:
-        limits = training_queue().store.limits()
+        limits = training_queue().room(visitor).limits
     except DatabaseError as exc:
         st.error("The class's limits cannot be read right now; try again soon.")
         st.text(str(exc))
@@ -320,7 +321,7 @@ def limits_panel() -> None:
         images.number_input(
             "Images per job (epochs × images)",
             1,
-            12_000_000,
+            12_000_000,  # the largest job the page offers: 200 epochs × 60,000
             limits.job_images,
             step=60_000,
             key=LIMIT_KEYS["job_images"],
