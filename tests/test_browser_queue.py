@@ -1,6 +1,7 @@
 """Real-browser test of the queue's limits: on a server with a teacher key, three private windows
 (separate browser contexts, each its own cookies) of one computer share one student's
-allowance of 3 jobs; the 4th is refused with one line.
+allowance of 3 jobs; the 4th is refused with one line. Behind a trusted proxy, the address is the
+last hop of the ``X-Forwarded-For`` header the browser's connection carried.
 
 The server listens on this machine's network address, not loopback, so that it sees the
 browsers' address as a classroom server does; its queue's jobs wait until cancelled
@@ -14,6 +15,8 @@ import pytest
 
 from core.jobs import JobStore
 from tests.browser_util import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
     chromium_browsers,
     page_text,
     press,
@@ -95,3 +98,31 @@ def test_private_windows_of_one_computer_get_three_jobs_in_all(tmp_path):
         assert len({j.owner for j in jobs}) == 3  # three browsers…
         rows = JobStore(db).db.rows("SELECT DISTINCT address FROM jobs")
         assert rows == [(address,)]  # …one computer
+
+
+def test_behind_a_trusted_proxy_a_student_is_the_last_forwarded_hop(tmp_path):
+    """With ``BNN_TRUSTED_PROXY=1`` the address recorded with a job is the last entry of the
+    ``X-Forwarded-For`` header the browser's connection carried (as a proxy adds it), not the
+    entries before it, which the client writes itself."""
+    from playwright.sync_api import sync_playwright
+
+    db = f"sqlite:///{tmp_path / 'lab.sqlite'}"
+    env = {
+        "BNN_CLASS_DB": db,
+        "BNN_MODELS_DIR": str(tmp_path / "models"),
+        "BNN_TRUSTED_PROXY": "1",
+    }
+    forwarded = {"X-Forwarded-For": "6.6.6.6, 198.51.100.23"}
+    with serve_app("tests/queue_app.py", env=env) as url, sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
+        )
+        try:
+            window = browser.new_context(extra_http_headers=forwarded).new_page()
+            record_timings(window)
+            window.goto(f"{url}/?train_kind=mlp&train_epochs=1&train_subset=1000")
+            wait_for_text(window, "No training job yet.")
+            submit(window, "proxied", window.get_by_text("Job #1"))
+        finally:
+            browser.close()
+    assert JobStore(db).db.rows("SELECT name, address FROM jobs") == [("proxied", "198.51.100.23")]
