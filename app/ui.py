@@ -31,6 +31,7 @@ from app import share
 from core.catalogue import REGISTRY, list_checkpoints
 from core.engine.device import default_device, device_name
 from core.evaluation.uncertainty import Thresholds
+from core.jobs.limits import client_address
 from core.jobs.owners import Visitor
 from core.methods import Model
 from core.progress import Job, run_all
@@ -429,7 +430,9 @@ def visitor() -> Visitor:
     """This browser as the owner of its jobs and models (:mod:`core.jobs.owners`).
 
     Its id is :func:`browser_token` of the XSRF cookie, the same for every tab and reload of
-    one browser; without it (e.g. a headless test), a random token for this session.
+    one browser; without it (e.g. a headless test), a random token for this session. Its address
+    is the connection's (:func:`core.jobs.limits.client_address`: behind a trusted proxy, the
+    last hop of ``X-Forwarded-For``), which a private window does not change.
 
     Returns:
         The visitor, a teacher once the teacher key was entered in this session
@@ -439,7 +442,13 @@ def visitor() -> Visitor:
         cookies = st.context.cookies or {}
         token = browser_token(cookies.get(XSRF_COOKIE, ""))
         st.session_state[VISITOR_KEY] = token or secrets.token_hex(8)
-    return Visitor(st.session_state[VISITOR_KEY], bool(st.session_state.get(TEACHER_FLAG)))
+    headers = st.context.headers
+    forwarded = ",".join(headers.get_all("X-Forwarded-For")) if headers else ""
+    return Visitor(
+        st.session_state[VISITOR_KEY],
+        bool(st.session_state.get(TEACHER_FLAG)),
+        client_address(st.context.ip_address, forwarded),
+    )
 
 
 # --- teacher sign-in -----------------------------------------------------------------------

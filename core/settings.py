@@ -75,9 +75,21 @@ SETTINGS: dict[str, Setting] = {
             "the teacher's key (signs a browser in as the teacher; replicas share it this way)",
         ),
         Setting(
-            "BNN_JOBS_PER_VISITOR", "3", "training jobs one session may have queued or running"
+            "BNN_JOBS_PER_VISITOR",
+            "3",
+            "training jobs one student (browser, and network address) may have queued or running",
         ),
-        Setting("BNN_JOB_IMAGES", "6000000", "most images one job trains on (epochs × images)"),
+        Setting(
+            "BNN_QUEUE_JOBS",
+            "12",
+            "students' training jobs the class's queue holds, queued or running (teacher's apart)",
+        ),
+        Setting("BNN_JOB_IMAGES", "1000000", "most images one job trains on (epochs × images)"),
+        Setting(
+            "BNN_TRUSTED_PROXY",
+            "0",
+            "1 behind a reverse proxy: a student's address is the last X-Forwarded-For hop",
+        ),
         Setting(
             "BNN_RAY_ADDRESS",
             "none (jobs train in the server's threads)",

@@ -14,6 +14,7 @@ from app import share, ui
 from app.figures import show_figure
 from app.figures.train import error_figure, kl_figure, loss_figure
 from core.jobs import JobStatus, TrainJob, kind_template, make_request, training_queue
+from core.jobs.limits import LimitError, Limits
 from core.jobs.owners import delete_model, rename_model
 from core.jobs.training import free_name
 from core.methods import METHODS, method
@@ -37,6 +38,12 @@ JOB_KEY = "train_job"  # the job this session watches
 PICKED_KEY = "train_watch_picked"  # the visitor picked the watched job in the list
 NOTICE_KEY = "train_notice"  # (kind, message) left by a rename/delete callback
 MANAGE_KEY = "train_manage_model"  # the picked model that Rename and Delete act on
+LIMITS_NOTICE_KEY = "train_limits_notice"  # (kind, message) left by the limits callback
+LIMIT_KEYS = {  # the teacher's limit controls, by Limits field
+    "student_jobs": "train_limit_student",
+    "class_jobs": "train_limit_class",
+    "job_images": "train_limit_images",
+}
 
 
 def kind_title(kind: str) -> str:
@@ -86,7 +93,8 @@ def model_settings(kind: str) -> dict:
 def status_text(job: TrainJob) -> str:
     """One phrase on a job's state: queue position, progress and ETA, or the outcome."""
     if job.status is JobStatus.QUEUED:
-        return f"queued, position {job.position}" if job.position else "queued"
+        first = " (the teacher's: goes first)" if job.teacher else ""
+        return f"queued, position {job.position}{first}" if job.position else "queued"
     if job.status is JobStatus.RUNNING:
         if job.cancelling:
             return "cancelling…"
@@ -176,13 +184,16 @@ def model_has_kl(job: TrainJob) -> bool:
 def jobs_panel() -> None:
     """The queue and the watched job; polled while a job is active (a fragment)."""
     queue = training_queue()
+    visitor = ui.visitor()
     try:
         jobs = queue.jobs()
+        room = queue.room(visitor)
     except DatabaseError as exc:
         ui.database_problem(
             "The list of jobs cannot be read right now; nothing was lost, try again soon.", exc
         )
         return
+    st.caption(room.describe(visitor.teacher))
     if not jobs:
         st.caption("No training job yet.")
         return
@@ -192,7 +203,7 @@ def jobs_panel() -> None:
             "name": j.request.name,
             "what": j.request.describe(),
             "status": status_text(j),
-            "yours": "yes" if j.owner == ui.visitor().id else "",
+            "yours": "yes" if j.owner == visitor.id else "",
         }
         for j in reversed(jobs)
     ]
@@ -261,6 +272,53 @@ def roles_note() -> None:
         st.caption("Teacher mode: you can act on every job and model.")
     else:
         st.caption("You can cancel, rename and delete your own jobs and models only.")
+
+
+def save_limits() -> None:
+    """Limits callback: the teacher's limits for the class, kept for every replica."""
+    limits = Limits(**{field: int(st.session_state[key]) for field, key in LIMIT_KEYS.items()})
+    try:
+        training_queue().set_limits(limits, ui.visitor())
+        st.session_state[LIMITS_NOTICE_KEY] = ("success", "Saved: these limits hold from now on.")
+    except (PermissionError, ValueError, DatabaseError) as exc:
+        st.session_state[LIMITS_NOTICE_KEY] = ("error", str(exc))
+
+
+def limits_panel() -> None:
+    """For the teacher only: the class's limits on students' jobs."""
+    visitor = ui.visitor()
+    if not visitor.teacher:
+        return
+    try:
+        limits = training_queue().room(visitor).limits
+    except DatabaseError as exc:
+        ui.database_problem("The class's limits cannot be read right now; try again soon.", exc)
+        return
+    with st.expander("Class limits"):
+        st.caption(
+            "For students' next jobs, on every server of the class; your own jobs go first and "
+            "no limit applies to them."
+        )
+        student, whole, images = st.columns(3)
+        student.number_input(
+            "Jobs per student", 1, 100, limits.student_jobs, key=LIMIT_KEYS["student_jobs"]
+        )
+        whole.number_input(
+            "Students' jobs in the queue", 1, 1000, limits.class_jobs, key=LIMIT_KEYS["class_jobs"]
+        )
+        images.number_input(
+            "Images per job (epochs × images)",
+            1,
+            12_000_000,  # the largest job the page offers: 200 epochs × 60,000
+            limits.job_images,
+            step=60_000,
+            key=LIMIT_KEYS["job_images"],
+        )
+        st.button("Save limits", key="train_limits_save", on_click=save_limits)
+        notice = st.session_state.pop(LIMITS_NOTICE_KEY, None)
+        if notice is not None:
+            kind, message = notice
+            (st.success if kind == "success" else st.error)(message)
 
 
 def models_panel() -> None:
@@ -410,12 +468,17 @@ if st.button("Start training", key="train_start", type="primary", icon=":materia
         )
         job_id = queue.submit(request, ui.visitor())
         st.session_state[JOB_KEY] = st.session_state["train_watch"] = job_id
-    except (ValueError, DatabaseError) as exc:
+    except LimitError as exc:
+        st.error(str(exc))  # one sentence of numbers, no typed text
+    except DatabaseError as exc:
+        ui.database_problem("The job was not started: the lab's database cannot be reached.", exc)
+    except ValueError as exc:
         st.error("The job was not started.")
         st.text(str(exc))  # may quote the typed name: never Markdown
 
 st.subheader("3. Jobs")
 roles_note()
+limits_panel()
 try:
     active = any(j.status.active for j in queue.jobs())
 except DatabaseError:

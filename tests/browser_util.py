@@ -50,40 +50,46 @@ def require_chromium() -> pytest.MarkDecorator:
     )
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that is free right now."""
+def free_port(address: str = "127.0.0.1") -> int:
+    """A TCP port on ``address`` (an IPv4 address of this machine) that is free right now."""
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((address, 0))
         return s.getsockname()[1]
 
 
 @contextmanager
 def serve_app(
-    script: str = "app/main.py", env: dict[str, str] | None = None, timeout: float = 60.0
+    script: str = "app/main.py",
+    env: dict[str, str] | None = None,
+    timeout: float = 60.0,
+    address: str = "127.0.0.1",
 ) -> Iterator[str]:
-    """Serve ``script`` on a free loopback port; yields its base URL.
+    """Serve ``script`` on a free port of ``address`` (loopback by default); yields its base URL.
 
     The whole app (``app/main.py``) starts as ``scripts/run_app.sh`` starts it, warm
     (``python -m app.serve``); a single page as ``streamlit run script``. Waits until
     ``/_stcore/health`` answers ``ok``; stops the server (by its own PID) on exit.
     """
-    with serve_app_process(script, env, timeout) as (url, _):
+    with serve_app_process(script, env, timeout, address) as (url, _):
         yield url
 
 
 @contextmanager
 def serve_app_process(
-    script: str = "app/main.py", env: dict[str, str] | None = None, timeout: float = 60.0
+    script: str = "app/main.py",
+    env: dict[str, str] | None = None,
+    timeout: float = 60.0,
+    address: str = "127.0.0.1",
 ) -> Iterator[tuple[str, subprocess.Popen]]:
     """:func:`serve_app` that also yields the server process (e.g. to read its memory)."""
-    port = free_port()
+    port = free_port(address)
     start = ["app.serve"] if script == "app/main.py" else ["streamlit", "run", script]
     cmd = [
         sys.executable,
         "-m",
         *start,
         "--server.headless=true",
-        "--server.address=127.0.0.1",
+        f"--server.address={address}",
         f"--server.port={port}",
         "--browser.gatherUsageStats=false",
         "--server.fileWatcherType=none",
@@ -94,7 +100,7 @@ def serve_app_process(
         proc = subprocess.Popen(
             cmd, cwd=REPO_ROOT, env={**os.environ, **(env or {})}, stdout=out, stderr=out
         )
-    url = f"http://127.0.0.1:{port}"
+    url = f"http://{address}:{port}"
     try:
         _wait_healthy(url, proc, timeout, log)
         yield url, proc

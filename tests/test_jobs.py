@@ -176,8 +176,9 @@ def test_queued_jobs_failed_or_cancelled_after_an_epoch_leave_no_model(
 
     queue = JobQueue(workers=1, threads=1, directory=user_dir)
     try:
-        # 5,000 epochs: far longer than the test waits, so the job is still running when cancelled
-        stopped = queue.submit(make_request("stopped", "mlp", epochs=5000, **SMALL))
+        # 2,500 epochs (1,000,000 images, the most one job may have): far longer than the test
+        # waits, so the job is still running when cancelled
+        stopped = queue.submit(make_request("stopped", "mlp", epochs=2500, **SMALL))
         wait_for(lambda: queue.get(stopped).history, timeout=300)
         assert queue.cancel(stopped)
         assert queue.wait(stopped, 300).status is JobStatus.CANCELLED

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from core.jobs import JobQueue, JobStatus, make_request
+from core.jobs.limits import LimitError
 from core.jobs.owners import Visitor, delete_model, model_owner, rename_model
 from core.jobs.queue import NOBODY
 from core.methods import ModelConfig, build_model
@@ -61,10 +62,10 @@ def test_limits_refuse_too_many_jobs_and_too_large_ones_with_one_line(queue, mon
     monkeypatch.setenv("BNN_JOBS_PER_VISITOR", "2")
     for name in ("a1", "a2"):
         queue.submit(make_request(name, "mlp", **SMALL), ANNA)
-    with pytest.raises(ValueError, match="2 jobs queued or running"):
+    with pytest.raises(LimitError, match="2 jobs queued or running"):
         queue.submit(make_request("a3", "mlp", **SMALL), ANNA)
     queue.submit(make_request("b1", "mlp", **SMALL), BEN)  # another student's own allowance
-    with pytest.raises(ValueError, match=r"12,000,000 images .* at most 6,000,000"):
+    with pytest.raises(LimitError, match=r"12,000,000 images .* at most 1,000,000"):
         queue.submit(make_request("huge", "mlp", epochs=200), BEN)  # 200 × 60,000
     assert [j.request.name for j in queue.jobs()] == ["a1", "a2", "b1"]
 

@@ -73,7 +73,7 @@ def test_jobs_train_in_ray_actors_and_any_replica_cancels_them(
     other = JobQueue(workers=1, threads=1, directory=models, url=lab_db)  # never starts workers
     assert isinstance(queue.executor, RayExecutor) and "Ray at" in queue.executor.where
     try:
-        long = queue.submit(make_request("ray_long", "mlp", epochs=3000, **SMALL), Visitor("b"))
+        long = queue.submit(make_request("ray_long", "mlp", epochs=1000, **SMALL), Visitor("b"))
         wait_for(lambda: in_ray(queue.get(long).worker) and queue.get(long).fraction > 0, 300)
         assert ray_actor(queue.get(long).worker) == actor_name(lab_db, long)
         assert other.executor.alive(actor_name(lab_db, long)) is True  # asked of Ray, by name
@@ -107,7 +107,7 @@ def test_a_ray_worker_killed_mid_job_fails_the_job_and_saves_nothing(
     models = tmp_path / "models"
     queue = JobQueue(workers=1, threads=1, directory=models, url=f"sqlite:///{tmp_path}/lab.db")
     try:
-        job_id = queue.submit(make_request("doomed", "mlp", epochs=3000, **SMALL))
+        job_id = queue.submit(make_request("doomed", "mlp", epochs=1000, **SMALL))
         wait_for(lambda: in_ray(queue.get(job_id).worker) and queue.get(job_id).fraction > 0, 300)
         os.kill(ray_pid(queue.get(job_id).worker), signal.SIGKILL)  # the actor, mid-epoch
         failed = queue.wait(job_id, 120)
@@ -294,7 +294,7 @@ queue = JobQueue(workers=1, threads=1, directory=Path(sys.argv[1]), url=sys.argv
 print(os.getpid(), queue.executor.where)
 done = queue.wait(queue.submit(make_request("client_short", "mlp", epochs=2, **small)), 300)
 print(done.status.value, done.worker, [e.epoch for e in done.history])
-long = queue.submit(make_request("client_long", "mlp", epochs=3000, **small), Visitor("a"))
+long = queue.submit(make_request("client_long", "mlp", epochs=1000, **small), Visitor("a"))
 deadline = time.monotonic() + 300
 while queue.get(long).fraction == 0 and time.monotonic() < deadline:
     time.sleep(0.2)

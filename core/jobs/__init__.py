@@ -7,7 +7,9 @@
   live-curve points, owner), shared by every replica and kept across restarts;
 * :mod:`core.jobs.queue`: :class:`JobQueue`, worker threads owned by the server process that run
   the stored jobs one at a time (configurable), with progress, live curves and cancel;
-  :func:`training_queue` is the process's one queue.
+  :func:`training_queue` is the process's one queue;
+* :mod:`core.jobs.owners` and :mod:`core.jobs.limits`: who may act on a job or model, and how
+  many jobs a student and the class may queue (the teacher's go first, unlimited).
 """
 
 from core.jobs.queue import JobQueue, set_training_queue, training_queue

@@ -1,14 +1,12 @@
-"""Who may act on a training job or a user-trained model, and how much one visitor may ask.
+"""Who may act on a training job or a user-trained model.
 
-A :class:`Visitor` is one browser session of the app (its ``id``, a token of the browser) or
-the command line (no id, the teacher's rights). A job and the model it makes belong to the
-visitor who asked: only they, or a visitor who entered the teacher key (:mod:`core.roles`; every
-server has one), cancel, rename or delete them (a model saved before owners were recorded, or
-by the command line, is the teacher's). A laptop's one user owns what their browser asked for.
-
-**Limits**, everywhere: a visitor has at most ``BNN_JOBS_PER_VISITOR`` jobs queued or running,
-and one job trains at most ``BNN_JOB_IMAGES`` images in all (epochs × training images), so
-that one session cannot fill the class's queue for hours.
+A :class:`Visitor` is one browser session of the app (its ``id``, a token of the browser, and
+its network ``address``) or the command line (no id, the teacher's rights). A job and the model
+it makes belong to the visitor who asked: only they, or a visitor who entered the teacher key
+(:mod:`core.roles`; every server has one), cancel, rename or delete them (a model saved before
+owners were recorded, or by the command line, is the teacher's). A laptop's one user owns what
+their browser asked for. The limits on what a visitor may ask of the training queue are in
+:mod:`core.jobs.limits`.
 """
 
 from __future__ import annotations
@@ -16,7 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from core import settings
 from core.storage.checkpoints import (
     checkpoint_path,
     delete_user_checkpoint,
@@ -24,12 +21,6 @@ from core.storage.checkpoints import (
     rename_user_checkpoint,
 )
 from core.storage.paths import user_model_dir
-
-JOBS_ENV = "BNN_JOBS_PER_VISITOR"
-IMAGES_ENV = "BNN_JOB_IMAGES"
-DEFAULT_JOBS = 3
-DEFAULT_IMAGES = 6_000_000  # 100 epochs of the 60,000 training images
-TRAIN_IMAGES = 60_000  # a request for "all" training images
 
 
 @dataclass(frozen=True)
@@ -39,10 +30,13 @@ class Visitor:
     Attributes:
         id: The session's token ("" for the command line).
         teacher: Whether it entered the teacher key.
+        address: The network address it connects from
+            (:func:`~core.jobs.limits.client_address`; "" when unknown or loopback).
     """
 
     id: str = ""
     teacher: bool = False
+    address: str = ""
 
     def may_act_on(self, owner: str) -> bool:
         """Whether this visitor may cancel, rename or delete what ``owner`` asked for.
@@ -51,32 +45,6 @@ class Visitor:
             owner: The owner recorded with the job or model ("" when none was recorded).
         """
         return self.teacher or (bool(owner) and owner == self.id)
-
-
-def check_request(n_train: int | None, epochs: int, active_jobs: int) -> None:
-    """Refuse a job over the limits, in one line.
-
-    Args:
-        n_train: Training images of the request (None: all 60,000).
-        epochs: Its epochs.
-        active_jobs: The visitor's jobs queued or running now.
-
-    Raises:
-        ValueError: If the visitor has the most jobs allowed, or the job is too large.
-    """
-    most = settings.positive_int(JOBS_ENV, DEFAULT_JOBS)
-    if active_jobs >= most:
-        raise ValueError(
-            f"you have {active_jobs} jobs queued or running, the most one student may have; "
-            "wait for one to finish or cancel one"
-        )
-    images = epochs * (n_train or TRAIN_IMAGES)
-    cap = settings.positive_int(IMAGES_ENV, DEFAULT_IMAGES)
-    if images > cap:
-        raise ValueError(
-            f"this job would train on {images:,} images in all (epochs × training images); "
-            f"one job may train on at most {cap:,}: use fewer epochs or images"
-        )
 
 
 def model_owner(name: str, directory: Path | None = None) -> str:

@@ -6,9 +6,11 @@ happened to each (a job whose server stopped while it trained is marked failed w
 queued jobs start again). One :class:`JobQueue` per process (:func:`training_queue`) owns that
 process's workers: a job keeps running when the browser tab closes or the page reruns. A
 classroom shares one server, so by default one job trains at a time per process
-(``BNN_TRAIN_WORKERS``) and later jobs wait in a first-in-first-out queue whose positions
-:meth:`JobQueue.position` tells. A running job reports its progress and live-curve points to the
-database every :data:`REPORT_S` seconds, which is also its sign of life.
+(``BNN_TRAIN_WORKERS``) and later jobs wait in a queue whose positions :meth:`JobQueue.position`
+tells: the teacher's first, then first in, first out. How many jobs a student and the class may
+queue, and how large one may be, is :mod:`core.jobs.limits`. A running job reports its progress
+and live-curve points to the database every :data:`REPORT_S` seconds, which is also its sign of
+life.
 
 **Threads.** Each worker is a daemon thread that sets torch's intra-op thread count *once*, when
 it starts, to ``BNN_TRAIN_THREADS`` (default 1, the app's default too). With OpenMP (torch's CPU
@@ -38,11 +40,11 @@ import atexit
 import logging
 import threading
 import time
-from dataclasses import replace
 from pathlib import Path
 
 from core import settings
 from core.jobs.executors import Runner, make_executor
+from core.jobs.limits import Limits, Room
 from core.jobs.owners import Visitor
 from core.jobs.store import PROCESS, JobStore, TrainJob
 from core.jobs.training import TrainRequest, run_training
@@ -60,10 +62,11 @@ log = logging.getLogger(__name__)
 
 
 class JobQueue:
-    """Training jobs in the lab's database, run first in, first out by this process's workers.
+    """Training jobs in the lab's database, run by this process's workers.
 
-    Every process (app replica) with a queue on the same database sees, follows and cancels
-    the same jobs, and its workers take queued jobs whoever submitted them.
+    The teacher's jobs start first, then the others first in, first out. Every process (app
+    replica) with a queue on the same database sees, follows and cancels the same jobs, and its
+    workers take queued jobs whoever submitted them.
 
     Args:
         workers: Jobs this process trains at the same time; None for ``BNN_TRAIN_WORKERS``
@@ -117,15 +120,16 @@ class JobQueue:
 
         Raises:
             ValueError: If a user model of that name exists, another active job will save
-                under that name, the visitor has the most jobs allowed or the job is too large
-                (:func:`~core.jobs.owners.check_request`), or the queue is shut down.
+                under that name, or the queue is shut down.
+            LimitError: If the student has the most jobs allowed, the class's queue is full or
+                the job is too large (:func:`~core.jobs.limits.check_request`).
             DatabaseError: If the database cannot be used (nothing was queued).
         """
         if self._stop.is_set():
             raise ValueError("the training queue is shut down")
         if checkpoint_path(request.name, self.folder()).exists():
             raise ValueError(f"a model named {request.name!r} exists already; choose another name")
-        job_id = self.store.add(replace(request, owner=visitor.id))
+        job_id = self.store.add(request, visitor)
         self._start_workers()
         return job_id
 
@@ -176,6 +180,31 @@ class JobQueue:
         """
         return self.store.get(job_id)
 
+    def room(self, visitor: Visitor = NOBODY) -> Room:
+        """How full the queue is for a visitor (:meth:`JobStore.room`).
+
+        Args:
+            visitor: Who asks.
+
+        Returns:
+            Its jobs, the students' and the class's limits.
+        """
+        return self.store.room(visitor)
+
+    def set_limits(self, limits: Limits, visitor: Visitor) -> None:
+        """Store the class's limits for every replica (:meth:`JobStore.set_limits`).
+
+        Args:
+            limits: The new limits, each at least 1.
+            visitor: Who asks; only the teacher may.
+
+        Raises:
+            PermissionError: If the visitor is not the teacher.
+            ValueError: If a limit is below 1.
+            DatabaseError: If the database cannot be used.
+        """
+        self.store.set_limits(limits, visitor)
+
     def position(self, job_id: int) -> int | None:
         """Where a queued job waits.
 
@@ -183,7 +212,8 @@ class JobQueue:
             job_id: The job.
 
         Returns:
-            1 for the next to start, 2, ...; None if it is not waiting.
+            1 for the next to start, 2, ... (the teacher's jobs first); None if it is not
+            waiting.
         """
         job = self.store.get(job_id)
         return None if job is None else job.position

@@ -1,13 +1,16 @@
 """Training jobs in the lab's database, so that every replica sees them and a restart keeps them.
 
-Table ``jobs`` holds one row per job: the request (JSON), who asked, its status (queued, running,
-done, cancelled, failed), progress, the worker that runs it and that worker's last sign of life,
-the outcome; table ``job_points`` holds its live-curve points (every finished epoch, and running
-averages every few steps), appended as they come. Both live in the same database as the class
-drawings (:mod:`core.storage.database`: SQLite by default, PostgreSQL for several replicas).
+Table ``jobs`` holds one row per job: the request (JSON), who asked (browser, network address,
+whether the teacher), its status (queued, running, done, cancelled, failed), progress, the worker
+that runs it and that worker's last sign of life, the outcome; table ``job_points`` holds its
+live-curve points (every finished epoch, and running averages every few steps), appended as they
+come; table ``job_limits`` holds the limits the teacher set (:mod:`core.jobs.limits`). All live
+in the same database as the class drawings (:mod:`core.storage.database`: SQLite by default,
+PostgreSQL for several replicas).
 
-Any process may add, list, follow and cancel any job. A worker *claims* the oldest queued job
-in one transaction (so two replicas never run the same job), reports progress and points while
+Any process may add, list, follow and cancel any job; adding one checks the limits in the same
+transaction. A worker *claims* the next queued job — the teacher's first, then the oldest — in
+one transaction (so two replicas never run the same job), reports progress and points while
 it trains, and reads back whether someone asked to cancel. A job whose worker died is marked
 failed with one line when anyone next reads it: at once when the worker was a process on this
 host that is gone (or an earlier run of this very process), otherwise once its last sign of
@@ -25,12 +28,13 @@ import socket
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from core.jobs.owners import Visitor, check_request
+from core.jobs.limits import Limits, Room, check_request, job_images
+from core.jobs.owners import Visitor
 from core.jobs.training import TrainRequest
 from core.storage.database import Database, Table
 from core.training import EpochStats, StepStats
@@ -69,17 +73,24 @@ JOBS = Table.with_id(
     error TEXT NOT NULL DEFAULT '',
     details TEXT NOT NULL DEFAULT ''""",
     ("CREATE INDEX IF NOT EXISTS jobs_by_status ON jobs (status, id)",),
+    added=("address TEXT NOT NULL DEFAULT ''", "teacher INTEGER NOT NULL DEFAULT 0"),
 )
 POINTS = Table.with_id(
     "job_points",
     "job_id BIGINT NOT NULL, kind TEXT NOT NULL, data TEXT NOT NULL",
     ("CREATE INDEX IF NOT EXISTS job_points_by_job ON job_points (job_id, id)",),
 )
+_LIMITS_TABLE = (
+    "CREATE TABLE IF NOT EXISTS job_limits (name TEXT PRIMARY KEY, value BIGINT NOT NULL)"
+)
+LIMITS = Table("job_limits", sqlite=(_LIMITS_TABLE,), postgres=(_LIMITS_TABLE,))
 _COLUMNS = (
     "id, request, status, submitted, started, finished, fraction, message, device, worker, "
-    "heartbeat, cancel_asked, path, metrics, error, details"
+    "heartbeat, cancel_asked, path, metrics, error, details, teacher"
 )
 _QUEUE_KEY = "jobs"  # the write lock of adding and claiming (PostgreSQL advisory lock key)
+_ACTIVE = "status IN ('queued', 'running')"
+_NEXT = "ORDER BY teacher DESC, id"  # the order queued jobs start in: the teacher's first
 
 
 class JobStatus(StrEnum):
@@ -122,7 +133,8 @@ class TrainJob:
         worker: The process that runs it (host, process id, start token; "" until it starts).
         heartbeat: The worker's last sign of life (seconds since the epoch), or None.
         cancelling: Someone asked to cancel the running job; it stops within a second or so.
-        position: For a queued job, 1 for the next to start, 2, ...; else None.
+        position: For a queued job, 1 for the next to start, 2, ... (the teacher's jobs
+            first, then in order of submission); else None.
         history: Every finished epoch's stats (read with the job's points only).
         steps: Running averages within epochs, every 20 steps (at most
             :data:`MAX_STEP_POINTS`, thinned evenly; read with the job's points only).
@@ -130,6 +142,7 @@ class TrainJob:
         metrics: The saved model's whole-test-set metrics, once done.
         error: What went wrong, for a failed job (one line).
         details: The failed job's traceback, for the server log.
+        teacher: Whether the teacher asked for it (it goes first; no limit applies).
     """
 
     id: int
@@ -151,6 +164,7 @@ class TrainJob:
     metrics: dict = field(default_factory=dict)
     error: str = ""
     details: str = ""
+    teacher: bool = False
 
     @property
     def owner(self) -> str:
@@ -277,7 +291,7 @@ class JobStore:
     """
 
     def __init__(self, url: str | None = None, alive: Alive | None = None) -> None:
-        self.db = Database(url, (JOBS, POINTS))
+        self.db = Database(url, (JOBS, POINTS, LIMITS))
         self.alive = alive
 
     def __repr__(self) -> str:
@@ -286,42 +300,123 @@ class JobStore:
 
     # --- adding and cancelling ----------------------------------------------------------
 
-    def add(self, request: TrainRequest) -> int:
-        """Queue a request (its ``owner`` set), checking names and the owner's limits.
+    def add(self, request: TrainRequest, visitor: Visitor | None = None) -> int:
+        """Queue a request, checking its name and the limits in one transaction.
 
         Args:
-            request: What to train, with the asking visitor as ``owner``.
+            request: What to train.
+            visitor: Who asks, recorded as the job's owner with its address and whether it is
+                the teacher; None for ``request.owner``, a student of no known address.
 
         Returns:
             The job's id.
 
         Raises:
-            ValueError: If another active job will save under that name, or the owner has the
-                most jobs allowed or the job is too large
-                (:func:`~core.jobs.owners.check_request`).
+            ValueError: If another active job will save under that name.
+            LimitError: If the student has the most jobs allowed, the class's queue is full or
+                the job is too large (:func:`~core.jobs.limits.check_request`).
             DatabaseError: If the database cannot be used.
         """
+        if visitor is None:
+            visitor = Visitor(request.owner)
+        request = replace(request, owner=visitor.id)
         sql = self.db.sql
         with self.db.transaction(_QUEUE_KEY) as conn:
-            active = "status IN ('queued', 'running')"
             taken = conn.execute(
-                sql(f"SELECT 1 FROM jobs WHERE {active} AND name = ?"), (request.name,)
+                sql(f"SELECT 1 FROM jobs WHERE {_ACTIVE} AND name = ?"), (request.name,)
             ).fetchone()
             if taken:
                 raise ValueError(f"a queued or running job is named {request.name!r} already")
-            (mine,) = conn.execute(
-                sql(f"SELECT COUNT(*) FROM jobs WHERE {active} AND owner = ?"), (request.owner,)
-            ).fetchone()
-            check_request(request.n_train, request.training.epochs, int(mine))
+            room = self._room(lambda q, p: conn.execute(sql(q), p).fetchall(), visitor)
+            images = job_images(request.n_train, request.training.epochs)
+            check_request(images, visitor.teacher, room)
             row = conn.execute(
                 sql(
-                    "INSERT INTO jobs (name, owner, request, status, submitted) "
-                    "VALUES (?, ?, ?, 'queued', ?) RETURNING id"
+                    "INSERT INTO jobs (name, owner, address, teacher, request, status, submitted) "
+                    "VALUES (?, ?, ?, ?, ?, 'queued', ?) RETURNING id"
                 ),
-                (request.name, request.owner, json.dumps(request.to_dict()), time.time()),
+                (
+                    request.name,
+                    visitor.id,
+                    visitor.address,
+                    int(visitor.teacher),
+                    json.dumps(request.to_dict()),
+                    time.time(),
+                ),
             ).fetchone()
             self._forget_old(conn)
         return int(row[0])
+
+    # --- limits ---------------------------------------------------------------------------
+
+    def room(self, visitor: Visitor) -> Room:
+        """How full the queue is for a visitor, and the class's limits now.
+
+        Args:
+            visitor: Who asks.
+
+        Returns:
+            Its jobs (by browser or address, whichever are more), the students' and the limits.
+
+        Raises:
+            DatabaseError: If the database cannot be used.
+        """
+        return self._room(self.db.rows, visitor)
+
+    def limits(self) -> Limits:
+        """The class's limits: the teacher's, else the server's settings.
+
+        Returns:
+            The limits now.
+
+        Raises:
+            DatabaseError: If the database cannot be used.
+        """
+        return self._limits(self.db.rows)
+
+    def set_limits(self, limits: Limits, visitor: Visitor) -> None:
+        """Store the class's limits, for every replica and restart (the teacher only).
+
+        Args:
+            limits: The new limits, each at least 1.
+            visitor: Who asks.
+
+        Raises:
+            PermissionError: If the visitor is not the teacher.
+            ValueError: If a limit is below 1.
+            DatabaseError: If the database cannot be used.
+        """
+        if not visitor.teacher:
+            raise PermissionError("only the teacher can change the class's limits")
+        values = asdict(limits)
+        if min(values.values()) < 1:
+            raise ValueError("every limit must be at least 1")
+        with self.db.transaction(_QUEUE_KEY) as conn:
+            conn.cursor().executemany(
+                self.db.sql(
+                    "INSERT INTO job_limits (name, value) VALUES (?, ?) "
+                    "ON CONFLICT (name) DO UPDATE SET value = excluded.value"
+                ),
+                [(name, int(value)) for name, value in values.items()],
+            )
+
+    @staticmethod
+    def _limits(query: Callable[[str, tuple], list]) -> Limits:
+        stored = dict(query("SELECT name, value FROM job_limits", ()))
+        defaults = Limits.defaults()
+        return Limits(**{k: int(stored.get(k, v)) for k, v in asdict(defaults).items()})
+
+    def _room(self, query: Callable[[str, tuple], list], visitor: Visitor) -> Room:
+        rows = query(
+            "SELECT COUNT(*), "
+            "COALESCE(SUM(CASE WHEN owner = ? THEN 1 ELSE 0 END), 0), "
+            "COALESCE(SUM(CASE WHEN address = ? AND address <> '' THEN 1 ELSE 0 END), 0) "
+            f"FROM jobs WHERE {_ACTIVE} AND teacher = 0",
+            (visitor.id, visitor.address),
+        )
+        students, by_browser, by_address = rows[0] if rows else (0, 0, 0)
+        mine = max(int(by_browser), int(by_address))
+        return Room(mine=mine, students=int(students), limits=self._limits(query))
 
     def cancel(self, job_id: int, visitor: Visitor) -> bool:
         """Cancel a job: a queued one ends at once, a running one is asked to stop.
@@ -386,7 +481,9 @@ class JobStore:
     # --- workers --------------------------------------------------------------------------
 
     def claim(self, worker: str, device: str) -> TrainJob | None:
-        """Take the oldest queued job for a worker (never given to two workers).
+        """Take the next queued job for a worker (never given to two workers).
+
+        The teacher's queued jobs come first, then the others, each in order of submission.
 
         Args:
             worker: The worker's process (:data:`PROCESS`).
@@ -399,7 +496,7 @@ class JobStore:
         now = time.time()
         with self.db.transaction(_QUEUE_KEY) as conn:
             row = conn.execute(
-                "SELECT id FROM jobs WHERE status = 'queued' ORDER BY id LIMIT 1"
+                f"SELECT id FROM jobs WHERE status = 'queued' {_NEXT} LIMIT 1"
             ).fetchone()
             if row is None:
                 return None
@@ -588,7 +685,9 @@ class JobStore:
         """
         rows = self.db.rows(f"SELECT {_COLUMNS} FROM jobs ORDER BY id")
         jobs = self.fail_dead([self._job(r) for r in rows])
-        waiting = [j for j in jobs if j.status is JobStatus.QUEUED]
+        waiting = sorted(
+            (j for j in jobs if j.status is JobStatus.QUEUED), key=lambda j: (not j.teacher, j.id)
+        )
         for place, job in enumerate(waiting, start=1):
             job.position = place
         return jobs
@@ -608,7 +707,9 @@ class JobStore:
         (job,) = self.fail_dead([self._job(rows[0])])
         if job.status is JobStatus.QUEUED:
             (ahead,) = self.db.rows(
-                "SELECT COUNT(*) FROM jobs WHERE status = 'queued' AND id <= ?", (job_id,)
+                "SELECT COUNT(*) FROM jobs WHERE status = 'queued' "
+                "AND (teacher > ? OR (teacher = ? AND id <= ?))",
+                (int(job.teacher), int(job.teacher), job_id),
             )[0]
             job.position = int(ahead)
         points = self.db.rows(
@@ -623,7 +724,7 @@ class JobStore:
     @staticmethod
     def _job(row: Sequence[Any]) -> TrainJob:
         (job_id, request, status, submitted, started, finished, fraction, message, device) = row[:9]
-        worker, heartbeat, cancel_asked, path, metrics, error, details = row[9:]
+        worker, heartbeat, cancel_asked, path, metrics, error, details, teacher = row[9:]
         return TrainJob(
             id=int(job_id),
             request=TrainRequest.from_dict(json.loads(request)),
@@ -641,4 +742,5 @@ class JobStore:
             metrics=json.loads(metrics),
             error=str(error),
             details=str(details),
+            teacher=bool(teacher),
         )

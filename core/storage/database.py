@@ -79,14 +79,19 @@ class Table:
         name: The table's name (checked for existence on SQLite).
         sqlite: Its ``CREATE … IF NOT EXISTS`` statements for SQLite.
         postgres: The same for PostgreSQL.
+        added: Columns added since the table was first created (``"name TYPE …"``, each with
+            a default), added to an older database's table on first use.
     """
 
     name: str
     sqlite: tuple[str, ...]
     postgres: tuple[str, ...]
+    added: tuple[str, ...] = ()
 
     @classmethod
-    def with_id(cls, name: str, columns: str, indexes: tuple[str, ...] = ()) -> Table:
+    def with_id(
+        cls, name: str, columns: str, indexes: tuple[str, ...] = (), added: tuple[str, ...] = ()
+    ) -> Table:
         """A table whose first column is an increasing ``id``, written once for both dialects.
 
         Args:
@@ -94,21 +99,28 @@ class Table:
             columns: The other columns' definitions, where ``{bytes}`` stands for the binary
                 type and ``{length}`` for its length function.
             indexes: ``CREATE INDEX IF NOT EXISTS`` statements.
+            added: Columns added later (see :attr:`added`), each with a default.
 
         Returns:
             The table, with ``id`` an autoincrement key (SQLite) or identity (PostgreSQL).
         """
 
         def create(key: str, binary: str, length: str) -> tuple[str, ...]:
-            body = columns.format(bytes=binary, length=length)
-            return (f"CREATE TABLE IF NOT EXISTS {name} ({key}, {body})", *indexes)
+            body = ", ".join([columns.format(bytes=binary, length=length), *added])
+            return (f"CREATE TABLE IF NOT EXISTS {name} ({key}, {body})",)
 
+        alter = tuple(f"ALTER TABLE {name} ADD COLUMN IF NOT EXISTS {c}" for c in added)
         return cls(
             name,
-            sqlite=create("id INTEGER PRIMARY KEY AUTOINCREMENT", "BLOB", "length"),
-            postgres=create(
-                "id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", "BYTEA", "octet_length"
+            sqlite=(*create("id INTEGER PRIMARY KEY AUTOINCREMENT", "BLOB", "length"), *indexes),
+            postgres=(
+                *create(
+                    "id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", "BYTEA", "octet_length"
+                ),
+                *alter,
+                *indexes,
             ),
+            added=added,
         )
 
 
@@ -293,7 +305,7 @@ def retrying(call: Callable[[], T], seconds: float = RETRY_SECONDS) -> T:
 
 # --- connections -----------------------------------------------------------------------------
 
-_initialised: set[tuple[str, str]] = set()  # (PostgreSQL URL, table) this process has ensured
+_initialised: set[tuple[str, Table]] = set()  # (PostgreSQL URL, table) this process ensured
 _init_lock = threading.Lock()
 _writer_locks: dict[Path, threading.Lock] = {}
 _writer_locks_guard = threading.Lock()
@@ -325,6 +337,22 @@ def _writers_of(path: Path, timeout: float, where: str) -> Iterator[None]:
 def _has_table(conn: sqlite3.Connection, name: str) -> bool:
     query = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
     return conn.execute(query, (name,)).fetchone() is not None
+
+
+def _lacking(conn: sqlite3.Connection, table: Table) -> list[str]:
+    """The :attr:`Table.added` columns an existing SQLite table lacks."""
+    have = {row[1] for row in conn.execute(f"PRAGMA table_info({table.name})")}
+    return [column for column in table.added if column.split()[0] not in have]
+
+
+def _add_columns(conn: sqlite3.Connection, table: Table) -> None:
+    """Add the columns an older SQLite table lacks (another process may add them first)."""
+    for column in _lacking(conn, table):
+        try:
+            conn.execute(f"ALTER TABLE {table.name} ADD COLUMN {column}")
+        except sqlite3.OperationalError as exc:
+            if "duplicate column" not in str(exc):
+                raise
 
 
 class Database:
@@ -518,12 +546,15 @@ class Database:
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
             missing = [t for t in self.tables if not _has_table(conn, t.name)]
-            if missing:
+            older = [t for t in self.tables if t not in missing and t.added and _lacking(conn, t)]
+            if missing or older:
                 with _init_lock:  # one thread of this process sets the file up
                     conn.execute("PRAGMA journal_mode = WAL")
                     for table in missing:
                         for statement in table.sqlite:
                             conn.execute(statement)
+                    for table in older:
+                        _add_columns(conn, table)
         except BaseException:
             conn.close()
             raise
@@ -540,7 +571,7 @@ class Database:
         conn = psycopg.connect(self.url, autocommit=True, connect_timeout=int(self.timeout) or 1)
         try:
             for table in self.tables:
-                if (self.url, table.name) not in _initialised:
+                if (self.url, table) not in _initialised:
                     with _init_lock:
                         conn.execute("SELECT pg_advisory_lock(hashtext('bnn-lab-schema'))")
                         try:
@@ -548,7 +579,7 @@ class Database:
                                 conn.execute(statement)
                         finally:
                             conn.execute("SELECT pg_advisory_unlock(hashtext('bnn-lab-schema'))")
-                        _initialised.add((self.url, table.name))
+                        _initialised.add((self.url, table))
         except BaseException:
             conn.close()
             raise
