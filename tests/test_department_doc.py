@@ -18,7 +18,7 @@ import pytest
 from core import settings
 from core.storage.database import database_url
 from tests.browser_util import REPO_ROOT, free_port
-from tests.cluster_util import _missing
+from tests.cluster_util import missing
 
 GUIDE = REPO_ROOT / "docs" / "department.md"
 VENV_BIN = Path(sys.executable).parent
@@ -113,14 +113,14 @@ def _ray_script(home: Path, temp: Path) -> str:
 @pytest.mark.xdist_group("ray")
 def test_the_guides_ray_head_needs_its_token_and_stops(tmp_path):
     if shutil.which("unshare") is None:
-        _missing("unshare (util-linux) is not installed")
+        missing("unshare (util-linux) is not installed")
     try:
         import ray  # noqa: F401
     except ImportError:
-        _missing("ray is not installed (pip install -r requirements-cluster.txt)")
+        missing("ray is not installed (pip install -r requirements-cluster.txt)")
     probe = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "true"], timeout=30)
     if probe.returncode != 0:
-        _missing("this user may not make a PID namespace (unshare --pid)")
+        missing("this user may not make a PID namespace (unshare --pid)")
     home, temp = tmp_path / "home", Path("/tmp") / f"bnn-ray-{os.getpid()}-{free_port()}"
     home.mkdir()
     script = _ray_script(home, temp)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -18,6 +19,7 @@ from core.jobs import JobQueue, JobStatus, JobStore, TrainRequest, make_request
 from core.jobs.owners import Visitor
 from core.jobs.store import HOST, MAX_STEP_POINTS, PROCESS, STALE_S, Report, worker_gone
 from core.training import EpochStats, StepStats
+from tests.cluster_util import new_database, restartable_postgres
 from tests.test_jobs import Gate, wait_for
 
 WORKER = Path(__file__).resolve().parent / "job_worker.py"
@@ -92,6 +94,31 @@ def test_progress_and_live_curve_points_round_trip(lab_db):
     assert job.path == Path("/models/curves.pt") and job.metrics["nll"] == 0.07
     assert job.request == make_request("curves", "bbb", epochs=3)
     assert store.report(job_id, Report(0.7, "late")) and store.get(job_id).message == "saved"
+
+
+def test_a_running_jobs_reports_and_end_outlast_a_postgresql_restart():
+    """A 3 s restart of the database mid-job: the progress report sent meanwhile waits for the
+    server and is stored, its curve points once; a cancel and the job's end are stored too."""
+    with restartable_postgres() as server:
+        store = JobStore(new_database(server.url))
+        job_id = store.add(make_request("restart", "mlp", epochs=3))
+        store.claim(PROCESS, "cpu")
+        store.begin(job_id, PROCESS, "cpu")
+        epoch = EpochStats(1, 30.0, 0.2, 1e6, 0.05, 0.04, 0.15, 1.5)
+        server.stop()
+        restart = threading.Timer(3.0, server.start)
+        restart.start()
+        try:
+            asked = store.report(job_id, Report(0.4, "epoch 1 of 3", [epoch], []))
+        finally:
+            restart.join()
+        assert not asked and store.get(job_id).history == [epoch]
+        server.stop()
+        threading.Timer(2.0, server.start).start()
+        assert store.cancel(job_id, Visitor(teacher=True))  # waits for the server, then stored
+        store.finish(job_id, JobStatus.CANCELLED, Report(0.5, "stopping"), message="cancelled")
+        job = store.get(job_id)
+        assert (job.status, job.message, job.history) == (JobStatus.CANCELLED, "cancelled", [epoch])
 
 
 def test_a_killed_server_fails_its_running_job_and_keeps_the_queued_one(lab_db, tmp_path):

@@ -17,6 +17,11 @@ host that is gone (or an earlier run of this very process), otherwise once its l
 life is :data:`STALE_S` old — unless the reader can ask the worker's owner, e.g. Ray for a job
 of a Ray actor (:func:`ray_worker`), which may wait silently in Ray's queue after the replica
 that submitted it has gone.
+
+A write whose PostgreSQL connection was cut (a restart) is tried again for a few seconds
+(:meth:`~core.storage.database.Database.write`): cancelling, a worker's sign of life, progress
+and a job's end are safe to repeat (a progress report cut while committing may store its curve
+points twice); adding and claiming a job are not repeated, and fail with one line.
 """
 
 from __future__ import annotations
@@ -391,7 +396,8 @@ class JobStore:
         values = asdict(limits)
         if min(values.values()) < 1:
             raise ValueError("every limit must be at least 1")
-        with self.db.transaction(_QUEUE_KEY) as conn:
+
+        def work(conn: Any) -> Any:
             conn.cursor().executemany(
                 self.db.sql(
                     "INSERT INTO job_limits (name, value) VALUES (?, ?) "
@@ -399,6 +405,8 @@ class JobStore:
                 ),
                 [(name, int(value)) for name, value in values.items()],
             )
+
+        self.db.write(_QUEUE_KEY, work)
 
     @staticmethod
     def _limits(query: Callable[[str, tuple], list]) -> Limits:
@@ -433,7 +441,8 @@ class JobStore:
             DatabaseError: If the database cannot be used.
         """
         sql = self.db.sql
-        with self.db.transaction(_QUEUE_KEY) as conn:
+
+        def work(conn: Any) -> Any:
             row = conn.execute(
                 sql("SELECT status, owner FROM jobs WHERE id = ?"), (job_id,)
             ).fetchone()
@@ -454,7 +463,9 @@ class JobStore:
                 )
             else:
                 conn.execute(sql("UPDATE jobs SET cancel_asked = 1 WHERE id = ?"), (job_id,))
-        return True
+            return True
+
+        return self.db.write(_QUEUE_KEY, work)
 
     def forget(self, job_id: int) -> None:
         """Drop a finished job and its points (its checkpoint, if any, stays).
@@ -462,8 +473,11 @@ class JobStore:
         Args:
             job_id: The job; active jobs are kept.
         """
-        with self.db.transaction(_QUEUE_KEY) as conn:
+
+        def work(conn: Any) -> Any:
             self._delete(conn, f"id = {int(job_id)} AND status NOT IN ('queued', 'running')")
+
+        self.db.write(_QUEUE_KEY, work)
 
     def _forget_old(self, conn: Any) -> None:
         rows = conn.execute(
@@ -520,7 +534,8 @@ class JobStore:
             worker: The training process (:data:`PROCESS` there).
             device: Where it trains, for display.
         """
-        with self.db.transaction(f"job-{job_id}") as conn:
+
+        def work(conn: Any) -> Any:
             conn.execute(
                 self.db.sql(
                     "UPDATE jobs SET worker = ?, device = ?, heartbeat = ? "
@@ -528,6 +543,8 @@ class JobStore:
                 ),
                 (worker, device, time.time(), job_id),
             )
+
+        self.db.write(f"job-{job_id}", work)
 
     def touch(self, job_id: int, worker: str) -> bool:
         """A sign of life from ``worker`` for a running job it was given but has not begun.
@@ -541,7 +558,8 @@ class JobStore:
             Whether someone asked to cancel the job (or it is no longer running).
         """
         sql = self.db.sql
-        with self.db.transaction(f"job-{job_id}") as conn:
+
+        def work(conn: Any) -> Any:
             conn.execute(
                 sql(
                     "UPDATE jobs SET heartbeat = ? WHERE id = ? AND status = 'running' "
@@ -552,7 +570,9 @@ class JobStore:
             row = conn.execute(
                 sql("SELECT status, cancel_asked FROM jobs WHERE id = ?"), (job_id,)
             ).fetchone()
-        return row is None or row[0] != JobStatus.RUNNING or bool(row[1])
+            return row is None or row[0] != JobStatus.RUNNING or bool(row[1])
+
+        return self.db.write(f"job-{job_id}", work)
 
     def report(self, job_id: int, report: Report) -> bool:
         """Store a running job's progress and new points, as a sign of its worker's life.
@@ -565,7 +585,8 @@ class JobStore:
             Whether someone asked to cancel the job (or it is no longer running).
         """
         sql = self.db.sql
-        with self.db.transaction(f"job-{job_id}") as conn:
+
+        def work(conn: Any) -> Any:
             self._append(conn, job_id, report)
             conn.execute(
                 sql(
@@ -577,7 +598,11 @@ class JobStore:
             row = conn.execute(
                 sql("SELECT status, cancel_asked FROM jobs WHERE id = ?"), (job_id,)
             ).fetchone()
-        return row is None or row[0] != JobStatus.RUNNING or bool(row[1])
+            return row is None or row[0] != JobStatus.RUNNING or bool(row[1])
+
+        asked = self.db.write(f"job-{job_id}", work)
+        report.epochs, report.steps = [], []  # stored: not sent again
+        return asked
 
     def finish(
         self,
@@ -605,7 +630,8 @@ class JobStore:
         """
         sql = self.db.sql
         fraction = 1.0 if status is JobStatus.DONE else report.fraction
-        with self.db.transaction(f"job-{job_id}") as conn:
+
+        def work(conn: Any) -> Any:
             self._append(conn, job_id, report)
             conn.execute(
                 sql(
@@ -626,6 +652,9 @@ class JobStore:
                 ),
             )
 
+        self.db.write(f"job-{job_id}", work)
+        report.epochs, report.steps = [], []
+
     def _append(self, conn: Any, job_id: int, report: Report) -> None:
         points = [("epoch", s) for s in report.epochs] + [("step", s) for s in report.steps]
         if points:
@@ -633,7 +662,6 @@ class JobStore:
                 self.db.sql("INSERT INTO job_points (job_id, kind, data) VALUES (?, ?, ?)"),
                 [(job_id, kind, json.dumps(asdict(s))) for kind, s in points],
             )
-        report.epochs, report.steps = [], []
 
     def fail_dead(self, jobs: Sequence[TrainJob], now: float | None = None) -> list[TrainJob]:
         """Mark running jobs whose worker died as failed, with one line.
