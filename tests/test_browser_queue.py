@@ -26,6 +26,7 @@ from tests.browser_util import (
     wait_for_script,
     wait_for_text,
 )
+from tests.test_jobs import wait_for
 
 pytestmark = [pytest.mark.browser, require_chromium()]
 
@@ -126,3 +127,55 @@ def test_behind_a_trusted_proxy_a_student_is_the_last_forwarded_hop(tmp_path):
         finally:
             browser.close()
     assert JobStore(db).db.rows("SELECT name, address FROM jobs") == [("proxied", "198.51.100.23")]
+
+
+def test_the_class_cap_holds_for_ten_students_pressing_start_at_once(tmp_path):
+    """Ten browsers of ten computers (behind a trusted proxy, each its own forwarded address)
+    press Start together on a class whose queue holds 4 students' jobs: 4 are queued, the other
+    6 students each read the one-line refusal."""
+    from playwright.sync_api import sync_playwright
+
+    db = f"sqlite:///{tmp_path / 'lab.sqlite'}"
+    env = {
+        "BNN_CLASS_DB": db,
+        "BNN_MODELS_DIR": str(tmp_path / "models"),
+        "BNN_TRUSTED_PROXY": "1",
+        "BNN_QUEUE_JOBS": "4",
+    }
+    full = "The class's queue is full"
+    with serve_app("tests/queue_app.py", env=env) as url, sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
+        )
+        try:
+            windows = []
+            for n in range(10):
+                hop = {"X-Forwarded-For": f"198.51.100.{n + 1}"}
+                window = browser.new_context(extra_http_headers=hop).new_page()
+                window.goto(f"{url}/?train_kind=mlp&train_epochs=1&train_subset=1000")
+                windows.append(window)
+            for n, window in enumerate(windows):  # all open before any job exists
+                wait_for_text(window, "No training job yet.")
+                window.get_by_role("textbox", name="Name of the new model").fill(f"student{n}")
+            for window in windows:  # the ten presses, without waiting between them
+                window.get_by_role("button", name="Start training").click()
+            store = JobStore(db)
+
+            def answered() -> list[int]:
+                queued = {j.request.name for j in store.jobs()}
+                return [
+                    n
+                    for n, window in enumerate(windows)
+                    if f"student{n}" in queued or window.get_by_text(full).count()
+                ]
+
+            wait_for(lambda: len(answered()) == 10, timeout=180)
+            refused = [n for n, window in enumerate(windows) if window.get_by_text(full).count()]
+        finally:
+            browser.close()
+    jobs = store.jobs()
+    assert len(jobs) == 4, [j.request.name for j in jobs]
+    assert len(set(store.db.rows("SELECT address FROM jobs"))) == 4  # four computers
+    assert len(refused) == 6 and {f"student{n}" for n in refused}.isdisjoint(
+        j.request.name for j in jobs
+    )
