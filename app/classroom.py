@@ -65,13 +65,26 @@ def typed_class_code() -> str | None:
     if not typed.strip():
         st.caption("Type the class code your teacher gave to send your drawing.")
         return None
+    return use_class_code(typed)
+
+
+def use_class_code(text: str) -> str | None:
+    """Check a typed class code and write it into the page's link.
+
+    Args:
+        text: What was typed.
+
+    Returns:
+        The code, or None after one line saying why it cannot be used.
+    """
     try:
-        code = check_class_code(typed)
+        code = check_class_code(text)
     except ValueError as exc:
         st.error("That class code cannot be used.")
         st.text(str(exc))
         return None
-    st.query_params[CLASS_PARAM] = code
+    if st.query_params.get(CLASS_PARAM) != code:
+        st.query_params[CLASS_PARAM] = code
     return code
 
 

@@ -19,7 +19,7 @@ import pandas as pd
 import streamlit as st
 
 from app import ui
-from app.classroom import link_class_code
+from app.classroom import link_class_code, use_class_code
 from app.figures import show_figure
 from app.figures.calibration import reliability_figure
 from app.figures.classroom import confusion_figure, thumbnails
@@ -27,7 +27,7 @@ from app.share import CLASS_PARAM
 from core.classroom import export
 from core.classroom.live import LiveReport, PredictionCache, live_reports
 from core.classroom.report import ModelReport
-from core.classroom.store import ClassStore, Drawing, check_class_code, new_class_code
+from core.classroom.store import ClassStore, Drawing, new_class_code
 from core.classroom.teacher import clear_class, export_class
 from core.data import DatasetUnavailable
 from core.evaluation.uncertainty import SCORES
@@ -68,15 +68,7 @@ def chosen_code() -> str | None:
         help="Letters, digits, _ and -. Students send their drawings from the Draw page opened "
         "with ?class=CODE in its link.",
     )
-    try:
-        code = check_class_code(text)
-    except ValueError as exc:
-        st.error("That class code cannot be used.")
-        st.text(str(exc))
-        return None
-    if st.query_params.get("class") != code:
-        st.query_params["class"] = code
-    return code
+    return use_class_code(text)
 
 
 def digit_models() -> list:
