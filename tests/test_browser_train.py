@@ -45,7 +45,7 @@ def test_a_job_survives_a_reload_and_finishes(tmp_path, mnist_small):
         epochs.fill("4")
         epochs.press("Enter")
         wait_for_setting(page, "train_epochs", "4")
-        page.get_by_text("Training images").wait_for()
+        page.get_by_text("Training images", exact=True).wait_for()
         sliders = [
             handle
             for handle in page.get_by_role("slider").all()
