@@ -40,7 +40,6 @@ SUBMISSION_KEY = "class_submission"
 stored row's ``{"id", "label"}``)."""
 QR_WIDTH = 320  # px on screen; scannable across a desk
 QR_PRESENTER_WIDTH = 600  # px in presenter mode: scannable from the back row off a projector
-QR_SCALE = 16  # PNG pixels per module: sharp at the presenter width
 LINK_KEY = "class_join"
 
 
@@ -222,7 +221,7 @@ def students_link(code: str) -> tuple[str | None, str | None]:
 
 def qr_image_html(link: str, width: int) -> str:
     """The QR code of a link as an HTML image (a PNG inline), ``width`` pixels wide."""
-    data = base64.b64encode(join.qr_png(link, scale=QR_SCALE)).decode("ascii")
+    data = base64.b64encode(join.qr_png(link, width)).decode("ascii")
     return (
         f'<img src="data:image/png;base64,{data}" width="{width}" '
         f'alt="QR code of the link {html.escape(link)}" '

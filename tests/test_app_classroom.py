@@ -92,13 +92,14 @@ def gallery_captions(at: AppTest) -> list[str]:
     return at.get("image")[0].captions if at.get("image") else []
 
 
-def test_an_empty_class_gets_a_friendly_caption(small_models, class_db):
+def test_an_empty_class_gets_a_friendly_caption(small_models, class_db, monkeypatch):
+    monkeypatch.setenv("BNN_PUBLIC_URL", "http://10.0.0.5:8501")
     at = class_page()
     assert at.title[0].value == "Class drawings"
     assert at.text_input(key="classroom_code").value == "physics1"
     assert "No drawings in class `physics1` yet" in captions(at)
-    link = next(m.value for m in at.markdown if "Give students this link" in m.value)
-    assert link.endswith("/draw?class=physics1`")  # the Draw page of this class, in full
+    link = next(m.value for m in at.markdown if "</p>" in m.value)  # under the QR code
+    assert ">http://10.0.0.5:8501/draw?class=physics1</p>" in link  # the Draw page, in full
     assert not at.error and not at.table and not at.get("image")
     assert not class_db.exists()  # looking creates no database
 

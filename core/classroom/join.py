@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import ipaddress
+import math
 import socket
 from urllib.parse import urlencode, urlsplit
 
@@ -24,6 +25,7 @@ PUBLIC_URL_ENV = "BNN_PUBLIC_URL"
 ALL_INTERFACES = ("", "0.0.0.0", "::")  # server.address values that listen everywhere
 DRAW_PATH = "/draw"
 CLASS_PARAM = "class"  # as app.share.CLASS_PARAM (the page's link parameter)
+QUIET_ZONE = 4  # modules of white around a QR code, as the standard asks
 PROBE = ("10.254.254.254", 1)  # a private address: connecting a UDP socket sends nothing
 
 
@@ -149,17 +151,20 @@ def public_url_setting() -> str:
     return settings.text(PUBLIC_URL_ENV)
 
 
-def qr_png(text: str, scale: int = 10) -> bytes:
+def qr_png(text: str, width: int) -> bytes:
     """Draw a text (a link) as a QR code.
 
     Args:
         text: What the code holds.
-        scale: Pixels per module (a 41×41-module code with its quiet zone is then 490 px).
+        width: The smallest width wanted, in pixels: each module is drawn as a whole number of
+            pixels, so that a browser shows it sharp at this width.
 
     Returns:
-        A black-on-white PNG with the standard 4-module quiet zone, error correction M or
-        better.
+        A black-on-white PNG, square, at least ``width`` pixels wide, with the standard
+        4-module quiet zone and error correction M or better.
     """
+    code = segno.make_qr(text, error="m", boost_error=True)
+    modules = code.symbol_size(scale=1, border=QUIET_ZONE)[0]
     buffer = io.BytesIO()
-    segno.make_qr(text, error="m", boost_error=True).save(buffer, kind="png", scale=scale, border=4)
+    code.save(buffer, kind="png", scale=max(1, math.ceil(width / modules)), border=QUIET_ZONE)
     return buffer.getvalue()
