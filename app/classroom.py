@@ -231,7 +231,7 @@ def qr_image_html(link: str, width: int) -> str:
 
 def link_text_html(link: str, presenter: bool) -> str:
     """The link as large text to type, wrapped anywhere on a narrow screen."""
-    size = "2.6rem" if presenter else "1.6rem"
+    size = "2.2rem" if presenter else "1.6rem"
     return (
         f'<p style="font-size: {size}; font-family: monospace; font-weight: 600; '
         f'overflow-wrap: anywhere; margin: 0.2rem 0 1rem;">{html.escape(link)}</p>'
