@@ -1,4 +1,10 @@
-"""The opt-in "Send my drawing to the class" panel, shown by the Draw page under its prediction.
+"""How students join a class and send their drawings.
+
+:func:`join_panel`, on the Class drawings page: the students' link (the Draw page with the class
+code, at the address :func:`core.classroom.join.students_base` chooses) as a large QR code and
+as text; when only this computer's own address is known, one line saying what to do instead.
+
+The opt-in "Send my drawing to the class" panel, shown by the Draw page under its prediction.
 
 A student picks the digit they meant and presses Submit; the 28×28 input the models saw is
 stored with that digit in the class's database (:mod:`core.classroom.store`) under the class
@@ -10,15 +16,18 @@ click or a repeated Submit stores it once.
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import html
 import uuid
 
 import numpy as np
 import streamlit as st
 import torch
 
-from app import ui
+from app import share, ui
 from app.share import CLASS_PARAM
+from core.classroom import join
 from core.classroom.store import ClassFullError, ClassStore, check_class_code
 from core.storage.database import DatabaseError
 
@@ -29,6 +38,9 @@ CODE_INPUT = "class_code_typed"
 SUBMISSION_KEY = "class_submission"
 """Session state: ``{"digest", "id", "sent"}`` for the drawing on screen (``sent``: None, or the
 stored row's ``{"id", "label"}``)."""
+QR_WIDTH = 320  # px on screen; scannable across a desk
+QR_PRESENTER_WIDTH = 600  # px in presenter mode: scannable from the back row off a projector
+LINK_KEY = "class_join"
 
 
 def link_class_code() -> tuple[str | None, str | None]:
@@ -179,3 +191,90 @@ def submission_panel(image: torch.Tensor | np.ndarray | None) -> None:
         elif state["sent"] is not None:
             sent = state["sent"]
             st.caption(f"This drawing was sent as a {sent['label']} (#{sent['id']}).")
+
+
+# --- joining: the students' link as a QR code and as text ----------------------------------
+
+
+def students_link(code: str) -> tuple[str | None, str | None]:
+    """Find the link students open to join the class, from this server's settings.
+
+    Args:
+        code: A valid class code.
+
+    Returns:
+        ``(link, None)``, or ``(None, problem)`` when no address students can reach is known
+        (``problem``: why, in words; the public address setting's error when it is malformed).
+    """
+    try:
+        base = join.students_base(
+            join.public_url_setting(),
+            st.context.url,
+            st.get_option("server.address"),
+            st.get_option("server.port"),
+            join.machine_address(),
+        )
+    except ValueError as exc:
+        return None, str(exc)
+    return (join.join_link(base, code), None) if base else (None, None)
+
+
+def qr_image_html(link: str, width: int) -> str:
+    """The QR code of a link as an HTML image (a PNG inline), ``width`` pixels wide."""
+    data = base64.b64encode(join.qr_png(link, width)).decode("ascii")
+    return (
+        f'<img src="data:image/png;base64,{data}" width="{width}" '
+        f'alt="QR code of the link {html.escape(link)}" '
+        'style="max-width: 100%; height: auto; image-rendering: pixelated;">'
+    )
+
+
+def link_text_html(link: str, presenter: bool) -> str:
+    """The link as large text to type, wrapped anywhere on a narrow screen."""
+    size = "2.2rem" if presenter else "1.6rem"
+    return (
+        f'<p style="font-size: {size}; font-family: monospace; font-weight: 600; '
+        f'overflow-wrap: anywhere; margin: 0.2rem 0 1rem;">{html.escape(link)}</p>'
+    )
+
+
+def no_address(code: str, problem: str | None) -> None:
+    """Say that students need this computer's network address; how, for the teacher only."""
+    ending = join.join_link("", code)
+    if problem:
+        st.warning("The lab's public address is set but cannot be used.")
+        st.text(problem)
+    else:
+        st.info(
+            "This computer was opened as localhost, which on students' machines means their own "
+            f"computer: they need this computer's network address, followed by `{ending}`."
+        )
+    if ui.visitor().teacher:
+        st.caption(
+            "To show students a link and QR code here, start the lab so that other machines can "
+            "reach it (`bash scripts/run_app.sh --server.address 0.0.0.0`), or set the address "
+            f"students use, e.g. `{join.PUBLIC_URL_ENV}=http://10.0.0.5:8501`, before starting it."
+        )
+
+
+def join_panel(code: str) -> None:
+    """Draw the students' link to the class: a large QR code and the link as large text.
+
+    Everyone may see it (the link only opens the Draw page with the class code). In presenter
+    mode both are larger, to be read off a projector from the back row.
+
+    Args:
+        code: A valid class code.
+    """
+    link, problem = students_link(code)
+    if link is None:
+        no_address(code, problem)
+        return
+    presenter = share.presenter()
+    with st.container(key=LINK_KEY):
+        st.markdown("**Students join by scanning the code or typing the link:**")
+        st.markdown(
+            qr_image_html(link, QR_PRESENTER_WIDTH if presenter else QR_WIDTH),
+            unsafe_allow_html=True,
+        )
+        st.markdown(link_text_html(link, presenter), unsafe_allow_html=True)

@@ -62,6 +62,12 @@ SETTINGS: dict[str, Setting] = {
             job=True,
         ),
         Setting("BNN_CLASS_LIMIT", "2000", "most drawings one class may hold"),
+        Setting(
+            "BNN_PUBLIC_URL",
+            "the address the browser reached, else this machine's network address",
+            "the lab's address for students (e.g. http://10.0.0.5:8501): the Class page's "
+            "link and QR code",
+        ),
         Setting("BNN_TORCH_THREADS", "1", "torch threads of the app's server process"),
         Setting("BNN_TRAIN_WORKERS", "1", "training jobs the Train page runs at once"),
         Setting("BNN_TRAIN_THREADS", "1", "torch threads of each training job"),

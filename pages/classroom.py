@@ -1,5 +1,8 @@
 """Class page: the drawings students sent from the Draw page, live.
 
+Students join with the link shown at the top, a large QR code and text
+(:func:`app.classroom.join_panel`).
+
 The gallery (newest first), each digit model's accuracy on the class's drawings, its confusion
 matrix, reliability diagram and the drawings it said "I don't know" to; for the teacher, the set
 as CSV + PNG files or an MNIST-format IDX pair (built only when downloaded), and a Clear button,
@@ -12,18 +15,16 @@ read."""
 
 import time
 from functools import partial
-from urllib.parse import urlencode, urlsplit
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
 from app import ui
-from app.classroom import link_class_code, use_class_code
+from app.classroom import join_panel, link_class_code, use_class_code
 from app.figures import show_figure
 from app.figures.calibration import reliability_figure
 from app.figures.classroom import confusion_figure, thumbnails
-from app.share import CLASS_PARAM
 from core.classroom import export
 from core.classroom.live import LiveReport, PredictionCache, live_reports
 from core.classroom.report import ModelReport
@@ -303,18 +304,11 @@ def live_view(code: str, models: list, n_samples: int, limits: dict, live: bool)
                 model_details(result)
 
 
-def students_link(code: str) -> str:
-    """The Draw page's address for this class, on the server this browser reached."""
-    url = urlsplit(st.context.url or "")
-    base = f"{url.scheme}://{url.netloc}" if url.scheme and url.netloc else ""
-    return f"{base}/draw?{urlencode({CLASS_PARAM: code})}"
-
-
 st.title("Class drawings")
 ui.teacher_sign_in()
 code = chosen_code()
 if code is not None:
-    st.markdown(f"**Give students this link:** `{students_link(code)}`")
+    join_panel(code)
     models = digit_models()
     if not models:
         st.warning("Choose at least one trained digit model in the sidebar.")

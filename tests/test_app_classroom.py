@@ -32,6 +32,7 @@ PAGE = "../pages/classroom.py"
 MODELS = ("bbb_mixture", "mlp", "dropout_mlp")  # the sidebar's default models
 TITLES = [REGISTRY[name].title for name in MODELS]
 N_SAMPLES = 6
+PUBLIC_URL = "http://10.0.0.5:8501"
 LIMITS = {score: {"p90": 0.5, "p99": 1.5} for score in SCORES}  # untrained: mostly above p99
 
 
@@ -50,8 +51,10 @@ def fresh_throttle():
 
 @pytest.fixture
 def small_models(tmp_path, monkeypatch, class_db):
-    """784-16-10 untrained checkpoints under the default names, fixed "I don't know" limits."""
+    """784-16-10 untrained checkpoints under the default names, fixed "I don't know" limits; a
+    public address, so that the students' link is known (tests/test_class_join.py: the others)."""
     monkeypatch.setattr(core.storage.checkpoints, "CHECKPOINT_DIR", tmp_path / "checkpoints")
+    monkeypatch.setenv("BNN_PUBLIC_URL", PUBLIC_URL)
     monkeypatch.setenv("BNN_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(core.studies.evaluations, "evaluation_jobs", lambda *a, **k: [])
     monkeypatch.setattr(core.studies.evaluations, "rejection_thresholds", lambda *a, **k: LIMITS)
@@ -97,8 +100,8 @@ def test_an_empty_class_gets_a_friendly_caption(small_models, class_db):
     assert at.title[0].value == "Class drawings"
     assert at.text_input(key="classroom_code").value == "physics1"
     assert "No drawings in class `physics1` yet" in captions(at)
-    link = next(m.value for m in at.markdown if "Give students this link" in m.value)
-    assert link.endswith("/draw?class=physics1`")  # the Draw page of this class, in full
+    link = next(m.value for m in at.markdown if "</p>" in m.value)  # under the QR code
+    assert f">{PUBLIC_URL}/draw?class=physics1</p>" in link  # the Draw page, in full
     assert not at.error and not at.table and not at.get("image")
     assert not class_db.exists()  # looking creates no database
 

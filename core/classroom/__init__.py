@@ -9,6 +9,8 @@
   predictions kept per drawing for a server, so a refresh runs the models on new drawings only;
 * :mod:`core.classroom.export`: the set as CSV + PNG files in a zip, or an MNIST-format IDX pair;
 * :mod:`core.classroom.teacher`: exporting and clearing a class, for the teacher only.
+* :mod:`core.classroom.join`: the address students join at (``BNN_PUBLIC_URL``, else one their
+  machines can reach) and the QR code of their link.
 """
 
 from core.classroom.export import csv_png_zip, idx_pair, idx_zip
