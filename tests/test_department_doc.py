@@ -79,7 +79,11 @@ def test_the_database_url_file_is_the_service_users_alone(tmp_path, monkeypatch)
 
 def _ray_script(home: Path, temp: Path) -> str:
     """Step 4's commands for one head on loopback (free ports, one CPU, this test's folders),
-    a task through the client port with the token and one without it, then the guide's stop."""
+    a task from a driver with the token and one without it, then the guide's stop.
+
+    The drivers connect to the head's own port, not through its Ray Client port: a client's
+    server takes a port from a fixed range (23000 on), which the tests' shared head on the same
+    machine may hold."""
     port, client = free_port(), free_port()
     head = [c for c in commands(steps()["4"]) if "--address=" not in c]  # no second machine
     *start, stop = head
@@ -94,7 +98,7 @@ def _ray_script(home: Path, temp: Path) -> str:
         assert old in script, old
         script = script.replace(old, new)
     task = (
-        f"python -c \"import ray; ray.init(address='ray://127.0.0.1:{client}'); "
+        f"python -c \"import ray; ray.init(address='127.0.0.1:{port}'); "
         "print('{said}', ray.get(ray.remote(lambda: 6 * 7).remote()))\""
     )
     return "\n".join(
