@@ -1,0 +1,72 @@
+"""Numbers and dates as people read them in tables and labels.
+
+One helper for the pages: integers with thousands separators and no decimals, other values to
+three significant digits, a dash where nothing was measured; dates as "17:35" (today),
+"4 Dec 17:35" (with the time) or "26 Nov 2026" (a day).
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+
+DASH = "–"
+
+
+def number(value: float | int | None) -> str:
+    """Format a number for a table cell.
+
+    Args:
+        value: The number; None or NaN where nothing was measured.
+
+    Returns:
+        ``"6,307"`` for a whole number (also ``6307.0``), ``"0.123"``, ``"12.3"`` or
+        ``"1.2e-07"`` for others (three significant digits), ``"–"`` for no value.
+    """
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return DASH
+    if isinstance(value, bool):
+        return str(value)
+    if float(value).is_integer() or abs(value) >= 1000:
+        return f"{value:,.0f}"
+    if abs(value) < 0.001:
+        return f"{value:.2g}"
+    return f"{value:.3g}"
+
+
+def _parse(moment: str | datetime) -> datetime:
+    return datetime.fromisoformat(moment) if isinstance(moment, str) else moment
+
+
+def day(moment: str | datetime | None) -> str:
+    """Format the day of a moment, e.g. ``"26 Nov 2026"``.
+
+    Args:
+        moment: An ISO 8601 timestamp or a datetime; None where unknown.
+
+    Returns:
+        The day, or ``"–"`` for None.
+    """
+    if moment is None:
+        return DASH
+    when = _parse(moment)
+    return f"{when.day} {when:%b %Y}"
+
+
+def time_of_day(moment: str | datetime, now: datetime | None = None) -> str:
+    """Format a moment as ``"17:35"`` if it is today, else ``"4 Dec 17:35"``.
+
+    Args:
+        moment: An ISO 8601 timestamp or a datetime (aware or naive, like ``now``).
+        now: The present, in the same kind of time as ``moment``; None for the local clock.
+
+    Returns:
+        The text, in the local time zone for an aware moment when ``now`` is None.
+    """
+    when = _parse(moment)
+    if now is None:
+        when = when.astimezone() if when.tzinfo else when
+        now = datetime.now(when.tzinfo)
+    if when.date() == now.date():
+        return f"{when:%H:%M}"
+    return f"{when.day} {when:%b %H:%M}"
