@@ -59,3 +59,32 @@ def test_charts_do_not_zoom_on_a_swipe_and_presenter_mode_is_large_and_dark():
     assert [a.font.size for a in big.layout.annotations] == [share.PRESENTER_TITLE_FONT] * 3
     assert big.layout.height > draw.layout.height and draw.layout.xaxis.tickfont.size is None
     assert share.PRESENTER_FONT >= 16 and share.PRESENTER_TITLE_FONT >= 22
+
+
+def test_devices_are_named_as_people_write_them():
+    from app.figures.timing import device_words
+
+    assert device_words("NVIDIA H100 80GB HBM3") == "NVIDIA H100"
+    assert device_words("NVIDIA H200") == "NVIDIA H200"
+    assert device_words("cpu (1 threads)") == "CPU, 1 thread"
+    assert device_words("cpu (2 threads)") == "CPU, 2 threads"
+    assert device_words("cpu", 1) == "CPU, 1 thread"
+
+
+def test_saved_timing_runs_are_labelled_by_device_date_and_difference_never_file_name():
+    from app.figures.timing import run_labels
+
+    h100 = {"device": "NVIDIA H100 80GB HBM3", "date": "2026-11-26T02:03:19+00:00"}
+    runs = {
+        "cuda-nvidia-h100-80gb-hbm3-2026-11-26.json": h100,
+        "cuda-nvidia-h100-80gb-hbm3-mixture-2026-11-26.json": h100
+        | {"config": {"prior": "mixture"}},
+        "cuda-nvidia-h100-80gb-hbm3-2026-11-26-2.json": h100,
+        "reference.json": {"device": "NVIDIA A100", "reference": True, "date": None},
+    }
+    assert list(run_labels(runs).values()) == [
+        "NVIDIA H100 · 26 Nov 2026",
+        "NVIDIA H100 · scale-mixture prior · 26 Nov 2026",
+        "NVIDIA H100 · 26 Nov 2026 (2)",
+        "Published: NVIDIA A100",
+    ]

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from app.figures.format import day, number, time_of_day
+from app.figures.format import day, number, table_text, time_of_day
 
 
 @pytest.mark.parametrize(
@@ -38,3 +38,11 @@ def test_a_moment_today_shows_its_time_and_another_day_its_date_too():
     now = datetime(2026, 12, 4, 20, 0, tzinfo=UTC)
     assert time_of_day("2026-12-04T17:35:49+00:00", now) == "17:35"
     assert time_of_day("2026-11-04T17:35:49+00:00", now) == "4 Nov 17:35"
+
+
+def test_table_text_fills_the_columns_a_row_lacks_with_a_dash():
+    rows = table_text([{"run": "a", "S = 1": 7.5612}, {"run": "b", "slope": 8.8}])
+    assert rows == [
+        {"run": "a", "S = 1": "7.56", "slope": "–"},
+        {"run": "b", "S = 1": "–", "slope": "8.8"},
+    ]

@@ -34,6 +34,23 @@ def number(value: float | int | None) -> str:
     return f"{value:.3g}"
 
 
+def table_text(rows: list[dict]) -> list[dict]:
+    """Write every number of a table's rows with :func:`number`, and a missing value as a dash.
+
+    Args:
+        rows: The table's rows; a row may lack some of the others' columns.
+
+    Returns:
+        The rows, every column in each, their numbers and missing values as text.
+    """
+    columns = list(dict.fromkeys(key for row in rows for key in row))
+    cells = [{c: row.get(c) for c in columns} for row in rows]
+    return [
+        {c: number(v) if v is None or isinstance(v, int | float) else v for c, v in row.items()}
+        for row in cells
+    ]
+
+
 def _parse(moment: str | datetime) -> datetime:
     return datetime.fromisoformat(moment) if isinstance(moment, str) else moment
 
