@@ -88,3 +88,33 @@ def test_saved_timing_runs_are_labelled_by_device_date_and_difference_never_file
         "NVIDIA H100 · 26 Nov 2026 (2)",
         "Published: NVIDIA A100",
     ]
+
+
+def test_runs_of_one_line_are_named_by_what_differs_and_others_by_their_line():
+    from app.figures.train import run_names, setting_text
+
+    lines = ["BBB on MNIST, 3 epochs", "BBB on MNIST, 3 epochs", "MLP on MNIST, 3 epochs"]
+    runs = [
+        {"beta": 1.0, "prior": "gaussian", "seed": 0},
+        {"beta": 0.1, "prior": "mixture", "seed": 0},
+        {"beta": 1.0, "prior": None, "seed": 1},
+    ]
+    labels = {"beta": "KL weight β", "prior": "Prior"}
+    names = run_names(lines, runs, lambda n, v: setting_text(n, v, labels))
+    assert names == [
+        "BBB on MNIST, 3 epochs · KL weight β = 1, Prior = gaussian",
+        "BBB on MNIST, 3 epochs · KL weight β = 0.1, Prior = mixture",
+        "MLP on MNIST, 3 epochs",
+    ]
+
+
+def test_a_setting_reads_as_words_and_numbers_for_people():
+    from app.figures.train import setting_text
+
+    assert setting_text("n_train", None, {}) == "training images = all"
+    assert setting_text("n_train", 10_000, {}) == "training images = 10,000"
+    assert setting_text("lrt", True, {"lrt": "Local reparameterisation"}) == (
+        "Local reparameterisation = on"
+    )
+    assert setting_text("hidden", [400, 400], {}) == "hidden layers = 400-400"
+    assert setting_text("init_sigma", 0.001, {}) == "init sigma = 0.001"
