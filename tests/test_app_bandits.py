@@ -64,7 +64,7 @@ def test_stored_runs_open_without_computing(stored):
     at = run_page()
     assert at.title[0].value.startswith("Deciding under uncertainty")
     select = at.selectbox(key="bandit_reference")
-    assert select.options == ["Mushroom, 40 steps × 2 seeds", "Wheel, δ = 0.9, 30 steps × 1 seeds"]
+    assert select.options == ["Mushroom, 40 steps × 2 seeds", "Wheel, δ = 0.9, 30 steps × 1 seed"]
     assert chart_count(at) == 3  # regret curves, BBB's posterior σ, the mushroom decisions
     assert any("mean standard deviation σ" in c.value for c in at.caption)
     table = at.dataframe[0].value
