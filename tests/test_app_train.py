@@ -186,8 +186,9 @@ def test_runs_of_one_lesson_are_named_by_what_differs_and_dated_for_people(pause
     assert what["b1"] == f"{line} · KL weight β = 1"
     assert what["b01"] == f"{line} · KL weight β = 0.1"
     assert "·" not in what["other"]  # the only run of its line: nothing to tell apart
-    shown = " ".join([*what, *(m.value for m in at.markdown)])
-    assert not re.search(r"\dT\d\d:|\bNone\b|\.json|issue", shown)
+    texts = [e.value for kind in ("markdown", "caption", "info") for e in at.get(kind)]
+    shown = " ".join(texts + [d.value.to_string() for d in at.dataframe])
+    assert not re.search(r"\dT\d\d:|\bNone\b|\bnull\b|\.json|issue", shown)
 
 
 def test_second_job_queues_behind_the_first_and_a_new_session_reattaches(paused):
