@@ -8,10 +8,9 @@ import torch
 
 from app import share, ui
 from app.figures import show_figure, show_table
-from app.figures.format import day, number, table_text
+from app.figures.format import day, device_words, number, table_text
 from app.figures.timing import (
     LABELS,
-    device_words,
     gradient_rows,
     peer_figure,
     peer_rows,

@@ -12,7 +12,7 @@ import streamlit as st
 
 from app import share, ui
 from app.figures import show_figure
-from app.figures.format import DASH, time_of_day
+from app.figures.format import DASH, device_words, time_of_day
 from app.figures.train import (
     error_figure,
     kl_figure,
@@ -380,7 +380,7 @@ def models_panel() -> None:
                 "epochs": meta.get("epochs", DASH),
                 "test error": f"{meta['test_error']:.2%}" if "test_error" in meta else "–",
                 "trained": time_of_day(meta["date"]) if meta.get("date") else DASH,
-                "device": meta.get("device", ""),
+                "device": device_words(meta["device"]) if meta.get("device") else DASH,
                 "status": (partial_note(meta) or "ok") if info.available else info.reason,
             }
         )

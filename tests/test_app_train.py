@@ -132,6 +132,7 @@ def test_tiny_job_shows_progress_then_appears_in_the_model_lists(paused):
     mine = at.dataframe[1].value.set_index("name")
     assert mine.loc["tiny", "task"] == "MNIST" and mine.loc["tiny", "epochs"] == 1
     assert re.fullmatch(r"\d\d:\d\d", mine.loc["tiny", "trained"])  # today: the time only
+    assert re.fullmatch(r"CPU, \d+ threads?", mine.loc["tiny", "device"])  # not "cpu (1 threads)"
     assert mine.loc["tiny", "test error"] == f"{job.metrics['test_error']:.2%}"
     app = AppTest.from_file(MAIN, default_timeout=120).run()
     assert not app.exception, app.exception

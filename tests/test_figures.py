@@ -61,16 +61,6 @@ def test_charts_do_not_zoom_on_a_swipe_and_presenter_mode_is_large_and_dark():
     assert share.PRESENTER_FONT >= 16 and share.PRESENTER_TITLE_FONT >= 22
 
 
-def test_devices_are_named_as_people_write_them():
-    from app.figures.timing import device_words
-
-    assert device_words("NVIDIA H100 80GB HBM3") == "NVIDIA H100"
-    assert device_words("NVIDIA H200") == "NVIDIA H200"
-    assert device_words("cpu (1 threads)") == "CPU, 1 thread"
-    assert device_words("cpu (2 threads)") == "CPU, 2 threads"
-    assert device_words("cpu", 1) == "CPU, 1 thread"
-
-
 def test_saved_timing_runs_are_labelled_by_device_date_and_difference_never_file_name():
     from app.figures.timing import run_labels
 

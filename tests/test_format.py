@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from app.figures.format import day, number, table_text, time_of_day
+from app.figures.format import day, device_words, number, table_text, time_of_day
 
 
 @pytest.mark.parametrize(
@@ -46,3 +46,11 @@ def test_table_text_fills_the_columns_a_row_lacks_with_a_dash():
         {"run": "a", "S = 1": "7.56", "slope": "–"},
         {"run": "b", "S = 1": "–", "slope": "8.8"},
     ]
+
+
+def test_devices_are_named_as_people_write_them():
+    assert device_words("NVIDIA H100 80GB HBM3") == "NVIDIA H100"
+    assert device_words("NVIDIA H200") == "NVIDIA H200"
+    assert device_words("cpu (1 threads)") == "CPU, 1 thread"
+    assert device_words("cpu (2 threads)") == "CPU, 2 threads"
+    assert device_words("cpu", 1) == "CPU, 1 thread"

@@ -2,12 +2,14 @@
 
 One helper for the pages: integers with thousands separators and no decimals, other values to
 three significant digits, a dash where nothing was measured; dates as "17:35" (today),
-"4 Dec 17:35" (with the time) or "26 Nov 2026" (a day).
+"4 Dec 17:35" (with the time) or "26 Nov 2026" (a day); devices as "NVIDIA H100" or
+"CPU, 1 thread".
 """
 
 from __future__ import annotations
 
 import math
+import re
 from datetime import datetime
 
 DASH = "–"
@@ -87,3 +89,20 @@ def time_of_day(moment: str | datetime, now: datetime | None = None) -> str:
     if when.date() == now.date():
         return f"{when:%H:%M}"
     return f"{when.day} {when:%b %H:%M}"
+
+
+def device_words(device: str, threads: int | None = None) -> str:
+    """Name a device as people write it.
+
+    Args:
+        device: The recorded name, e.g. ``"NVIDIA H100 80GB HBM3"`` or ``"cpu (1 threads)"``.
+        threads: The CPU threads used, if known (else read from ``device``).
+
+    Returns:
+        E.g. ``"NVIDIA H100"`` or ``"CPU, 1 thread"``.
+    """
+    cpu = re.fullmatch(r"cpu(?: \((\d+) threads?\))?", device)
+    if cpu is None:
+        return re.sub(r"\s+\d+\s*GB\b.*$", "", device)  # the memory size and kind
+    threads = threads or int(cpu.group(1) or 0)
+    return f"CPU, {threads} thread{'' if threads == 1 else 's'}" if threads else "CPU"

@@ -8,12 +8,10 @@ Results are the dicts of :func:`core.studies.training_speed.run_benchmark` (or s
 
 from __future__ import annotations
 
-import re
-
 import plotly.graph_objects as go
 
 from app.figures import layout
-from app.figures.format import day
+from app.figures.format import day, device_words
 
 LABELS = {"sequential": "sequential", "vmap": "vmap", "vmap_lrt": "vmap + LRT", "fused": "fused"}
 COLORS = {"sequential": "#ef553b", "vmap": "#636efa", "vmap_lrt": "#00cc96", "fused": "#ab63fa"}
@@ -22,23 +20,6 @@ SYMBOLS = ("circle", "square", "diamond", "triangle-up")
 FLOOR_LINE = {"color": "grey", "dash": "dot"}
 TASKS = {"mnist": "", "regression": "1-D regression"}
 PRIOR_WORDS = {"gaussian": "", "mixture": "scale-mixture prior"}
-
-
-def device_words(device: str, threads: int | None = None) -> str:
-    """Name a device as people write it.
-
-    Args:
-        device: The recorded name, e.g. ``"NVIDIA H100 80GB HBM3"`` or ``"cpu (1 threads)"``.
-        threads: The CPU threads used, if known (else read from ``device``).
-
-    Returns:
-        E.g. ``"NVIDIA H100"`` or ``"CPU, 1 thread"``.
-    """
-    cpu = re.fullmatch(r"cpu(?: \((\d+) threads?\))?", device)
-    if cpu is None:
-        return re.sub(r"\s+\d+\s*GB\b.*$", "", device)  # the memory size and kind
-    threads = threads or int(cpu.group(1) or 0)
-    return f"CPU, {threads} thread{'' if threads == 1 else 's'}" if threads else "CPU"
 
 
 def run_label(result: dict) -> str:
