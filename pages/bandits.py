@@ -130,7 +130,8 @@ def run_title(result: dict) -> str:
     s = result["settings"]
     done = result.get("steps_done", s["steps"])
     steps = f"{s['steps']:,}" if done >= s["steps"] else f"{done:,} of {s['steps']:,}"
-    title = f"{result['env']['title']}, {steps} steps × {s['seeds']} seeds"
+    seeds = f"{s['seeds']} seed{'' if s['seeds'] == 1 else 's'}"
+    title = f"{result['env']['title']}, {steps} steps × {seeds}"
     config = RunConfig.from_dict(s)
     if (ablation := protocol_ablation(config)) is not None:
         protocol, changed = ablation

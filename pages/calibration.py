@@ -41,6 +41,13 @@ COLUMNS = 3  # reliability diagrams per row
 SCALE = 3  # screen pixels per image pixel
 PREPARING = "Scoring the test set and fitting temperatures (once per model, then cached on disk)"
 SHIFTING = "Evaluating the shifted test sets (once per model and shift, then cached on disk)"
+SEVERITY_WORDS = {
+    "rotation": "{:g}°",
+    "noise": "noise σ = {:g}",
+    "blur": "blur σ = {:g} px",
+    "contrast": "{:.0%} of the contrast removed",
+}
+"""A severity of each shift with its unit, e.g. ``"60°"``: the shift table's header."""
 METRIC_COLUMNS = {
     "accuracy": "Accuracy",
     "ece": "ECE",
@@ -347,7 +354,9 @@ def shift_section(
                 for n in models
             ],
         },
-        index=pd.Index([titles[n] for n in models], name=f"At {severity:g}"),
+        index=pd.Index(
+            [titles[n] for n in models], name=f"At {SEVERITY_WORDS[shift].format(severity)}"
+        ),
     )
     st.table(table)
     try:

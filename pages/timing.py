@@ -1,18 +1,20 @@
 """Timing page: training time per epoch vs Monte-Carlo samples S for the three ELBO
-implementations, run in-app or loaded from saved results (``benchmarks/*.json``). Saving a run
-among the lab's results is the teacher's (:func:`core.studies.training_speed.save_shared_result`
-refuses a student)."""
+implementations, run in-app or loaded from saved results (``benchmarks/*.json``, listed by
+device and date: a file name is only a key). Saving a run among the lab's results is the
+teacher's (:func:`core.studies.training_speed.save_shared_result` refuses a student)."""
 
 import streamlit as st
 import torch
 
 from app import share, ui
-from app.figures import show_figure
+from app.figures import show_figure, show_table
+from app.figures.format import day, device_words, number, table_text
 from app.figures.timing import (
     LABELS,
     gradient_rows,
     peer_figure,
     peer_rows,
+    run_labels,
     slope_figure,
     time_figure,
 )
@@ -44,17 +46,11 @@ TASK_EPOCHS = {
 }
 
 
-def run_label(name: str, result: dict) -> str:
-    """``device · date`` of a saved result, or the reference's label."""
-    if result.get("reference"):
-        return f"Reference: {result['device']} ({result['source']})"
-    task = TASK_LABELS.get(result.get("task", "mnist"), result.get("task"))
-    return f"{task}: {result['device']} · {(result.get('date') or '')[:10]} ({name})"
-
-
-def rounded(value: float | None) -> str:
-    """Two decimals, or a dash where nothing was measured."""
-    return "–" if value is None else f"{value:.2f}"
+def this_device() -> str:
+    """This computer's device, e.g. ``"NVIDIA H100"`` or ``"this computer's CPU, 2 threads"``."""
+    device = default_device()
+    name = device_words(device_name(device), torch.get_num_threads())
+    return name if device.type == "cuda" else f"this computer's {name}"
 
 
 def fit_rows(result: dict, run: str | None = None) -> list[dict]:
@@ -66,10 +62,10 @@ def fit_rows(result: dict, run: str | None = None) -> list[dict]:
         row = {"run": run} if run else {}
         row |= {
             "implementation": LABELS.get(impl, impl),
-            "s per epoch per extra sample": rounded(fit.get("slope")),
-            "fixed s per epoch (fitted)": rounded(fit.get("intercept")),
-            "straight-line fit R²": rounded(fit.get("r2")),
-            "× faster per sample than the loop": rounded(speed.get(impl)),
+            "s per epoch per extra sample": number(fit.get("slope")),
+            "fixed s per epoch (fitted)": number(fit.get("intercept")),
+            "straight-line fit R²": number(fit.get("r2")),
+            "× faster per sample than the loop": number(speed.get(impl)),
         }
         rows.append(row)
     return rows
@@ -78,14 +74,14 @@ def fit_rows(result: dict, run: str | None = None) -> list[dict]:
 def show_result(result: dict) -> None:
     """Plot, fit table, speedups and goals of one benchmark result."""
     show_figure(time_figure([(result, "")]), key="timing_run_figure")
-    st.dataframe(fit_rows(result), hide_index=True)
+    show_table(fit_rows(result))
     speedups = result["speedups"]
     if speedups:
         st.markdown("**Speedup relative to sequential** (sequential epoch time ÷ this one)")
         table = {}
         for r in speedups:
             table.setdefault(r["samples"], {"S": r["samples"]})[LABELS[r["impl"]]] = r["speedup"]
-        st.dataframe(list(table.values()), hide_index=True)
+        show_table(table_text(list(table.values())))
     if result.get("mlp"):
         st.caption(f"Plain MLP epoch (floor): {result['mlp']['epoch_seconds']:.1f} s.")
     for name, goal in result["goals"].items():
@@ -142,7 +138,7 @@ def run_section() -> None:
     with_mlp = share.checkbox("Plain MLP floor", value=True, key="timing_mlp", container=cols[2])
     threads = torch.get_num_threads()
     st.caption(
-        f"Device: {device_name(default_device())}; compiled CPU kernels for `fused`: "
+        f"Device: {this_device()}; compiled CPU kernels for `fused`: "
         f"{native.status()}. The run uses the server's "
         f"{threads} CPU thread{'s' if threads != 1 else ''} as set at its start: the page never "
         f"changes them (they are shared by every session). Each point times {steps} training steps "
@@ -167,8 +163,8 @@ def run_section() -> None:
         bar.empty()
     result = st.session_state.get(RESULT_KEY)
     if result:
-        if result["data"] != "mnist":
-            st.caption(f"Data: {result['data']}")  # e.g. the regression curve
+        if result["data"].startswith("random"):
+            st.caption("MNIST was not available here: timed on random images of its size.")
         show_result(result)
         if ui.visitor().teacher:
             st.button("Save this run among the lab's results", key="timing_save", on_click=save)
@@ -192,6 +188,7 @@ def save() -> None:
 def saved_section() -> None:
     st.subheader("Saved results")
     results = load_results()
+    labels = run_labels(results)
     ours = {name: r for name, r in results.items() if not r.get("reference")}
     references = {name: r for name, r in results.items() if r.get("reference")}
     if not ours:
@@ -200,22 +197,23 @@ def saved_section() -> None:
         "Saved runs to compare",
         list(ours),
         default=list(ours)[:1],
-        format_func=lambda name: run_label(name, ours[name]),
+        format_func=labels.get,
         key="timing_saved",
     )
     if chosen:
-        suffixes = {n: f" · {ours[n]['device']} {(ours[n]['date'] or '')[:10]}" for n in chosen}
-        shown = [(ours[n], suffixes[n] if len(chosen) > 1 else "") for n in chosen]
+        shown = [(ours[n], f" · {labels[n]}" if len(chosen) > 1 else "") for n in chosen]
         show_figure(time_figure(shown), key="timing_saved_figure")
-    runs = {run_label(n, ours[n]): ours[n] for n in chosen}
-    runs |= {run_label(n, r): r for n, r in references.items()}
+    runs = {labels[n]: ours[n] for n in chosen}
+    runs |= {labels[n]: r for n, r in references.items()}
     if runs:
         show_figure(slope_figure(runs), key="timing_slope_figure")
-        st.dataframe(
-            [row for label, r in runs.items() for row in fit_rows(r, label)], hide_index=True
+        show_table([row for label, r in runs.items() for row in fit_rows(r, label)])
+    for name, ref in references.items():
+        st.caption(
+            f"“{labels[name]}”: slopes of Bayes by Backprop published for an "
+            f"{device_words(ref['device'])}, quoted for scale, not measured by this lab. Only "
+            "the slopes were published: the other columns show –."
         )
-    for ref in references.values():
-        st.caption(f"Reference, not our measurement: {ref['note']}")
 
 
 def devices_section() -> None:
@@ -231,10 +229,13 @@ def devices_section() -> None:
     if not rows:
         st.info("No saved MNIST runs for this prior yet.")
         return
-    st.dataframe(
-        rows,
-        hide_index=True,
-        column_config={t: st.column_config.NumberColumn(format="%.2f s") for t in DEVICE_COLUMNS},
+    show_table(
+        [
+            row
+            | {"device": device_words(row["device"])}
+            | {t: "–" if row[t] is None else f"{row[t]:.2f} s" for t in DEVICE_COLUMNS}
+            for row in rows
+        ]
     )
     st.caption(
         "Seconds per MNIST epoch (469 steps of 128 images). On a GPU one training step is "
@@ -250,7 +251,7 @@ def devices_section() -> None:
             "long schedules of the papers fit in minutes (Blundell et al. 2015 trained for 600 "
             "epochs):"
         )
-        st.dataframe(trained, hide_index=True)
+        show_table(table_text([row | {"device": device_words(row["device"])} for row in trained]))
 
 
 def peers_section() -> None:
@@ -260,11 +261,10 @@ def peers_section() -> None:
         st.info("This copy of the lab has no timing of the peer libraries.")
         return
     show_figure(peer_figure(result), key="timing_peer_figure")
-    st.dataframe(peer_rows(result, load_results().get(REFERENCE_FILE)), hide_index=True)
+    show_table(table_text(peer_rows(result, load_results().get(REFERENCE_FILE))))
     st.caption(
-        f"One run on {result['device']}, {result['threads']} "
-        f"thread{'s' if result['threads'] != 1 else ''}, {result['date'][:10]}; "
-        "the A100 slopes of the reference are another machine's, for scale only."
+        f"One run on {device_words(result['device'], result['threads'])}, {day(result['date'])}; "
+        "the published A100 slopes are another machine's, for scale only."
     )
     st.markdown(
         "**Are the multi-sample gradients right?** Relative error of each library's σ "
@@ -272,7 +272,7 @@ def peers_section() -> None:
         "really drew: both peers keep the weight noise in a layer buffer that the next sample "
         "overwrites before `backward`, so with S > 1 their σ-gradients use the wrong noise."
     )
-    st.dataframe(gradient_rows(result), hide_index=True)
+    show_table(table_text(gradient_rows(result)))
 
 
 st.title("Training speed")

@@ -12,11 +12,19 @@ import streamlit as st
 
 from app import share, ui
 from app.figures import show_figure
-from app.figures.train import error_figure, kl_figure, loss_figure
+from app.figures.format import DASH, device_words, time_of_day
+from app.figures.train import (
+    error_figure,
+    kl_figure,
+    loss_figure,
+    request_settings,
+    run_names,
+    setting_text,
+)
 from core.jobs import JobStatus, TrainJob, kind_template, make_request, training_queue
 from core.jobs.limits import LimitError, Limits
 from core.jobs.owners import delete_model, rename_model
-from core.jobs.training import free_name
+from core.jobs.training import TrainRequest, free_name
 from core.methods import METHODS, method
 from core.methods.base import Setting
 from core.storage.checkpoints import (
@@ -90,6 +98,33 @@ def model_settings(kind: str) -> dict:
     return values
 
 
+def job_line(request: TrainRequest) -> str:
+    """One line on a request, e.g. ``"Bayes by Backprop on MNIST, 3 epochs × 10,000 images"``."""
+    images = f"{request.n_train:,}" if request.n_train else "all"
+    epochs = request.training.epochs
+    return (
+        f"{kind_title(request.model.kind)} on {task_title(request.dataset)}, "
+        f"{epochs} epoch{'' if epochs == 1 else 's'} × {images} images"
+    )
+
+
+def job_names(jobs: list[TrainJob]) -> dict[int, str]:
+    """Each job's name for the list: its line, and what sets it apart from jobs of that line."""
+    settings = {
+        s.name: s for kind in {j.request.model.kind for j in jobs} for s in method(kind).settings
+    }
+    labels = {name: s.label for name, s in settings.items()}
+
+    def say(name: str, value: object) -> str:
+        if name in settings and isinstance(value, str):
+            value = settings[name].title(value)
+        return setting_text(name, value, labels)
+
+    lines = [job_line(j.request) for j in jobs]
+    runs = [request_settings(j.request.to_dict()) for j in jobs]
+    return dict(zip([j.id for j in jobs], run_names(lines, runs, say), strict=True))
+
+
 def status_text(job: TrainJob) -> str:
     """One phrase on a job's state: queue position, progress and ETA, or the outcome."""
     if job.status is JobStatus.QUEUED:
@@ -121,12 +156,13 @@ def curve_data(job: TrainJob) -> tuple[dict, dict]:
     return epochs, steps
 
 
-def show_job(job: TrainJob) -> None:
-    """The watched job: progress bar with ETA, cancel button, outcome and live curves."""
+def show_job(job: TrainJob, name: str) -> None:
+    """The watched job, under its name in the list: progress bar with ETA, cancel button,
+    outcome and live curves."""
     request = job.request
     head, button = st.columns([5, 1], vertical_alignment="bottom")
     with head:
-        st.markdown(f"**Job #{job.id}** ({request.describe()}): {status_text(job)}")
+        st.markdown(f"**Job #{job.id}** ({name}): {status_text(job)}")
         st.text(f"name: {request.name}")  # user text: never Markdown
         if job.status is JobStatus.RUNNING:
             eta = job.eta()
@@ -197,11 +233,12 @@ def jobs_panel() -> None:
     if not jobs:
         st.caption("No training job yet.")
         return
+    names = job_names(jobs)
     rows = [
         {
             "job": f"#{j.id}",
             "name": j.request.name,
-            "what": j.request.describe(),
+            "what": names[j.id],
             "status": status_text(j),
             "yours": "yes" if j.owner == visitor.id else "",
         }
@@ -223,7 +260,7 @@ def jobs_panel() -> None:
         on_change=lambda: st.session_state.update({PICKED_KEY: True}),
     )
     job = queue.get(watched) or next(j for j in jobs if j.id == watched)
-    show_job(job)
+    show_job(job, names.get(job.id) or job_line(job.request))
     if st.session_state.get("train_polling") and not any(j.status.active for j in jobs):
         st.session_state["train_polling"] = False
         st.rerun()  # the last job ended: refresh the model lists and stop polling
@@ -340,10 +377,10 @@ def models_panel() -> None:
                 "name": info.path.stem,
                 "method": kind_title(info.spec.model.kind),
                 "task": task_title(info.spec.dataset),
-                "epochs": meta.get("epochs"),
+                "epochs": meta.get("epochs", DASH),
                 "test error": f"{meta['test_error']:.2%}" if "test_error" in meta else "–",
-                "trained": meta.get("date", ""),
-                "device": meta.get("device", ""),
+                "trained": time_of_day(meta["date"]) if meta.get("date") else DASH,
+                "device": device_words(meta["device"]) if meta.get("device") else DASH,
                 "status": (partial_note(meta) or "ok") if info.available else info.reason,
             }
         )

@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from core.bandits.protocols import PROTOCOLS
 from core.bandits.runner import BanditRun, RunConfig
-from core.bandits.store import cached_result, run_bandit, save_reference
+from core.bandits.store import cached_result, load_references, run_bandit, save_reference
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = str(ROOT / "pages" / "bandits.py")
@@ -64,7 +64,7 @@ def test_stored_runs_open_without_computing(stored):
     at = run_page()
     assert at.title[0].value.startswith("Deciding under uncertainty")
     select = at.selectbox(key="bandit_reference")
-    assert select.options == ["Mushroom, 40 steps × 2 seeds", "Wheel, δ = 0.9, 30 steps × 1 seeds"]
+    assert select.options == ["Mushroom, 40 steps × 2 seeds", "Wheel, δ = 0.9, 30 steps × 1 seed"]
     assert chart_count(at) == 3  # regret curves, BBB's posterior σ, the mushroom decisions
     assert any("mean standard deviation σ" in c.value for c in at.caption)
     table = at.dataframe[0].value
@@ -79,6 +79,20 @@ def test_stored_runs_open_without_computing(stored):
     assert not at.exception, at.exception
     assert chart_count(at) == 4  # regret, posterior σ, disk by arm, uncertainty map
     assert any("Riquelme" in m.value for m in at.markdown)
+
+
+def test_projected_regret_table_shows_whole_numbers_without_decimals(stored):
+    """Presenter mode's static table: regret reads "23", never "23.0000"."""
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.query_params["present"] = "1"
+    at.run()
+    assert not at.exception, at.exception
+    assert at.table and not at.dataframe
+    shown = at.table[0].proto.arrow_data.styler.display_values
+    first = next(iter(load_references().values()))
+    regret = round(first["agents"]["random"]["mean"])
+    assert f"{regret:,}".encode() in shown
+    assert b".0000" not in shown and b"None" not in shown
 
 
 def test_without_stored_runs_the_page_says_so_without_a_command_line(folders):

@@ -162,7 +162,13 @@ def test_severity_slider_and_shift_choice_read_the_cached_grid(small_models):
             at.select_slider(key=f"cal_severity_{shift}").set_value(severity).run()
             assert not at.exception, at.exception
             table = at.table[-1].value
-            assert table.index.name == f"At {severity:g}"
+            header = {  # the severity with its unit, never a bare number
+                "rotation": f"{severity:g}°",
+                "noise": f"noise σ = {severity:g}",
+                "blur": f"blur σ = {severity:g} px",
+                "contrast": f"{severity:.0%} of the contrast removed",
+            }[shift]
+            assert table.index.name == f"At {header}"
             level = study.shift_curve("mlp", shift, settings, severities=(severity,))[0]
             assert table.loc[REGISTRY["mlp"].title, "Accuracy"] == f"{level.accuracy:.1%}"
             shapes = charts(at)[-1]["layout"]["shapes"]

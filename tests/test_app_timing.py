@@ -11,6 +11,7 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 import core.storage.checkpoints
+from app.figures.timing import run_label
 from core.catalogue import REGISTRY
 from core.methods import build_model
 from core.storage.checkpoints import save_checkpoint
@@ -80,6 +81,23 @@ def run_page() -> AppTest:
     return at
 
 
+def shown_text(at: AppTest) -> str:
+    """Everything the page wrote: text, tables' cells and the options' labels."""
+    texts = [e.value for kind in ("markdown", "caption", "info", "subheader") for e in at.get(kind)]
+    cells = [d.value.to_string() + " ".join(map(str, d.value.columns)) for d in at.dataframe]
+    options = [o for m in at.multiselect for o in m.options]  # their labels
+    return " ".join(texts + cells + options)
+
+
+def assert_student_text(at: AppTest) -> None:
+    """No file names, issue numbers, empty values or ISO timestamps reach the students."""
+    text = shown_text(at)
+    for word in (".json", "issue", "None", "null", "threads)", "report seed"):
+        assert word not in text, word
+    assert not re.search(r"\bnan\b", text, re.IGNORECASE)
+    assert not re.search(r"\dT\d\d:", text)
+
+
 def fit_table(at: AppTest):
     """The saved runs' table of fitted lines (one row per run and implementation)."""
     return next(d.value for d in at.dataframe if "run" in d.value.columns)
@@ -88,20 +106,24 @@ def fit_table(at: AppTest):
 def test_saved_runs_and_reference_render_without_benchmarking(bench_folder):
     at = run_page()
     saved = at.multiselect(key="timing_saved")
-    assert saved.value == ["nvidia-h100-2026-11-21.json"]  # newest first
+    assert saved.value == ["nvidia-h100-2026-11-21.json"]  # newest first; the file is a key
     assert len(saved.options) == 2  # the reference is not offered as one of our runs
+    assert saved.options == ["NVIDIA H100 · 21 Nov 2026", "CPU, 2 threads · 20 Nov 2026"]
     assert "timing_result" not in at.session_state  # nothing was run
     table = fit_table(at)
-    assert len(table) == 6 and table["run"].str.startswith("Reference").sum() == 3
+    assert len(table) == 6 and table["run"].str.startswith("Published").sum() == 3
     ref_rows = table[table["run"].str.contains("A100")]
     assert sorted(float(v) for v in ref_rows["s per epoch per extra sample"]) == [0.8, 4.1, 8.8]
     assert (ref_rows["fixed s per epoch (fitted)"] == "–").all()  # not measured: a dash
-    assert any("Reference, not our measurement" in c.value for c in at.caption)
+    assert any("not measured by this lab" in c.value for c in at.caption)
+    assert_student_text(at)
 
     saved.set_value(["nvidia-h100-2026-11-21.json", "cpu-2-threads-2026-11-20.json"]).run()
     assert not at.exception, at.exception
     table = fit_table(at)
     assert len(table) == 9 and table["run"].nunique() == 3
+    assert "CPU, 2 threads · 20 Nov 2026" in set(table["run"])
+    assert_student_text(at)
 
 
 def test_gpu_rows_with_and_without_cuda_graphs_beside_the_cpu(bench_folder):
@@ -111,11 +133,12 @@ def test_gpu_rows_with_and_without_cuda_graphs_beside_the_cpu(bench_folder):
     save_result(gpu, bench_folder)
     at = run_page()
     table = next(d.value for d in at.dataframe if "steps" in d.value.columns)
-    assert list(table["device"]) == ["cpu (2 threads)", "NVIDIA H100", "NVIDIA H100"]
+    assert list(table["device"]) == ["CPU, 2 threads", "NVIDIA H100", "NVIDIA H100"]
     assert list(table["steps"]) == ["eager", "CUDA graphs", "eager"]  # the newest H100 run
     lrt = table["BBB vmap + LRT, S = 1"].tolist()
-    assert lrt[1:] == pytest.approx([4.01, 4.1])  # the graph row, then the eager one
-    assert table["BBB sequential, S = 10"].isna().all()  # not measured at S = 10
+    assert lrt[1:] == ["4.01 s", "4.10 s"]  # the graph row, then the eager one
+    assert (table["BBB sequential, S = 10"] == "–").all()  # not measured at S = 10
+    assert_student_text(at)
     at.radio(key="timing_device_prior").set_value("mixture").run()
     assert any("No saved MNIST runs" in i.value for i in at.info)
 
@@ -137,8 +160,8 @@ def test_a_shipped_model_trained_on_a_gpu_is_listed_beside_the_papers_error(
     table = next(d.value for d in at.dataframe if "published (%)" in d.value.columns)
     assert list(table["model"]) == ["BBB (scale-mixture prior)"]
     row = table.iloc[0]
-    assert row["epochs"] == 600 and row["published (%)"] == 1.36
-    assert row["test error (%)"] == 1.49 and row["device"] == "NVIDIA H200"
+    assert row["epochs"] == "600" and row["published (%)"] == "1.36"
+    assert row["test error (%)"] == "1.49" and row["device"] == "NVIDIA H200"
 
 
 def test_an_empty_folder_says_so_in_plain_words(tmp_path, monkeypatch):
@@ -176,8 +199,11 @@ def test_a_result_in_the_session_is_plotted_with_fits_speedups_and_goals(bench_f
     assert list(fit_table["implementation"]) == ["sequential", "vmap", "vmap + LRT"]
     slopes = [float(v) for v in fit_table["s per epoch per extra sample"]]
     assert slopes == pytest.approx([10.0, 5.0, 1.0])
-    assert fit_table["straight-line fit R²"].tolist() == ["1.00"] * 3
-    assert "vmap + LRT" in at.dataframe[1].value.columns  # speedups per S
+    assert fit_table["straight-line fit R²"].tolist() == ["1"] * 3
+    assert any("this computer's CPU" in c.value or "NVIDIA" in c.value for c in at.caption)
+    assert_student_text(at)
+    speedups = at.dataframe[1].value
+    assert "vmap + LRT" in speedups.columns and list(speedups["S"]) == ["1", "2", "4", "8"]
     said = " ".join(i.value for i in at.info)
     assert "costs 5.6× a plain network's" in said  # the fake run's LRT vs MLP epochs
     assert "goal" not in said
@@ -208,10 +234,12 @@ def test_tiny_in_app_run_then_save(bench_folder):
     assert len(list(bench_folder.glob("*.json"))) == 5
     name = result_filename(result)
     assert {name, name.replace(".json", "-2.json")} <= {p.name for p in bench_folder.iterdir()}
-    assert (
-        sum(name.removesuffix(".json") in o for o in at.multiselect(key="timing_saved").options)
-        == 2
-    )
+    options = at.multiselect(key="timing_saved").options  # two runs, told apart, no file names
+    assert [o for o in options if o.startswith(run_label(result))] == [
+        run_label(result),
+        f"{run_label(result)} (2)",
+    ]
+    assert_student_text(at)
 
 
 def test_tiny_regression_run(bench_folder):
@@ -236,7 +264,9 @@ def test_the_saved_peer_comparison_is_shown_with_its_gradient_check(bench_folder
     assert any("Peers" in h.value for h in at.subheader)
     checks = at.dataframe[-1].value
     assert set(checks["library"]) == {"ours", "bayesian-torch", "blitz"}
-    multi = checks[checks["S"] > 1].set_index("library")["ρ-gradient rel. error"]
-    assert multi["ours"] < 1e-4 < 0.1 < multi["bayesian-torch"]  # the overwritten-noise bug
+    multi = checks[checks["S"].astype(int) > 1].set_index("library")["ρ-gradient rel. error"]
+    assert float(multi["ours"]) < 1e-4 < 0.1 < float(multi["bayesian-torch"])  # overwritten noise
+    assert any("CPU, 1 thread, 23 Nov 2026" in c.value for c in at.caption)
+    assert_student_text(at)
     speeds = at.dataframe[-2].value
     assert len(speeds) >= 3

@@ -9,6 +9,7 @@ checked deterministically."""
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 from pathlib import Path
@@ -130,6 +131,8 @@ def test_tiny_job_shows_progress_then_appears_in_the_model_lists(paused):
     assert len(at.get("plotly_chart")) == 2  # objective/NLL and errors (an MLP has no KL)
     mine = at.dataframe[1].value.set_index("name")
     assert mine.loc["tiny", "task"] == "MNIST" and mine.loc["tiny", "epochs"] == 1
+    assert re.fullmatch(r"\d\d:\d\d", mine.loc["tiny", "trained"])  # today: the time only
+    assert re.fullmatch(r"CPU, \d+ threads?", mine.loc["tiny", "device"])  # not "cpu (1 threads)"
     assert mine.loc["tiny", "test error"] == f"{job.metrics['test_error']:.2%}"
     app = AppTest.from_file(MAIN, default_timeout=120).run()
     assert not app.exception, app.exception
@@ -170,6 +173,23 @@ def test_cancel_leaves_no_checkpoint(paused, tmp_path):
     folder = tmp_path / "models"
     assert not folder.exists() or not list(folder.iterdir())  # no checkpoint, no temporary
     assert list_user_checkpoints() == []
+
+
+def test_runs_of_one_lesson_are_named_by_what_differs_and_dated_for_people(paused):
+    queue = training_queue()
+    small = {"epochs": 3, "n_train": 10_000, "n_test": 200, "n_eval_samples": 1}
+    for name, beta in (("b1", 1.0), ("b01", 0.1)):  # a student may have three jobs
+        queue.store.add(make_request(name, "bbb", beta=beta, **small))
+    queue.store.add(make_request("other", "mlp", **small))
+    at = page()
+    what = job_table(at)["what"]
+    line = "Bayes by Backprop (BBB) on MNIST, 3 epochs × 10,000 images"
+    assert what["b1"] == f"{line} · KL weight β = 1"
+    assert what["b01"] == f"{line} · KL weight β = 0.1"
+    assert "·" not in what["other"]  # the only run of its line: nothing to tell apart
+    texts = [e.value for kind in ("markdown", "caption", "info") for e in at.get(kind)]
+    shown = " ".join(texts + [d.value.to_string() for d in at.dataframe])
+    assert not re.search(r"\dT\d\d:|\bNone\b|\bnull\b|\.json|issue", shown)
 
 
 def test_second_job_queues_behind_the_first_and_a_new_session_reattaches(paused):

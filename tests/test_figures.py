@@ -59,3 +59,52 @@ def test_charts_do_not_zoom_on_a_swipe_and_presenter_mode_is_large_and_dark():
     assert [a.font.size for a in big.layout.annotations] == [share.PRESENTER_TITLE_FONT] * 3
     assert big.layout.height > draw.layout.height and draw.layout.xaxis.tickfont.size is None
     assert share.PRESENTER_FONT >= 16 and share.PRESENTER_TITLE_FONT >= 22
+
+
+def test_saved_timing_runs_are_labelled_by_device_date_and_difference_never_file_name():
+    from app.figures.timing import run_labels
+
+    h100 = {"device": "NVIDIA H100 80GB HBM3", "date": "2026-11-26T02:03:19+00:00"}
+    runs = {
+        "cuda-nvidia-h100-80gb-hbm3-2026-11-26.json": h100,
+        "cuda-nvidia-h100-80gb-hbm3-mixture-2026-11-26.json": h100
+        | {"config": {"prior": "mixture"}},
+        "cuda-nvidia-h100-80gb-hbm3-2026-11-26-2.json": h100,
+        "reference.json": {"device": "NVIDIA A100", "reference": True, "date": None},
+    }
+    assert list(run_labels(runs).values()) == [
+        "NVIDIA H100 · 26 Nov 2026",
+        "NVIDIA H100 · scale-mixture prior · 26 Nov 2026",
+        "NVIDIA H100 · 26 Nov 2026 (2)",
+        "Published: NVIDIA A100",
+    ]
+
+
+def test_runs_of_one_line_are_named_by_what_differs_and_others_by_their_line():
+    from app.figures.train import run_names, setting_text
+
+    lines = ["BBB on MNIST, 3 epochs", "BBB on MNIST, 3 epochs", "MLP on MNIST, 3 epochs"]
+    runs = [
+        {"beta": 1.0, "prior": "gaussian", "seed": 0},
+        {"beta": 0.1, "prior": "mixture", "seed": 0},
+        {"beta": 1.0, "prior": None, "seed": 1},
+    ]
+    labels = {"beta": "KL weight β", "prior": "Prior"}
+    names = run_names(lines, runs, lambda n, v: setting_text(n, v, labels))
+    assert names == [
+        "BBB on MNIST, 3 epochs · KL weight β = 1, Prior = gaussian",
+        "BBB on MNIST, 3 epochs · KL weight β = 0.1, Prior = mixture",
+        "MLP on MNIST, 3 epochs",
+    ]
+
+
+def test_a_setting_reads_as_words_and_numbers_for_people():
+    from app.figures.train import setting_text
+
+    assert setting_text("n_train", None, {}) == "training images = all"
+    assert setting_text("n_train", 10_000, {}) == "training images = 10,000"
+    assert setting_text("lrt", True, {"lrt": "Local reparameterisation"}) == (
+        "Local reparameterisation = on"
+    )
+    assert setting_text("hidden", [400, 400], {}) == "hidden layers = 400-400"
+    assert setting_text("init_sigma", 0.001, {}) == "init sigma = 0.001"

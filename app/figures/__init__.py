@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app import share
+from app.figures.format import number
 
 TITLE_FONT = 14
 """Font size of figure titles (and of annotations that title a panel), in points."""
@@ -177,15 +178,16 @@ def show_table(data, formats: dict[str, str] | None = None) -> None:
 
     Args:
         data: Rows (a list of dicts) or a DataFrame.
-        formats: printf-style formats of numeric columns by name, e.g. ``{"NLL": "%.3f"}``.
+        formats: printf-style formats of numeric columns by name, e.g. ``{"NLL": "%.3f"}``;
+            projected, the other numeric columns read as :func:`app.figures.format.number`.
     """
     formats = formats or {}
-    if share.presenter():
+    if share.presenter():  # a static table shows floats with four decimals: format every cell
         frame = pd.DataFrame(data)
-        if formats:  # a Styler shows every other float with six decimals: only when asked
-            frame = frame.style.format({c: (lambda v, f=f: f % v) for c, f in formats.items()})
-        st.table(frame, hide_index=True)
+        numeric = frame.select_dtypes("number").columns
+        cells = {c: (lambda v, f=formats[c]: f % v) if c in formats else number for c in numeric}
+        st.table(frame.style.format(cells), hide_index=True)
         return
-    number = st.column_config.NumberColumn
-    config = {c: number(format=f) for c, f in formats.items()}
+    column = st.column_config.NumberColumn
+    config = {c: column(format=f) for c, f in formats.items()}
     st.dataframe(data, hide_index=True, column_config=config)

@@ -195,8 +195,8 @@ def final_rows(result: dict) -> list[dict]:
     for name, agent in result["agents"].items():
         row = {
             "agent": agent["title"],
-            "cumulative regret (mean)": round(agent["mean"], 1),
-            "std over seeds": round(agent["std"], 1),
+            "cumulative regret (mean)": round(agent["mean"]),
+            "std over seeds": round(agent["std"]),
             "mean regret per step": round(agent["per_step"], 3),
             "seconds": round(agent["seconds"], 1),
         }

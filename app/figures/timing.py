@@ -11,12 +11,51 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from app.figures import layout
+from app.figures.format import day, device_words
 
 LABELS = {"sequential": "sequential", "vmap": "vmap", "vmap_lrt": "vmap + LRT", "fused": "fused"}
 COLORS = {"sequential": "#ef553b", "vmap": "#636efa", "vmap_lrt": "#00cc96", "fused": "#ab63fa"}
 DASHES = ("dash", "dot", "dashdot", "longdash")
 SYMBOLS = ("circle", "square", "diamond", "triangle-up")
 FLOOR_LINE = {"color": "grey", "dash": "dot"}
+TASKS = {"mnist": "", "regression": "1-D regression"}
+PRIOR_WORDS = {"gaussian": "", "mixture": "scale-mixture prior"}
+
+
+def run_label(result: dict) -> str:
+    """Label a benchmark result by its device, date and what else sets it apart.
+
+    Args:
+        result: A saved or in-app result (:func:`core.studies.training_speed.run_benchmark`),
+            or the published reference.
+
+    Returns:
+        E.g. ``"NVIDIA H100 · 26 Nov 2026"``, ``"NVIDIA H100 · scale-mixture prior ·
+        26 Nov 2026"`` or ``"Published: NVIDIA A100"``.
+    """
+    device = device_words(result["device"], result.get("threads"))
+    if result.get("reference"):
+        return f"Published: {device}"
+    prior = ((result.get("config") or {}).get("prior")) or "gaussian"
+    parts = [device, TASKS.get(result.get("task", "mnist"), ""), PRIOR_WORDS.get(prior, prior)]
+    return " · ".join([p for p in parts if p] + [day(result.get("date"))])
+
+
+def run_labels(results: dict[str, dict]) -> dict[str, str]:
+    """Label results with :func:`run_label`, numbering runs that would read the same.
+
+    Args:
+        results: Results by their key (a file name, never shown).
+
+    Returns:
+        Key → label, each label once, e.g. ``"CPU, 1 thread · 23 Nov 2026 (2)"``.
+    """
+    labels: dict[str, str] = {}
+    for key, result in results.items():
+        label = run_label(result)
+        seen = sum(1 for other in labels.values() if other.split(" (")[0] == label)
+        labels[key] = f"{label} ({seen + 1})" if seen else label
+    return labels
 
 
 def run_traces(result: dict, suffix: str = "", style: int = 0) -> list[go.Scatter]:
@@ -196,7 +235,7 @@ def peer_rows(result: dict, reference: dict | None = None) -> list[dict]:
         )
         if not mine:
             continue
-        row = {"run": f"{result['device']} ({(result.get('date') or '')[:10]})", "what": label}
+        row = {"run": run_label(result), "what": label}
         row |= {f"S = {r['samples']} (s/epoch)": r["epoch_seconds"] for r in mine}
         if len(mine) > 1:
             first, last = mine[0], mine[-1]
@@ -208,7 +247,7 @@ def peer_rows(result: dict, reference: dict | None = None) -> list[dict]:
         if fit and fit.get("slope") is not None:
             rows.append(
                 {
-                    "run": f"Reference: {reference['device']} ({reference['source']})",
+                    "run": run_label(reference),
                     "what": LABELS.get(impl, impl),
                     "s/epoch per extra sample": fit["slope"],
                 }

@@ -1,13 +1,98 @@
-"""Live training curves of the Train page: objective, NLL, KL and errors against epochs."""
+"""The Train page's live training curves and the names of its runs.
+
+Curves: objective, NLL, KL and errors against epochs. Names: what sets apart runs that would
+otherwise read the same.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import plotly.graph_objects as go
 
 from app.figures import MODEL_COLORS, layout
+from app.figures.format import number
 
 LOSS_COLOR, NLL_COLOR, KL_COLOR = MODEL_COLORS[0], MODEL_COLORS[1], MODEL_COLORS[4]
 TRAIN_COLOR, TEST_COLOR = MODEL_COLORS[3], MODEL_COLORS[2]
+SETTING_WORDS = {
+    "method": "method",
+    "dataset": "task",
+    "n_train": "training images",
+    "epochs": "epochs",
+    "lr": "learning rate",
+    "batch_size": "batch size",
+    "hidden": "hidden layers",
+    "seed": "seed",
+}
+"""Words for settings that no method names in its controls (a field's name otherwise)."""
+
+
+def request_settings(request: dict) -> dict[str, object]:
+    """Flatten a training request into its settings by name.
+
+    Args:
+        request: A :class:`core.jobs.training.TrainRequest` as a dict (its ``to_dict``).
+
+    Returns:
+        ``method``, ``dataset``, ``n_train``, the model's and the training's fields, and the
+        prior as ``prior`` (its kind) and ``prior <parameter>``.
+    """
+    model = dict(request["model"])
+    prior = model.pop("prior", None) or {}
+    flat = {"method": model.pop("kind"), "dataset": request["dataset"]}
+    flat |= {"n_train": request["n_train"], **model, **request["training"]}
+    if prior:
+        flat["prior"] = prior.get("kind")
+        flat |= {f"prior {k}": v for k, v in prior.items() if k != "kind"}
+    return flat
+
+
+def setting_text(name: str, value: object, labels: dict[str, str]) -> str:
+    """Write one setting as ``"KL weight β = 0.1"``.
+
+    Args:
+        name: The setting's name.
+        value: Its value.
+        labels: Shown names of settings by name (a method's control labels).
+
+    Returns:
+        The text; numbers through :func:`app.figures.format.number`, ``all`` for None.
+    """
+    label = labels.get(name) or SETTING_WORDS.get(name) or name.replace("_", " ")
+    if isinstance(value, bool):
+        text = "on" if value else "off"
+    elif isinstance(value, int | float):
+        text = number(value)
+    elif isinstance(value, list | tuple):
+        text = "-".join(map(str, value)) or "none"
+    else:
+        text = "all" if value is None else str(value)
+    return f"{label} = {text}"
+
+
+def run_names(
+    lines: list[str], runs: list[dict[str, object]], say: Callable[[str, object], str]
+) -> list[str]:
+    """Name runs: each by its line, and where several share a line, by what sets it apart.
+
+    Args:
+        lines: Each run's one-line description (e.g. method, task, epochs and images).
+        runs: Each run's settings by name (:func:`request_settings`).
+        say: Writes one setting, e.g. ``"KL weight β = 0.1"`` (:func:`setting_text`).
+
+    Returns:
+        Per run, its line, followed by ``" · "`` and the settings whose values differ among
+        the runs of the same line.
+    """
+    names = []
+    for line, run in zip(lines, runs, strict=True):
+        group = [other for text, other in zip(lines, runs, strict=True) if text == line]
+        keys = dict.fromkeys(key for other in group for key in other)
+        differ = [k for k in keys if len({repr(other.get(k)) for other in group}) > 1]
+        extra = ", ".join(say(k, run.get(k)) for k in differ)
+        names.append(f"{line} · {extra}" if extra else line)
+    return names
 
 
 def _trace(x, y, name: str, color: str, *, steps: bool, **extra) -> go.Scatter:
