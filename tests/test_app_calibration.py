@@ -277,16 +277,16 @@ def test_page_in_a_real_browser(tmp_path):
     }
     with serve_app("pages/calibration.py", env=env) as url, chromium_page() as page:
         page.goto(url)
-        page.get_by_text("At 60", exact=True).wait_for(timeout=300_000)
+        page.get_by_text("At 60°", exact=True).wait_for(timeout=300_000)
         wait_for_script(page)
         assert page.locator("[data-testid='stPlotlyChart']").count() == 3 + 1 + SHIFT_CHARTS
         slider = page.get_by_role("slider")
         slider.focus()
         slider.press("ArrowRight")
-        page.get_by_text("At 75", exact=True).wait_for()
+        page.get_by_text("At 75°", exact=True).wait_for()
         wait_for_script(page)
         page.goto(f"{url}/?present=1")
-        page.get_by_text("At 60", exact=True).wait_for(timeout=300_000)
+        page.get_by_text("At 60°", exact=True).wait_for(timeout=300_000)
         wait_for_script(page)
         kinds = ["xtick", "ytick", "g-xtitle", "g-ytitle", "legendtext"]
         page.wait_for_function(  # plotly draws its text after the script's run has finished
