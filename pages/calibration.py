@@ -41,13 +41,13 @@ COLUMNS = 3  # reliability diagrams per row
 SCALE = 3  # screen pixels per image pixel
 PREPARING = "Scoring the test set and fitting temperatures (once per model, then cached on disk)"
 SHIFTING = "Evaluating the shifted test sets (once per model and shift, then cached on disk)"
+# A severity of each shift with its unit, e.g. "60°": the shift table's header.
 SEVERITY_WORDS = {
     "rotation": "{:g}°",
     "noise": "noise σ = {:g}",
     "blur": "blur σ = {:g} px",
     "contrast": "{:.0%} of the contrast removed",
 }
-"""A severity of each shift with its unit, e.g. ``"60°"``: the shift table's header."""
 METRIC_COLUMNS = {
     "accuracy": "Accuracy",
     "ece": "ECE",
