@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from app.main import PAGES
-from core.studies.comparison import OOD_SETS, load_comparison
+from core.studies.comparison import comparison_table, load_comparison
 
 st.title("Bayesian neural network lab")
 
@@ -42,28 +42,7 @@ result = load_comparison()
 if result is None:
     st.info("This copy of the lab has no stored comparison of the methods.")
 else:
-    titles = {"fashion_mnist": "Fashion", "kmnist": "KMNIST", "notmnist": "notMNIST"}
-    titles["omniglot"] = "Omniglot"
-    sets = [d for d in OOD_SETS if any(d in row["ood_auroc"] for row in result["rows"])]
-    table = {
-        row["title"]: {
-            "test error (%)": f"{100 * row['test_error']:.2f}",
-            "NLL": f"{row['nll']:.3f}",
-            "ECE": f"{row['ece']:.3f}",
-            **{
-                f"OOD AUROC, {titles[d]}": "—"
-                if d not in row["ood_auroc"]
-                else f"{row['ood_auroc'][d]:.2f}"
-                for d in sets
-            },
-            "FGSM ε=0.1 acc. (%)": f"{100 * row['fgsm_accuracy']:.0f}",
-            "ms per image (100 passes)": f"{row['predict_ms']:.0f}",
-            "training (min)": "—"
-            if row["train_seconds"] is None
-            else f"{row['train_seconds'] / 60:.0f}",
-        }
-        for row in result["rows"]
-    }
+    table = comparison_table(result)
     # a static table: its text grows with presenter mode's fonts, unlike an interactive grid
     st.table(pd.DataFrame.from_dict(table, orient="index").rename_axis("method"))
     settings = result["settings"]

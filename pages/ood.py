@@ -25,6 +25,8 @@ from core.studies.evaluations import (
 )
 from core.studies.ood import (
     CONFIDENT_PROB,
+    PAGE_INPUTS,
+    PAGE_SAMPLES,
     best_score,
     digit_labelled,
     ood_behaviour,
@@ -36,9 +38,7 @@ from core.studies.ood import (
 GRID = 9  # random samples shown
 SCALE = 3  # screen pixels per image pixel
 DEFAULT_DATASET = {"mnist": "fashion_mnist", "fashion_mnist": "mnist"}  # per task
-DEFAULT_SUBSET = 2000
 EVAL_SAMPLES = (10, 20, 50, 100)
-DEFAULT_EVAL_SAMPLES = 50
 DEFAULT_SCORE = "mutual_information"
 STRIP = 8  # most confident OOD inputs shown per model
 PICK_KEY = "ood_pick"
@@ -259,7 +259,7 @@ subset = share.number_input(
     "Inputs per dataset",
     10,
     10_000,
-    DEFAULT_SUBSET,
+    PAGE_INPUTS,
     step=500,
     key="ood_subset",
     help=f"Random test inputs drawn from each of {TASK} and the OOD dataset (seed 0).",
@@ -268,7 +268,7 @@ subset = share.number_input(
 eval_samples = share.selectbox(
     "Samples per input",
     EVAL_SAMPLES,
-    index=EVAL_SAMPLES.index(DEFAULT_EVAL_SAMPLES),
+    index=EVAL_SAMPLES.index(PAGE_SAMPLES),
     key="ood_samples",
     help="Monte-Carlo passes per input for the dataset-level numbers (cached on disk).",
     container=b,

@@ -16,6 +16,8 @@ from core.studies.pruning_curves import (
     CURVE_SAMPLES,
     QUICK_INPUTS,
     QUICK_SAMPLES,
+    SNR_BINS,
+    SNR_FLOOR_DB,
     cached_pruning_curve,
     checkpoint_snr,
     paper_table,
@@ -26,12 +28,11 @@ from core.studies.pruning_curves import (
 )
 
 WEIGHT_RANGE = (-0.3, 0.3)
-BINS = 200
+WEIGHT_BINS = 200
 POINT_MODELS = {  # per task: the MLP and the MC dropout network, compared by |w| and at random
     "mnist": ("mlp", "dropout_mlp"),
     "fashion_mnist": ("fashion_mlp", "fashion_dropout"),
 }
-SNR_FLOOR_DB = -60.0  # left end of the SNR axis; the CDF still counts the weights below
 CURVES_MESSAGE = "Computing the pruning curves on the full test set (once per checkpoint)"
 
 
@@ -92,7 +93,7 @@ task = ui.model_dataset(name)
 x_test, y_test = ui.require_test_set(task)
 if task != "mnist":
     st.caption(f"Trained on {task_title(task)}: evaluated on its test set.")
-pruned = ui.kept(quick_point, name, method, fraction, BINS, SNR_FLOOR_DB, models=[name])
+pruned = ui.kept(quick_point, name, method, fraction, SNR_BINS, SNR_FLOOR_DB, models=[name])
 error, size = pruned.error, pruned.size
 base = ui.kept(quick_error, name, models=[name])
 
@@ -117,7 +118,7 @@ st.caption(
     "(float32) plus an int32 column index, int32 row pointers per layer (CSR), biases dense."
 )
 
-snr = ui.kept(checkpoint_snr, name, BINS, SNR_FLOOR_DB, models=[name])
+snr = ui.kept(checkpoint_snr, name, SNR_BINS, SNR_FLOOR_DB, models=[name])
 show_figure(
     snr_figure(
         snr.centres,
@@ -170,12 +171,12 @@ st.table(paper_table(curves, total_weights))
 st.subheader("Trained weights")
 log_density = share.checkbox("Logarithmic density axis", key="pruning_log_density")
 densities = {
-    ui.model_title(n): ui.kept(weight_histogram, n, BINS, WEIGHT_RANGE, models=[n])
+    ui.model_title(n): ui.kept(weight_histogram, n, WEIGHT_BINS, WEIGHT_RANGE, models=[n])
     for n in point_models
     if n in available
 }
 densities[f"{ui.model_title(name)}, one posterior sample"] = ui.kept(
-    weight_histogram, name, BINS, WEIGHT_RANGE, models=[name]
+    weight_histogram, name, WEIGHT_BINS, WEIGHT_RANGE, models=[name]
 )
 show_figure(weights_figure(densities, WEIGHT_RANGE, log_density), "pruning_weights")
 st.caption(

@@ -16,7 +16,7 @@ from core.engine.device import default_device
 from core.evaluation.pruning import METHODS
 from core.methods import ModelConfig, build_model
 from core.storage.checkpoints import checkpoint_path, save_checkpoint, shared_model
-from core.studies.pruning_curves import PAPER_ERRORS, PAPER_FRACTIONS, missing_fractions
+from core.studies.pruning_curves import PAPER_ERRORS, TABLE_FRACTIONS, missing_fractions
 
 PAGE = "../pages/pruning.py"
 WEIGHTS = 784 * 16 + 16 * 10  # of the small 784-16-10 networks
@@ -55,10 +55,10 @@ def shared_dirs(tmp_path_factory):
 @pytest.fixture
 def checkpoints(shared_dirs, monkeypatch):
     """Use the shared small checkpoints (``checkpoints("mlp_only")``, ``checkpoints("corrupt")``
-    for the other folders); curves at the paper's fractions only, to compute less."""
+    for the other folders); curves at the table's fractions only, to compute less."""
     monkeypatch.setenv("BNN_CACHE_DIR", str(shared_dirs / "cache"))
     monkeypatch.setenv("BNN_MODELS_DIR", str(shared_dirs / "user_models"))  # none by default
-    monkeypatch.setattr(core.studies.pruning_curves, "CURVE_FRACTIONS", PAPER_FRACTIONS)
+    monkeypatch.setattr(core.studies.pruning_curves, "CURVE_FRACTIONS", TABLE_FRACTIONS)
 
     def use(which: str = "all") -> None:
         monkeypatch.setattr(core.storage.checkpoints, "CHECKPOINT_DIR", shared_dirs / which)
@@ -95,8 +95,9 @@ def test_page_renders_error_size_curves_table_and_densities(checkpoints, percent
     assert model.value == "bbb_mixture"
     assert model.options == ["BBB (Gaussian prior)", "BBB (scale-mixture prior)"]
     table = at.table[0].value
-    assert list(table["Proportion removed"]) == ["0%", "50%", "75%", "95%", "98%"]
-    assert list(table["Test error (paper, 2×1200, SNR)"]) == [f"{e:.2f}%" for e in PAPER_ERRORS]
+    assert list(table["Proportion removed"]) == ["0%", "50%", "75%", "90%", "95%", "98%"]
+    paper = [f"{e:.2f}%" for e in PAPER_ERRORS]
+    assert list(table["Test error (paper, 2×1200, SNR)"]) == [*paper[:3], "–", *paper[3:]]
     assert all(missing_fractions("bbb_mixture", m) == [] for m in METHODS)  # cached on disk
     assert "Why SNR pruning works" in " ".join(c.value for c in at.caption)
     assert len(at.get("plotly_chart")) == 3

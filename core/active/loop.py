@@ -10,6 +10,7 @@ unfinished one after every round, so that it resumes where it stopped.
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import asdict, dataclass, field
 
@@ -25,6 +26,7 @@ from core.methods import METHODS, build_model, method, model_class
 from core.processes import run_in_processes
 from core.progress import Job, ProgressFn, report
 from core.storage.cache import CacheEntry, cache_entry
+from core.storage.paths import REPO_ROOT
 from core.training import TrainConfig, train
 from core.training.loop import Procedure
 
@@ -626,6 +628,23 @@ def curve(runs: list[list[Round]], acquisition: str) -> Curve:
 
 
 RESULT_FILE = "active_learning.json"  # the stored curves the page shows (the CNN)
+
+
+def stored_result(name: str = RESULT_FILE) -> dict | None:
+    """A stored study in ``benchmarks/`` (``python -m core active --save``), or None.
+
+    Args:
+        name: The file's name; by default the curves the Active learning page shows.
+
+    Returns:
+        The saved result (``settings``, ``curves`` by acquisition function, ...), or None
+        when the file is missing or unreadable.
+    """
+    try:
+        return json.loads((REPO_ROOT / "benchmarks" / name).read_text())
+    except (OSError, ValueError):
+        return None
+
 
 ARCHITECTURES: dict[str, dict] = {
     "cnn": {"conv": (16, 32), "hidden": (128,), "dropout": 0.25},

@@ -24,6 +24,7 @@ from core.cli import (
     models,
     ood,
     regression,
+    stated,
 )
 from core.data import DatasetUnavailable
 from core.storage.checkpoints import CheckpointError
@@ -40,6 +41,7 @@ COMMANDS = (
     active,
     regression,
     bandit,
+    stated,
 )
 """Modules exposing ``register(subparsers)``, in help order."""
 

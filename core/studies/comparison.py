@@ -208,3 +208,63 @@ def load_comparison(path: Path = RESULT_FILE) -> dict | None:
     except (OSError, ValueError):
         return None
     return result if isinstance(result, dict) and "rows" in result else None
+
+
+SET_TITLES = {
+    "fashion_mnist": "Fashion",
+    "kmnist": "KMNIST",
+    "notmnist": "notMNIST",
+    "omniglot": "Omniglot",
+}
+"""Short titles of :data:`OOD_SETS` for the table's column heads."""
+
+
+def two_digits(value: float) -> str:
+    """A positive number to two significant digits, without a trailing exponent.
+
+    Args:
+        value: The number, e.g. a time in milliseconds.
+
+    Returns:
+        e.g. ``"6.6"``, ``"0.21"``, ``"13"``, ``"950"``.
+    """
+    return f"{float(f'{value:.2g}'):g}" if value < 100 else f"{value:.0f}"
+
+
+def table_cells(row: dict, sets: list[str]) -> dict[str, str]:
+    """One method's row of the comparison table, each cell as the Home page shows it.
+
+    Args:
+        row: One of the saved comparison's ``rows``.
+        sets: The OOD sets with a column (:data:`OOD_SETS` present in the comparison).
+
+    Returns:
+        Column head → text ("—" where nothing was measured).
+    """
+    auroc = row["ood_auroc"]
+    minutes = row["train_seconds"]
+    return {
+        "test error (%)": f"{100 * row['test_error']:.2f}",
+        "NLL": f"{row['nll']:.3f}",
+        "ECE": f"{row['ece']:.3f}",
+        **{
+            f"OOD AUROC, {SET_TITLES[d]}": "—" if d not in auroc else f"{auroc[d]:.2f}"
+            for d in sets
+        },
+        "FGSM ε=0.1 acc. (%)": f"{100 * row['fgsm_accuracy']:.0f}",
+        "ms per image (100 passes)": two_digits(row["predict_ms"]),
+        "training (min)": "—" if minutes is None else f"{minutes / 60:.0f}",
+    }
+
+
+def comparison_table(result: dict) -> dict[str, dict[str, str]]:
+    """The Home page's table of a saved comparison, every cell formatted.
+
+    Args:
+        result: A saved comparison (:func:`load_comparison`).
+
+    Returns:
+        Method title → column head → text, in the comparison's order.
+    """
+    sets = [d for d in OOD_SETS if any(d in row["ood_auroc"] for row in result["rows"])]
+    return {row["title"]: table_cells(row, sets) for row in result["rows"]}

@@ -23,6 +23,10 @@ from core.storage.checkpoints import checkpoint_dataset, shared_model
 from core.studies.evaluations import IN_DISTRIBUTION, DatasetEvaluation, evaluate_dataset
 
 CONFIDENT_PROB = 0.9  # a mean probability at least this high counts as a confident answer
+PAGE_INPUTS = 2000
+"""Inputs of each dataset the OOD page rates the models on by default."""
+PAGE_SAMPLES = 50
+"""Monte-Carlo passes per input of the OOD page's dataset-level numbers by default."""
 
 
 def ood_datasets() -> list[str]:

@@ -41,12 +41,18 @@ CURVE_SAMPLES = 10
 CACHE_VERSION = 2
 QUICK_INPUTS = 1000
 QUICK_SAMPLES = 5
+SNR_BINS = 200
+"""Bins of the SNR distribution the Pruning page draws (and marks the removed weights on)."""
+SNR_FLOOR_DB = -60.0
+"""Left end of the page's SNR axis in dB; the CDF still counts the weights below it."""
 
 # Blundell et al. (2015), Table 2: SNR pruning of their 2×1200-unit BBB network (scale-mixture
 # prior) on MNIST; test error in percent.
 PAPER_FRACTIONS = (0.0, 0.5, 0.75, 0.95, 0.98)
 PAPER_WEIGHTS = ("2.4m", "1.2m", "600k", "120k", "48k")
 PAPER_ERRORS = (1.24, 1.24, 1.24, 1.29, 1.39)
+TABLE_FRACTIONS = (0.0, 0.5, 0.75, 0.9, 0.95, 0.98)
+"""Rows of the page's table: the paper's fractions and 90 %, the page's default."""
 
 
 @dataclass(frozen=True)
@@ -189,26 +195,28 @@ def pruning_jobs(curves: list[tuple[str, str, str]]) -> list[Job]:
 
 
 def paper_table(curves: dict[str, PruningCurve], total_weights: int) -> list[dict[str, str]]:
-    """Build rows in the format of Blundell et al.'s Table 2, at :data:`PAPER_FRACTIONS`.
+    """Build rows in the format of Blundell et al.'s Table 2, at :data:`TABLE_FRACTIONS`.
 
     Args:
-        curves: Method label → curve; each must have points at :data:`PAPER_FRACTIONS`.
+        curves: Method label → curve; each must have points at :data:`TABLE_FRACTIONS`.
         total_weights: Number of weights of our unpruned model.
 
     Returns:
-        One row per fraction: our weight count and test error per method beside the paper's,
-        as display strings keyed by column title.
+        One row per fraction: our weight count and test error per method beside the paper's
+        ("–" at a fraction the paper did not report), as display strings keyed by column title.
     """
+    paper = dict(zip(PAPER_FRACTIONS, zip(PAPER_WEIGHTS, PAPER_ERRORS, strict=True), strict=True))
     rows = []
-    for fraction, paper_weights, paper_error in zip(
-        PAPER_FRACTIONS, PAPER_WEIGHTS, PAPER_ERRORS, strict=True
-    ):
+    for fraction in TABLE_FRACTIONS:
         kept = total_weights - round(fraction * total_weights)
         row = {"Proportion removed": f"{fraction:.0%}", "Weights (ours)": f"{kept:,}"}
         for label, curve in curves.items():
             row[f"Test error, {label}"] = f"{curve.error_at(fraction):.2%}"
+        paper_weights, paper_error = paper.get(fraction, ("–", None))
         row["Weights (paper, 2×1200)"] = paper_weights
-        row["Test error (paper, 2×1200, SNR)"] = f"{paper_error:.2f}%"
+        row["Test error (paper, 2×1200, SNR)"] = (
+            "–" if paper_error is None else f"{paper_error:.2f}%"
+        )
         rows.append(row)
     return rows
 
