@@ -11,20 +11,21 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from urllib.parse import parse_qsl
 
 import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
 from core.data import DatasetUnavailable
+from core.jobs import JobQueue, set_training_queue
+from core.jobs.training import TrainOutcome
 from core.stated import markers, rewrite, sources, stated, value
 from core.stated.documents import DOCUMENTS, compare, update
-from core.stated.registry import _SOURCES
+from core.stated.guide import GUIDE, guide_links
+from core.stated.registry import _SOURCES, on_opening
+from core.stated.training import guide_requests, stored_runs
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-GUIDE = REPO_ROOT / "docs" / "teaching.md"
-LINK = re.compile(r"`http://localhost:8501/(?P<route>\w*)\?(?P<query>[^`\s]*)`")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -123,14 +124,13 @@ def test_every_number_the_documents_state_is_what_the_lab_computes(document, cac
 
 
 def steps(text: str) -> list[tuple[str, list[tuple[str, dict[str, str]]], list]]:
-    """The guide's steps (``###`` sections) with their teacher's links and marked numbers."""
+    """The guide's steps (``###`` sections) with their links and the marked numbers their
+    pages show as they open."""
     found = []
     for section in re.split(r"^### ", text, flags=re.MULTILINE)[1:]:
         title = section.splitlines()[0]
-        links = [
-            (m["route"] or "home", dict(parse_qsl(m["query"]))) for m in LINK.finditer(section)
-        ]
-        numbers = markers(section)
+        links = [(link.route, link.query) for link in guide_links(section)]
+        numbers = [m for m in markers(section) if on_opening(m.source)]
         if numbers:
             found.append((title, links, numbers))
     return found
@@ -204,3 +204,36 @@ def test_each_lessons_step_shows_the_numbers_the_guide_states(step, cache_dir):
     assert not missing, f"{title}: the guide states what none of its links shows:\n" + "\n".join(
         missing
     )
+
+
+# --- the guide's training runs ----------------------------------------------------------------
+
+
+def test_the_guides_training_runs_are_the_requests_its_train_links_start(tmp_path, monkeypatch):
+    """Each Train link of the guide, opened headless and started, submits the request the
+    stored runs were trained from (a link or a page default changed → re-train them)."""
+    monkeypatch.setenv("BNN_MODELS_DIR", str(tmp_path / "models"))
+    submitted = []
+
+    def runner(request, **kwargs):
+        submitted.append(request)
+        return TrainOutcome(None, True)
+
+    queue = JobQueue(workers=1, threads=1, runner=runner)
+    old = set_training_queue(queue)
+    try:
+        links = [link for link in guide_links(GUIDE.read_text()) if link.route == "train"]
+        assert len(links) == 3
+        for link in links:
+            at = run_link("train", link.query)
+            at.button(key="train_start").click().run()
+            assert not at.exception and not at.error, at.error
+    finally:
+        queue.shutdown()
+        set_training_queue(old)
+    stored = {name: run["request"] for name, run in stored_runs().items()}
+    guide = {name: request.to_dict() for name, request in guide_requests(GUIDE.read_text()).items()}
+    assert stored == guide
+    for request in submitted:
+        assert request.to_dict() | {"owner": ""} == guide[request.name]
+    assert sorted(r.name for r in submitted) == sorted(guide)

@@ -6,6 +6,7 @@ core call as the page that shows it (:mod:`core.stated`)::
     python -m core stated                     # check; exit code 1 when a number differs
     python -m core stated --write             # bring the documents' numbers up to date
     python -m core stated docs/teaching.md --json
+    python -m core stated --train --write     # first re-train the guide's Train-page runs
 """
 
 from __future__ import annotations
@@ -16,17 +17,21 @@ from pathlib import Path
 
 from core.progress import text_progress
 from core.stated.documents import DOCUMENTS, compare, update
+from core.stated.training import train_guide_runs
 
 
 def cmd_stated(args) -> int:
     """Run ``python -m core stated``: compare (or update) every marked number.
 
     Args:
-        args: The parsed command line (``documents``, ``write``, ``json``).
+        args: The parsed command line (``documents``, ``write``, ``train``, ``json``).
 
     Returns:
         The exit code: 0 when every number agrees (or was written), 1 otherwise.
     """
+    if args.train:
+        path = train_guide_runs(text_progress("the guide's training runs", stream=sys.stderr))
+        print(f"stored {path}")
     paths = [Path(p) for p in args.documents] or list(DOCUMENTS)
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
@@ -75,5 +80,10 @@ def register(subparsers) -> None:
     )
     p.add_argument("documents", nargs="*", help="Markdown files (default: the teacher's guide)")
     p.add_argument("--write", action="store_true", help="write the lab's values into them")
+    p.add_argument(
+        "--train",
+        action="store_true",
+        help="first train the guide's Train-page runs again and store them (minutes)",
+    )
     p.add_argument("--json", action="store_true", help="every number as JSON on stdout")
     p.set_defaults(func=cmd_stated)

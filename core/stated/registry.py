@@ -25,17 +25,21 @@ SOURCE_MODULES = (
     "core.stated.ood",
     "core.stated.pruning",
     "core.stated.regression",
+    "core.stated.training",
 )
 """Modules whose import registers sources, one per page whose numbers documents state."""
 
 _SOURCES: dict[str, Source] = {}
+_AFTER_ACTION: set[str] = set()
 
 
-def stated(name: str) -> Callable[[Source], Source]:
+def stated(name: str, on_opening: bool = True) -> Callable[[Source], Source]:
     """Register a function as the source of the stated values called ``name``.
 
     Args:
         name: The name markers use, e.g. ``"ood_auroc"``.
+        on_opening: Whether the page shows the value as the guide's link opens it; False for
+            what a user's action computes (a training run started from the link).
 
     Returns:
         The decorator; it returns the function unchanged.
@@ -48,6 +52,8 @@ def stated(name: str) -> Callable[[Source], Source]:
         if name in _SOURCES:
             raise ValueError(f"two sources of stated values are called {name!r}")
         _SOURCES[name] = function
+        if not on_opening:
+            _AFTER_ACTION.add(name)
         return function
 
     return register
@@ -62,6 +68,19 @@ def sources() -> dict[str, Source]:
     for module in SOURCE_MODULES:
         importlib.import_module(module)
     return dict(_SOURCES)
+
+
+def on_opening(name: str) -> bool:
+    """Whether a source's values show on its page as a link opens it.
+
+    Args:
+        name: A registered source's name.
+
+    Returns:
+        False for values that a user's action on the page computes.
+    """
+    sources()
+    return name not in _AFTER_ACTION
 
 
 @cache
