@@ -48,3 +48,16 @@ def test_sweep_records_every_sampled_network():
     assert len(sweep.top_classes(3)) == 3
     with pytest.raises(ValueError, match="2 steps"):
         rotation_angles(90, 1)
+
+
+def test_the_same_input_always_shows_the_same_sweep_and_the_callers_noise_is_kept():
+    torch.manual_seed(2)
+    model = build_model(ModelConfig(kind="bbb", hidden=(16,), init_sigma=0.2))
+    model.eval().requires_grad_(False)
+    image, angles = torch.rand(28, 28), rotation_angles(90, 4)
+    state = torch.random.get_rng_state()
+    first = rotation_sweep(model, image, angles, n_samples=10)
+    assert torch.equal(torch.random.get_rng_state(), state)
+    assert torch.equal(rotation_sweep(model, image, angles, n_samples=10).probs, first.probs)
+    other = rotation_sweep(model, image, angles, n_samples=10, seed=1)
+    assert not torch.equal(other.probs, first.probs)

@@ -15,6 +15,7 @@ import torch
 from core.data.synthetic import rotate_by
 from core.engine.interface import LabModel
 from core.engine.sampler import predictive_samples
+from core.engine.seeding import seeded
 from core.evaluation.uncertainty import summarize
 
 
@@ -70,21 +71,26 @@ def rotation_angles(max_degrees: float = 180.0, steps: int = 12) -> torch.Tensor
 
 @torch.no_grad()
 def rotation_sweep(
-    model: LabModel, image: torch.Tensor, angles: torch.Tensor, n_samples: int
+    model: LabModel, image: torch.Tensor, angles: torch.Tensor, n_samples: int, seed: int = 0
 ) -> RotationSweep:
     """Turn ``image`` through ``angles`` and record ``n_samples`` passes at each.
+
+    The Monte-Carlo noise is seeded (the caller's random state is left as it was), so the same
+    input always shows the same sweep.
 
     Args:
         model: The network (not modified).
         image: ``(28, 28)`` in [0, 1], white ink on black.
         angles: ``(T,)`` degrees.
         n_samples: Monte-Carlo passes per angle.
+        seed: Seed of the passes' noise.
 
     Returns:
         The sweep (CPU tensors).
     """
     images = rotate_by(image.expand(len(angles), 1, *image.shape[-2:]).clone(), angles)
-    probs = predictive_samples(model, images, n_samples)  # (n_samples, T, C)
+    with seeded(seed):
+        probs = predictive_samples(model, images, n_samples)  # (n_samples, T, C)
     summary = summarize(probs)
     return RotationSweep(
         angles=angles.cpu(),
