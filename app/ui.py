@@ -30,6 +30,7 @@ import torch
 from app import share
 from core.catalogue import REGISTRY, list_checkpoints
 from core.engine.device import default_device, device_name
+from core.engine.sampler import DEFAULT_SAMPLES
 from core.evaluation.uncertainty import Thresholds
 from core.jobs.limits import client_address
 from core.jobs.owners import Visitor
@@ -58,7 +59,6 @@ from core.studies import evaluations
 T = TypeVar("T")
 MODELS_KEY = "sidebar_models"
 SAMPLES_KEY = "sidebar_samples"
-DEFAULT_SAMPLES = 100
 MAX_SAMPLES = 1000
 THRESHOLDS_MESSAGE = 'Scoring the test set for the "I don\'t know" thresholds (once per model)'
 

@@ -16,9 +16,8 @@ from app.figures.sweep import sweep_figure
 from core.data import DatasetUnavailable
 from core.data.preprocess import mnist_style
 from core.data.upload import MAX_PIXELS, MAX_UPLOAD_MB, ImageError, read_image
-from core.engine.sampler import predictive_samples
 from core.evaluation.sweep import rotation_angles, rotation_sweep
-from core.evaluation.uncertainty import Thresholds, reasons, summarize, verdict
+from core.evaluation.uncertainty import Thresholds, reasons, seeded_summary, verdict
 
 CANVAS_KEY = "draw_canvas"
 CANVAS_START_KEY = "draw_canvas_start"
@@ -239,7 +238,8 @@ if picked is not None:
         limits = {}
         st.warning(f'No verdicts: the "I don\'t know" thresholds need the MNIST test set. {exc}')
     x = torch.from_numpy(np.ascontiguousarray(image, dtype=np.float32))[None, None]
-    summaries = [summarize(predictive_samples(model, x, n_samples)) for _, model in models]
+    # seeded passes: the same drawing always shows the same numbers (the guide's examples too)
+    summaries = [seeded_summary(model, x, n_samples) for _, model in models]
     # Verdicts and the class panel first (on a phone, right under the canvas), then the details.
     for column, (name, _), summary in zip(
         st.columns(max(len(models), 1)), models, summaries, strict=False

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 from pathlib import Path
 
 import pytest
@@ -213,10 +214,10 @@ def test_the_guides_training_runs_are_the_requests_its_train_links_start(tmp_pat
     """Each Train link of the guide, opened headless and started, submits the request the
     stored runs were trained from (a link or a page default changed → re-train them)."""
     monkeypatch.setenv("BNN_MODELS_DIR", str(tmp_path / "models"))
-    submitted = []
+    release = threading.Event()
 
-    def runner(request, **kwargs):
-        submitted.append(request)
+    def runner(request, **kwargs):  # nothing trains: the test reads what was submitted
+        release.wait(60)
         return TrainOutcome(None, True)
 
     queue = JobQueue(workers=1, threads=1, runner=runner)
@@ -227,8 +228,10 @@ def test_the_guides_training_runs_are_the_requests_its_train_links_start(tmp_pat
         for link in links:
             at = run_link("train", link.query)
             at.button(key="train_start").click().run()
-            assert not at.exception and not at.error, at.error
+            assert not at.exception, at.exception
+        submitted = [job.request for job in queue.jobs()]
     finally:
+        release.set()
         queue.shutdown()
         set_training_queue(old)
     stored = {name: run["request"] for name, run in stored_runs().items()}

@@ -31,6 +31,8 @@ import torch
 
 from core.engine.interface import LabModel
 
+DEFAULT_SAMPLES = 100
+"""Monte-Carlo passes of a prediction when nobody chose (the sidebar's default)."""
 CHUNK_ROWS = {"cpu": 8192, "cuda": 262144}
 
 

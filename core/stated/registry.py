@@ -22,6 +22,7 @@ SOURCE_MODULES = (
     "core.stated.active",
     "core.stated.bandits",
     "core.stated.comparison",
+    "core.stated.drawing",
     "core.stated.ood",
     "core.stated.pruning",
     "core.stated.regression",
