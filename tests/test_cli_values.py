@@ -175,3 +175,19 @@ def test_evaluate_a_finished_user_model_on_all_images_and_a_shipped_one(mnist_te
     assert main(["evaluate", "--checkpoint", "mlp", "--samples", "1", "--json"]) == 0
     shipped = json.loads(capsys.readouterr().out)
     assert shipped["shipped"] is True and "recipe" not in shipped
+
+
+def test_evaluate_is_seeded_prints_its_seed_and_repeats_itself(mnist_test, capsys):
+    """The documented command reproduces its number: the passes are seeded (0 by default)."""
+    model = build_model(REGISTRY["bbb_gaussian"].model)
+    meta = {"dataset": "mnist", "train_subset": None, "epochs": 1}
+    save_checkpoint("noisy", model, meta, user_model_dir())
+    command = ["evaluate", "--checkpoint", "user:noisy", "--samples", "2", "--json"]
+    runs = []
+    for extra in ([], [], ["--seed", "1"]):
+        assert main([*command, *extra]) == 0
+        runs.append(json.loads(capsys.readouterr().out))
+    assert runs[0] == runs[1] and runs[0]["seed"] == 0
+    assert runs[2]["seed"] == 1 and runs[2]["nll"] != runs[0]["nll"]
+    assert main(command[:-1]) == 0
+    assert "seed 0)" in capsys.readouterr().out.splitlines()[0]

@@ -25,9 +25,10 @@ from dataclasses import replace
 import torch
 
 from core.catalogue import REGISTRY, list_checkpoints, promote
-from core.cli.values import EPOCHS, IMAGES, SAMPLES, THREADS, real, whole
+from core.cli.values import EPOCHS, IMAGES, SAMPLES, SEED, THREADS, real, whole
 from core.data import load_dataset
 from core.engine.device import default_device
+from core.engine.seeding import seeded
 from core.evaluation.metrics import evaluate_model
 from core.jobs.training import make_request, run_training, spec_request, training_metadata
 from core.methods import METHODS, build_model, method
@@ -405,10 +406,12 @@ def cmd_evaluate(args) -> int:
     with ``--train-subset 55000`` never saw instead: the split to tune settings on, leaving the
     test set for the final number. A model that is not a shipped one (``user:NAME`` or a
     ``.pt`` path elsewhere) is also given its :func:`recipe`, with a note that it is
-    user-trained (in JSON: ``shipped`` false and ``recipe``).
+    user-trained (in JSON: ``shipped`` false and ``recipe``). The Monte-Carlo passes are seeded
+    (``--seed``, 0 by default, printed), so the same command always prints the same numbers.
 
     Args:
-        args: The parsed command line (``checkpoint``, ``samples``, ``split``, ``json``).
+        args: The parsed command line (``checkpoint``, ``samples``, ``split``, ``seed``,
+            ``json``).
 
     Returns:
         The exit code: 0.
@@ -423,9 +426,16 @@ def cmd_evaluate(args) -> int:
         images, labels = held_out_validation(args.checkpoint)
     else:
         images, labels = load_dataset(dataset, "test")
-    metrics = evaluate_model(model, images, labels, n_samples=args.samples)
+    with seeded(args.seed):
+        metrics = evaluate_model(model, images, labels, n_samples=args.samples)
     error = metrics[f"{args.split}_error"] = metrics.pop("test_error")
-    metrics.update(checkpoint=args.checkpoint, dataset=dataset, split=args.split, shipped=shipped)
+    metrics.update(
+        checkpoint=args.checkpoint,
+        dataset=dataset,
+        split=args.split,
+        shipped=shipped,
+        seed=args.seed,
+    )
     how = recipe(meta, dataset)
     if not shipped:
         metrics["recipe"] = {k: v for k, v in how.items() if k != "text"}
@@ -435,7 +445,7 @@ def cmd_evaluate(args) -> int:
     print(
         f"{args.checkpoint}: {task_title(dataset)} {args.split} error {error:.2%}, "
         f"NLL {metrics['nll']:.4f}, ECE {metrics['ece']:.4f} "
-        f"({args.samples} samples, {len(labels):,} images)"
+        f"({args.samples} samples, {len(labels):,} images, seed {args.seed})"
     )
     if not shipped:
         print(f"recipe: {how['text']}")
@@ -510,6 +520,7 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("evaluate", help="MNIST test metrics of a checkpoint")
     p.add_argument("--checkpoint", required=True, help="registry name or .pt path")
     p.add_argument("--samples", type=SAMPLES, default=100)
+    p.add_argument("--seed", type=SEED, default=0, help="seed of the Monte-Carlo passes")
     p.add_argument(
         "--split",
         choices=("test", "validation"),
