@@ -19,12 +19,14 @@ from core.engine.interface import ModelConfig
 from core.evaluation.calibration import (
     calibration_metrics,
     coverage_curve,
+    ece_by_chance,
     ece_noise_floor,
     fit_temperature,
     max_calibration_error,
     operating_point,
     rejection_auc,
     reliability_of,
+    scaling_effect,
     tempered,
     tempered_nll,
 )
@@ -105,7 +107,7 @@ def test_fit_temperature_recovers_the_temperature_of_the_labels_and_lowers_the_n
     assert tempered_nll(probs, labels, t) <= min(tempered_nll(probs, labels, s) for s in grid)
 
 
-def test_ece_noise_floor_is_the_binomial_quantile_at_one_confidence():
+def test_chance_ece_is_the_binomials_at_one_confidence_mean_quantile_and_tail():
     # every input at confidence 0.9, one bin: a draw's ECE is |k / n − 0.9|, k ~ Binomial(n, 0.9)
     n, c = 400, 0.9
     probs = torch.tensor([[c, 1 - c]], dtype=torch.float64).expand(n, -1)
@@ -113,7 +115,13 @@ def test_ece_noise_floor_is_the_binomial_quantile_at_one_confidence():
     pmf = torch.distributions.Binomial(n, torch.tensor(c, dtype=torch.float64)).log_prob(k).exp()
     gaps, order = (k / n - c).abs().sort()
     exact = gaps[torch.searchsorted(pmf[order].cumsum(0), torch.tensor(0.95, dtype=torch.float64))]
-    assert ece_noise_floor(probs, n_draws=4000) == pytest.approx(exact.item(), abs=1 / n)
+    mean = (pmf * (k / n - c).abs()).sum().item()
+    observed = 0.04
+    tail = pmf[(k / n - c).abs() >= observed - 1e-12].sum().item()
+    chance = ece_by_chance(probs, observed, n_draws=20_000)
+    assert chance.quantile95 == pytest.approx(exact.item(), abs=1 / n)
+    assert chance.expected == pytest.approx(mean, rel=0.03)
+    assert chance.p_value == pytest.approx(tail, abs=0.01)
     assert ece_noise_floor(probs, n_draws=4000, level=0.5) < exact.item() / 1.5
 
 
@@ -121,9 +129,27 @@ def test_a_calibrated_models_ece_is_within_the_floor_and_an_overconfident_ones_i
     g = torch.Generator().manual_seed(3)
     probs = torch.softmax(3.0 * torch.randn(5000, 10, generator=g, dtype=torch.float64), -1)
     labels = torch.multinomial(probs, 1, generator=g).squeeze(1)  # calibrated by construction
-    assert calibration_metrics(probs, labels)["ece"] <= ece_noise_floor(probs)
+    ece = calibration_metrics(probs, labels)["ece"]
+    assert ece <= ece_noise_floor(probs)
+    assert ece_by_chance(probs, ece).p_value > 0.05
     sharp = tempered(probs, 0.8)  # the same answers, over-confident
-    assert calibration_metrics(sharp, labels)["ece"] > 2 * ece_noise_floor(sharp)
+    sharp_ece = calibration_metrics(sharp, labels)["ece"]
+    assert sharp_ece > 2 * ece_noise_floor(sharp)
+    assert ece_by_chance(sharp, sharp_ece).p_value < 0.001
+
+
+def test_scaling_effect_says_helps_harms_or_no_measurable_change():
+    g = torch.Generator().manual_seed(4)
+    probs = torch.softmax(3.0 * torch.randn(5000, 10, generator=g, dtype=torch.float64), -1)
+    labels = torch.multinomial(probs, 1, generator=g).squeeze(1)  # calibrated by construction
+    sharp = tempered(probs, 0.7)
+    harms = scaling_effect(probs, sharp, labels, n_boot=500)
+    assert harms.effect == "harms" and 0 < harms.low <= harms.high
+    helps = scaling_effect(sharp, probs, labels, n_boot=500)
+    assert helps.effect == "helps" and helps.low <= helps.high < 0
+    assert helps.change == pytest.approx(-harms.change)
+    same = scaling_effect(probs, tempered(probs, 1.01), labels, n_boot=500)
+    assert same.effect == "none" and same.low < 0 < same.high
 
 
 def test_fit_temperature_on_predictions_that_are_all_right_runs_to_the_lower_bound():

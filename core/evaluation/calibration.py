@@ -20,6 +20,7 @@ An ECE measured on finitely many inputs is never 0, even for a perfectly calibra
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 
@@ -158,16 +159,44 @@ def reliability_of(probs, labels, bins: int = ECE_BINS) -> Reliability:
     return reliability(confidence, predicted == y, bins)
 
 
+def _ece_by_draws(confidence: torch.Tensor, gaps_of, n_draws: int, bins: int) -> torch.Tensor:
+    """The ECE of each of ``n_draws`` redrawn answer sets, 500 at a time.
+
+    ``gaps_of(count)`` gives ``count`` rows of per-input (right − confidence) weights.
+    """
+    edges = torch.linspace(0, 1, bins + 1, dtype=torch.float64)
+    members = torch.nn.functional.one_hot(torch.bucketize(confidence, edges[1:-1]), bins)
+    eces = []
+    for start in range(0, n_draws, 500):
+        gaps = gaps_of(min(500, n_draws - start)) @ members.double()  # (draws, bins)
+        eces.append(gaps.abs().sum(1) / len(confidence))
+    return torch.cat(eces)
+
+
+def _chance_eces(probs, n_draws: int, bins: int, seed: int) -> torch.Tensor:
+    """Consistency resampling: each answer redrawn right with its own confidence."""
+    confidence = _probs(probs).max(1).values
+    generator = torch.Generator().manual_seed(seed)
+
+    def gaps_of(count: int) -> torch.Tensor:
+        return torch.bernoulli(confidence.expand(count, -1), generator=generator) - confidence
+
+    return _ece_by_draws(confidence, gaps_of, n_draws, bins)
+
+
 def ece_noise_floor(
-    probs, n_draws: int = 200, bins: int = ECE_BINS, level: float = 0.95, seed: int = 0
+    probs, n_draws: int = 4000, bins: int = ECE_BINS, level: float = 0.95, seed: int = 0
 ) -> float:
-    """The ECE that a perfectly calibrated model with these confidences shows by chance.
+    """The ``level`` quantile of the ECE a perfectly calibrated model shows by chance.
+
+    A perfectly calibrated model with these confidences exceeds it only ``1 − level`` of the
+    time.
 
     Consistency resampling (Bröcker & Smith 2007; Vaicenavicius et al. 2019): whether each
     answer is right is redrawn ``n_draws`` times from the predicted class's own probability,
     so every bin's expected accuracy equals its confidence and each draw's ECE is sampling
     noise alone. An ECE below the returned quantile cannot be told apart from perfect
-    calibration on this many inputs, and no recalibration lowers it measurably.
+    calibration on this many inputs (:func:`ece_by_chance` gives the mean and a p-value).
 
     Args:
         probs: Class probabilities ``(N, C)``.
@@ -179,15 +208,111 @@ def ece_noise_floor(
     Returns:
         The ``level`` quantile of the ECE (a fraction) over the draws.
     """
-    confidence = _probs(probs).max(1).values
-    edges = torch.linspace(0, 1, bins + 1, dtype=torch.float64)
-    members = torch.nn.functional.one_hot(torch.bucketize(confidence, edges[1:-1]), bins)
+    return torch.quantile(_chance_eces(probs, n_draws, bins, seed), level).item()
+
+
+@dataclass(frozen=True)
+class ChanceEce:
+    """An ECE beside the ECE chance alone gives a perfectly calibrated model.
+
+    Attributes:
+        expected: The mean chance ECE (a perfectly calibrated model's expected ECE here).
+        quantile95: Its 95 % quantile: an ECE above it is measurably miscalibrated at 5 %.
+        p_value: The share of chance ECEs at least the observed one, ``(k + 1) / (n + 1)``.
+    """
+
+    expected: float
+    quantile95: float
+    p_value: float
+
+
+def ece_by_chance(
+    probs, ece: float, n_draws: int = 4000, bins: int = ECE_BINS, seed: int = 0
+) -> ChanceEce:
+    """Test an ECE against perfect calibration by consistency resampling.
+
+    Args:
+        probs: Class probabilities ``(N, C)`` the ECE was measured on.
+        ece: The observed ECE (a fraction).
+        n_draws: Redrawn sets of answers (the p-value's resolution is ``1 / (n_draws + 1)``).
+        bins: Number of confidence bins of the ECE.
+        seed: Seed of the draws.
+
+    Returns:
+        The chance ECE's mean and 95 % quantile, and the observed ECE's p-value.
+    """
+    draws = _chance_eces(probs, n_draws, bins, seed)
+    above = int((draws >= ece).sum())
+    return ChanceEce(
+        expected=draws.mean().item(),
+        quantile95=torch.quantile(draws, 0.95).item(),
+        p_value=(above + 1) / (n_draws + 1),
+    )
+
+
+SCALING_EFFECTS = ("helps", "harms", "none")
+"""What temperature scaling did to the ECE: lowered it, raised it, or no measurable change."""
+
+
+@dataclass(frozen=True)
+class ScalingEffect:
+    """Whether temperature scaling changed the ECE beyond sampling noise.
+
+    Attributes:
+        effect: ``"helps"`` (the interval of the change lies below 0), ``"harms"`` (above 0)
+            or ``"none"`` (it holds 0).
+        change: ECE after − ECE before, on the inputs themselves.
+        low: The lower end of the change's 95 % paired-bootstrap interval.
+        high: Its upper end.
+    """
+
+    effect: str
+    change: float
+    low: float
+    high: float
+
+
+def scaling_effect(
+    probs, scaled, labels, n_boot: int = 2000, bins: int = ECE_BINS, seed: int = 0
+) -> ScalingEffect:
+    """Test whether scaling changed the ECE: a paired bootstrap over the inputs.
+
+    Each bootstrap set of inputs (drawn with replacement) is rated before and after scaling,
+    so the interval is that of the change itself, not of two independent ECEs.
+
+    Args:
+        probs: Class probabilities before scaling ``(N, C)``.
+        scaled: The same inputs' probabilities after scaling ``(N, C)``.
+        labels: Class indices ``(N,)``.
+        n_boot: Bootstrap sets.
+        bins: Number of confidence bins of the ECE.
+        seed: Seed of the bootstrap.
+
+    Returns:
+        The change and its 95 % interval, and the verdict.
+    """
+    labels = _labels(labels)
+    before, after = _probs(probs), _probs(scaled)
     generator = torch.Generator().manual_seed(seed)
-    right = torch.bernoulli(confidence.expand(n_draws, -1), generator=generator)
-    # per draw and bin: (right answers − summed confidence); the ECE is Σ_bins |gap| / N
-    gaps = (right - confidence) @ members.double()
-    ece = gaps.abs().sum(1) / len(confidence)
-    return torch.quantile(ece, level).item()
+    n = len(labels)
+    changes = []
+    for start in range(0, n_boot, 250):
+        count = min(250, n_boot - start)
+        picks = torch.randint(n, (count, n), generator=generator)
+        weights = torch.zeros(count, n, dtype=torch.float64).scatter_add_(
+            1, picks, torch.ones(count, n, dtype=torch.float64)
+        )
+        rated = []
+        for p in (before, after):
+            confidence, predicted = p.max(1)
+            gaps = (predicted == labels).double() - confidence
+            rated.append(_ece_by_draws(confidence, lambda c, w=weights * gaps: w, count, bins))
+        changes.append(rated[1] - rated[0])
+    changes = torch.cat(changes)
+    low, high = torch.quantile(changes, torch.tensor([0.025, 0.975], dtype=torch.float64))
+    ece = [calibration(p, labels, bins)["ece"] for p in (before, after)]
+    effect = "helps" if high < 0 else "harms" if low > 0 else "none"
+    return ScalingEffect(effect, ece[1] - ece[0], low.item(), high.item())
 
 
 def calibration_metrics(probs, labels, bins: int = ECE_BINS) -> dict[str, float]:

@@ -40,12 +40,14 @@ from core.engine.device import default_device
 from core.engine.sampler import predictive_samples
 from core.engine.seeding import seeded
 from core.evaluation.calibration import (
+    ScalingEffect,
     calibration_metrics,
-    ece_noise_floor,
+    ece_by_chance,
     fit_temperature,
     operating_point,
     rejection_auc,
     reliability_of,
+    scaling_effect,
     tempered,
     tempered_nll,
 )
@@ -71,6 +73,7 @@ from core.studies.evaluations import (
 )
 
 CACHE_VERSION = 1  # bump when what is computed or stored changes
+TESTS_VERSION = 1  # of calibration_tests' entries
 STUDY = "calibration"
 VALIDATION_SIZE = 5000
 SPLIT_SEED = 0  # the seed of core.data.load_dataset's subsets, so --train-subset leaves it out
@@ -402,6 +405,60 @@ def temperature_fit(
     )
 
 
+def calibration_tests(
+    checkpoint: str | Path,
+    evaluation: DatasetEvaluation,
+    fit: TemperatureFit,
+) -> dict[str, float | str]:
+    """Test a checkpoint's ECE against chance, before and after scaling, and the change (cached).
+
+    Args:
+        checkpoint: Registry name or ``.pt`` path (the cache key uses its content).
+        evaluation: Its evaluation on its task's test set.
+        fit: Its temperature fit.
+
+    Returns:
+        ``ece_chance`` (a perfectly calibrated model's expected ECE here), ``ece_floor`` (its
+        95 % quantile), ``ece_p_value`` (:func:`~core.evaluation.calibration.ece_by_chance`),
+        the same three with ``_tempered`` after scaling, and ``scaling_effect`` (``"helps"``,
+        ``"harms"`` or ``"none"``), ``scaling_change``, ``scaling_low``, ``scaling_high``
+        (:func:`~core.evaluation.calibration.scaling_effect`).
+    """
+    entry = cache_entry(
+        STUDY,
+        TESTS_VERSION,
+        checkpoints=(checkpoint,),
+        settings={
+            "part": "tests",
+            "data": [evaluation.dataset, "test", len(evaluation)],
+            "n_samples": evaluation.n_samples,
+            "temperature": fit.temperature,
+        },
+        prefix=f"tests-{evaluation.dataset}",
+    )
+
+    def compute() -> dict[str, float | str]:
+        scaled = tempered(evaluation.mean, fit.temperature)
+        tests: dict[str, float | str] = {}
+        for suffix, probs in (("", evaluation.mean), ("_tempered", scaled)):
+            ece = calibration_metrics(probs, evaluation.labels)["ece"]
+            chance = ece_by_chance(probs, ece)
+            tests |= {
+                f"ece_chance{suffix}": chance.expected,
+                f"ece_floor{suffix}": chance.quantile95,
+                f"ece_p_value{suffix}": chance.p_value,
+            }
+        effect = scaling_effect(evaluation.mean, scaled, evaluation.labels)
+        return tests | {
+            "scaling_effect": effect.effect,
+            "scaling_change": effect.change,
+            "scaling_low": effect.low,
+            "scaling_high": effect.high,
+        }
+
+    return entry.load_or_compute(compute)
+
+
 def validation_seen(
     checkpoint: str | Path, fit: TemperatureFit, test_nll: float
 ) -> tuple[bool, str]:
@@ -449,11 +506,13 @@ class CalibrationResult:
         n_samples: Passes per prediction.
         num_inputs: Test inputs.
         metrics: ``{"accuracy", "ece", "mce", "nll", "brier"}`` of the predictive mean, and
-            ``"ece_floor"``: the ECE a perfectly calibrated model with its confidences exceeds
-            by chance on these inputs only 5 % of the time
-            (:func:`core.evaluation.calibration.ece_noise_floor`).
+            of chance: ``"ece_chance"``, the ECE a perfectly calibrated model with its
+            confidences shows on these inputs on average; ``"ece_floor"``, the one it exceeds
+            only 5 % of the time (the 95 % quantile); ``"ece_p_value"``, the share of chance
+            ECEs at least this one (:func:`core.evaluation.calibration.ece_by_chance`).
         tempered: The same after temperature scaling with ``fit.temperature``.
         fit: The temperature fit on the validation split.
+        scaling: Whether scaling changed the ECE beyond sampling noise (a paired bootstrap).
         reliability: Reliability bins of the predictive mean.
         reliability_tempered: Reliability bins after temperature scaling.
         rejection: Score name → ``{"auc", "threshold", "coverage", "accuracy"}``: the area
@@ -471,6 +530,7 @@ class CalibrationResult:
     metrics: dict[str, float]
     tempered: dict[str, float]
     fit: TemperatureFit
+    scaling: ScalingEffect
     reliability: Reliability
     reliability_tempered: Reliability
     rejection: dict[str, dict[str, float]]
@@ -491,6 +551,7 @@ class CalibrationResult:
         """
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["fit"] = self.fit.to_dict()
+        out["scaling"] = asdict(self.scaling)
         for name in ("reliability", "reliability_tempered"):
             bins: Reliability = out[name]
             out[name] = {
@@ -574,8 +635,9 @@ def calibration_result(
     )
     report(progress, 1.0, "done")
     scaled = tempered(evaluation.mean, fit.temperature)
+    tests = calibration_tests(path, evaluation, fit)
     metrics = calibration_metrics(evaluation.mean, evaluation.labels)
-    metrics["ece_floor"] = ece_noise_floor(evaluation.mean)
+    metrics |= {k: tests[k] for k in ("ece_chance", "ece_floor", "ece_p_value")}
     seen, evidence = validation_seen(path, fit, metrics["nll"])
     return CalibrationResult(
         checkpoint=path.stem,
@@ -585,8 +647,14 @@ def calibration_result(
         metrics=metrics,
         tempered={
             **calibration_metrics(scaled, evaluation.labels),
-            "ece_floor": ece_noise_floor(scaled),
+            **{k: tests[f"{k}_tempered"] for k in ("ece_chance", "ece_floor", "ece_p_value")},
         },
+        scaling=ScalingEffect(
+            str(tests["scaling_effect"]),
+            float(tests["scaling_change"]),
+            float(tests["scaling_low"]),
+            float(tests["scaling_high"]),
+        ),
         fit=fit,
         reliability=reliability_of(evaluation.mean, evaluation.labels),
         reliability_tempered=reliability_of(scaled, evaluation.labels),
@@ -953,9 +1021,12 @@ def calibration_summary(
     Returns:
         A JSON-ready dict: ``n_samples``, ``shift_settings`` and ``models``, one entry per
         checkpoint with ``checkpoint``, ``dataset`` (its task), ``accuracy``, ``ece``,
-        ``ece_floor`` (the ECE that chance alone reaches, :class:`CalibrationResult`), ``mce``,
-        ``nll``, ``brier``, ``temperature``, ``temperature_at_bound``, ``ece_tempered``,
-        ``ece_floor_tempered``, ``nll_tempered``,
+        ``ece_chance``, ``ece_floor`` and ``ece_p_value`` (the ECE against chance,
+        :class:`CalibrationResult`), ``mce``, ``nll``, ``brier``, ``temperature``,
+        ``temperature_at_bound``, ``ece_tempered``, ``ece_floor_tempered``,
+        ``ece_chance_tempered``, ``ece_p_value_tempered``, ``nll_tempered``, ``scaling_effect``
+        (``"helps"``, ``"harms"`` or ``"none"``), ``scaling_change`` and ``scaling_interval``
+        (its 95 % interval),
         ``validation_nll_ratio``, ``validation_seen``, ``validation_evidence``, ``rejection``
         (score → AUC and the
         99th-percentile rule's coverage and accuracy) and ``shifts`` (shift → one
@@ -994,6 +1065,11 @@ def calibration_summary(
                 "temperature_at_bound": result.fit.at_bound,
                 "ece_tempered": result.tempered["ece"],
                 "ece_floor_tempered": result.tempered["ece_floor"],
+                "ece_chance_tempered": result.tempered["ece_chance"],
+                "ece_p_value_tempered": result.tempered["ece_p_value"],
+                "scaling_effect": result.scaling.effect,
+                "scaling_change": result.scaling.change,
+                "scaling_interval": [result.scaling.low, result.scaling.high],
                 "nll_tempered": result.tempered["nll"],
                 "validation_nll_ratio": result.validation_nll_ratio,
                 "validation_seen": result.validation_seen,
