@@ -202,8 +202,8 @@ def show_job(job: TrainJob, name: str, jobs: list[TrainJob], workers: int) -> No
                 f"{at_once}): {wait_text(job, jobs, workers)}",
             )
             st.caption(
-                "The wait is estimated from how long the last jobs here took per training "
-                "image; it changes as jobs ahead end, or are cancelled."
+                "The wait is estimated from the size of the jobs ahead and how long the last "
+                "jobs took on this server; it changes as jobs ahead end, or are cancelled."
             )
     if job.status.active and ui.visitor().may_act_on(job.owner):
         button.button(

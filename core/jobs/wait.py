@@ -1,10 +1,13 @@
-"""How long a queued training job will wait: from how long recent jobs took, per image.
+"""How long a queued training job will wait: from how long recent jobs took.
 
-A job's duration is estimated from the last :data:`RECENT` finished jobs, per image trained
-(epochs × training images, :func:`~core.jobs.limits.job_images`): the median over those of the
-same method, else over all of them, else :data:`SECONDS_PER_IMAGE`. The queue's workers then
-take the jobs ahead in order, each the next one as it frees (:func:`expected_wait`), so with
-``w`` workers a queue drains about ``w`` times faster.
+A job's duration is modelled as its training (epochs × training images,
+:func:`~core.jobs.limits.job_images`, at :data:`TRAIN_SECONDS_PER_IMAGE`) plus its final test
+error (:attr:`~core.jobs.training.TrainRequest.n_eval_samples` passes over the test set, at
+:data:`EVAL_SECONDS_PER_PASS`), times this server's measured speed: the median, over the last
+:data:`RECENT` finished jobs of the same method (else of any method), of the time each took over
+its model (1 before any job has finished). The queue's workers then take the jobs ahead in order,
+each the next one as it frees (:func:`expected_wait`), so with ``w`` workers a queue drains
+about ``w`` times faster.
 """
 
 from __future__ import annotations
@@ -17,44 +20,52 @@ from collections.abc import Sequence
 from core.jobs.limits import job_images
 from core.jobs.store import JobStatus, TrainJob
 
-SECONDS_PER_IMAGE = 35.0 / 30_000
-"""Seconds per image of a job before any job has finished here: the Train page's default job
-(Bayes by Backprop, 3 epochs × 10,000 MNIST images, test curve on 10,000 test images, the saved
-test error with 100 passes) took about 35 s on one thread of a quiet 2-core CPU (docs/train.md)."""
+TRAIN_SECONDS_PER_IMAGE = 27.0 / 30_000
+EVAL_SECONDS_PER_PASS = 35.0 / 100
+"""The Train page's default job (Bayes by Backprop, 3 epochs × 10,000 MNIST images, test curve
+on the 10,000 test images) took 27 s of training and 35 s for its saved test error with 100
+passes on one thread of this project's 2-core CPU with other jobs running (docs/train.md): 62 s
+in all, and about 34 s with the lesson's 20 passes."""
 RECENT = 10
 """Finished jobs the estimate learns from (the most recent ones)."""
 
 
-def images(job: TrainJob) -> int:
-    """Images a job trains on in all (epochs × training images).
+def modelled_seconds(job: TrainJob) -> float:
+    """A job's duration at the documented rates.
+
+    :data:`TRAIN_SECONDS_PER_IMAGE` for its training, :data:`EVAL_SECONDS_PER_PASS` for its
+    saved test error.
 
     Args:
         job: The job.
 
     Returns:
-        At least 1.
+        Seconds, more than 0.
     """
-    return max(1, job_images(job.request.n_train, job.request.training.epochs))
+    request = job.request
+    images = job_images(request.n_train, request.training.epochs)
+    passes = max(1, request.n_eval_samples)
+    return images * TRAIN_SECONDS_PER_IMAGE + passes * EVAL_SECONDS_PER_PASS
 
 
-def seconds_per_image(job: TrainJob, finished: Sequence[TrainJob]) -> float:
-    """The measured seconds per image of jobs like ``job``.
+def speed(job: TrainJob, jobs: Sequence[TrainJob]) -> float:
+    """How much longer than modelled jobs like ``job`` took here.
 
     Args:
         job: The job to estimate.
-        finished: Jobs of the queue (any status); the last :data:`RECENT` done ones count.
+        jobs: The queue's jobs (any status); the last :data:`RECENT` done ones count.
 
     Returns:
-        The median over recent done jobs of the same method, else over all recent done jobs,
-        else :data:`SECONDS_PER_IMAGE`.
+        The median of measured over modelled seconds, over recent done jobs of the same method,
+        else over all recent done jobs; 1 before any job has finished.
     """
-    done = [j for j in finished if j.status is JobStatus.DONE and j.started and j.finished]
+    done = [j for j in jobs if j.status is JobStatus.DONE and j.started and j.finished]
     done = sorted(done, key=lambda j: j.finished or 0.0)[-RECENT:]
     same = [j for j in done if j.request.model.kind == job.request.model.kind]
     for pool in (same, done):
         if pool:
-            return statistics.median(j.elapsed() / images(j) for j in pool)
-    return SECONDS_PER_IMAGE
+            return statistics.median(j.elapsed() / modelled_seconds(j) for j in pool)
+    return 1.0
 
 
 def job_seconds(job: TrainJob, jobs: Sequence[TrainJob]) -> float:
@@ -67,7 +78,7 @@ def job_seconds(job: TrainJob, jobs: Sequence[TrainJob]) -> float:
     Returns:
         Seconds.
     """
-    return seconds_per_image(job, jobs) * images(job)
+    return speed(job, jobs) * modelled_seconds(job)
 
 
 def remaining(job: TrainJob, jobs: Sequence[TrainJob], now: float) -> float:
