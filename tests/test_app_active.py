@@ -124,14 +124,16 @@ SHORT = {"budget": 40, "candidates": 100, "train_steps": 10, "test_size": 200, "
 
 
 @pytest.fixture
-def short_live_runs(monkeypatch):
-    """The page's live runs with :data:`SHORT` settings."""
+def short_live_runs(monkeypatch) -> dict:
+    """The page's live runs with :data:`SHORT` settings; change the dict yielded to change the
+    next run's."""
     from core.active import loop
 
-    original = loop.live_config
+    original, sizes = loop.live_config, dict(SHORT)
     monkeypatch.setattr(
-        loop, "live_config", lambda kind, **fields: original(kind, **{**fields, **SHORT})
+        loop, "live_config", lambda kind, **fields: original(kind, **{**fields, **sizes})
     )
+    return sizes
 
 
 def finish(at: AppTest) -> AppTest:
@@ -162,6 +164,7 @@ def test_a_live_run_advances_both_learners_together_and_ends_with_run_again(
     assert len(strips.value) == 2
     assert [c.split(" picked these after ")[1][:9] for c in strips.captions] == ["30 labels"] * 2
     assert any("Finished: 3 rounds, both at 40 labels" in p.proto.text for p in at.get("progress"))
+    short_live_runs["budget"] = 1000  # 99 rounds: it cannot end before Stop is pressed
     at.button(key="active_start").click().run()
     assert [b.label for b in at.button] == ["Stop"]
     at.button(key="active_stop").click().run()
