@@ -109,7 +109,7 @@ def stop() -> None:
 def status_line(snap: Snapshot) -> str:
     """One line on where the live run is, e.g. "Round 3 of 14: both at 40 labels (8 s)"."""
     labels = next(iter(snap.rounds.values()))[-1].labels if snap.done_rounds else None
-    where = f"both at {labels} labels" if labels else "training on the first 20 labels"
+    where = f"both at {labels} labels" if labels else "training the first round"
     took = f"{snap.seconds:.0f} s"
     if snap.state is LiveState.STARTING:
         return "Starting…"
@@ -183,7 +183,6 @@ def live_run() -> None:
         st.progress(snap.done_rounds / snap.total, text=status_line(snap))
         if snap.state is LiveState.FAILED:
             st.error("The live run stopped with an error; press Run again.")
-            st.text(snap.error)
         curves = {
             name: {"labels": [r.labels for r in rounds], "mean": [r.accuracy for r in rounds]}
             for name, rounds in snap.rounds.items()

@@ -12,6 +12,7 @@ another one waits for a slot, saying so.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -23,6 +24,8 @@ import torch
 
 from core.active.loop import ActiveLearner, Round
 from core.progress import compute_slot
+
+log = logging.getLogger(__name__)
 
 LIVE_SLOTS = 2
 """Live comparisons computing at once on one server (every session together)."""
@@ -194,7 +197,8 @@ class LiveComparison:
                     return
                 self._set(state=LiveState.RUNNING)
                 self._compute()
-        except Exception as exc:  # noqa: BLE001 - the page says it in one line
+        except Exception as exc:  # noqa: BLE001 - the page says it failed; the log says why
+            log.exception("live active-learning run failed")
             self._set(state=LiveState.FAILED, error=f"{type(exc).__name__}: {exc}"[:300])
 
     def _compute(self) -> None:
