@@ -88,3 +88,11 @@ def test_an_error_fails_the_run_with_one_line():
     assert run.join(30)
     snap = run.snapshot()
     assert snap.state is LiveState.FAILED and snap.error.startswith("ZeroDivisionError")
+
+
+def test_nothing_computes_before_start():
+    learner = Learner()
+    run = LiveComparison({"bald": learner}, slots=1)
+    assert run.snapshot().state is LiveState.STARTING and run.snapshot().state.active
+    assert not run.started and run.join(0)
+    assert not learner.started.is_set()
