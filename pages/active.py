@@ -4,11 +4,13 @@ import json
 
 import numpy as np
 import streamlit as st
+import torch
 
 from app import ui
 from app.figures import show_figure
 from app.figures.active import curves_figure
 from core.active.acquisition import TITLES
+from core.active.live import LIVE_SLOTS, LiveState, Snapshot, comparison
 from core.active.loop import (
     MODEL_KINDS,
     RESULT_FILE,
@@ -21,9 +23,11 @@ from core.data import DatasetUnavailable
 from core.methods import method
 from core.storage.paths import REPO_ROOT
 
-LIVE_KEY = "active_live"
-RUNNING_KEY = "active_running"
+LIVE_KEY = "active_live"  # this session's LiveComparison
+POLLING_KEY = "active_polling"  # the page drew the live run polled (it was computing)
 KIND_KEY = "active_kind"
+LIVE_NAMES = ("bald", "random")
+POLL_SECONDS = 1.0
 # The live run trains 100 steps a round (the stored curves 600), scores 500 random pool images
 # (1,000) with 10 passes (20) and measures on 1,000 test images (5,000). Measured on one quiet
 # core here, both learners to 150 labels, seeds 0-2: a round takes 2.84-2.87 s (median; the first
@@ -80,74 +84,115 @@ def reach(value: int | None) -> str:
 
 
 def start() -> None:
+    """A new live run with the chosen model: BALD and random, advanced together. It starts
+    computing once the page has been redrawn for it (a page drawn beside the computation would
+    take longer, and fade)."""
+    old = st.session_state.get(LIVE_KEY)
+    if old is not None:
+        old.cancel()
     data = ui.kept(load_active_data)
     kind = st.session_state.get(KIND_KEY, "dropout")
-    st.session_state[LIVE_KEY] = {
-        name: ActiveLearner(live_config(kind, acquisition=name, **LIVE), data)
-        for name in ("bald", "random")
-    }
-    st.session_state[RUNNING_KEY] = True
-
-
-def toggle() -> None:
-    st.session_state[RUNNING_KEY] = not st.session_state.get(RUNNING_KEY, False)
-
-
-@st.fragment(run_every=1.0)
-def live_run() -> None:
-    """One round of BALD and of random per tick while running; pause, resume or restart."""
-    learners = st.session_state.get(LIVE_KEY)
-    st.selectbox(
-        "Model",
-        MODEL_KINDS,
-        index=MODEL_KINDS.index("dropout"),
-        format_func=lambda kind: method(kind).title,
-        key=KIND_KEY,
-        help="The Bayesian network that is retrained every round and whose sampled networks "
-        "score the unlabelled digits. A new run starts with it.",
+    st.session_state[LIVE_KEY] = comparison(
+        lambda name: ActiveLearner(live_config(kind, acquisition=name, **LIVE), data),
+        LIVE_NAMES,
+        threads=torch.get_num_threads(),
     )
-    left, middle = st.columns(2)
-    left.button("Start a new run", on_click=start, key="active_start", type="primary")
-    running = st.session_state.get(RUNNING_KEY, False)
-    if learners is None:
-        config = live_config(st.session_state[KIND_KEY], **LIVE)
-        st.caption(
-            f"Trains a fresh {method(config.kind).title} network, {network(config.to_dict())}, "
-            f"for {config.train_steps} steps after each round of {config.acquire} labels, "
-            f"from {config.initial} to "
-            f"{config.budget} labels, once choosing by BALD and once at random, side by side "
-            "(a few seconds per round on a laptop CPU)."
-        )
-        return
-    finished = all(learner.done for learner in learners.values())
-    middle.button(
-        "Pause" if running and not finished else "Resume",
-        on_click=toggle,
-        key="active_pause",
-        disabled=finished,
-    )
-    if running and not finished:
-        for learner in learners.values():
-            if not learner.done:
-                learner.step()
-    curves = {
-        name: {
-            "labels": [r.labels for r in learner.rounds],
-            "mean": [r.accuracy for r in learner.rounds],
-        }
-        for name, learner in learners.items()
-        if learner.rounds
-    }
-    if curves:
-        show_figure(curves_figure(curves, TITLES, "This run"), "active_live_curves")
+
+
+def stop() -> None:
+    """Cancel the live run: it stops within a learner's step; the finished rounds stay."""
+    run = st.session_state.get(LIVE_KEY)
+    if run is not None:
+        run.cancel()
+
+
+def status_line(snap: Snapshot) -> str:
+    """One line on where the live run is, e.g. "Round 3 of 14: both at 40 labels (8 s)"."""
+    labels = next(iter(snap.rounds.values()))[-1].labels if snap.done_rounds else None
+    where = f"both at {labels} labels" if labels else "training the first round"
+    took = f"{snap.seconds:.0f} s"
+    if snap.state is LiveState.STARTING:
+        return "Starting…"
+    if snap.state is LiveState.WAITING:
+        return f"Waiting: {LIVE_SLOTS} live runs are computing on this server right now."
+    if snap.state is LiveState.RUNNING:
+        return f"Round {snap.done_rounds + 1} of {snap.total}: {where} so far ({took})."
+    if snap.state is LiveState.DONE:
+        return f"Finished: {snap.total} rounds, {where}, in {took}."
+    if snap.state is LiveState.CANCELLED:
+        return f"Stopped after {snap.done_rounds} of {snap.total} rounds, {where} ({took})."
+    return "The run failed."
+
+
+def show_strips(snap: Snapshot) -> None:
+    """Each learner's last picks (the last round that picked), all at the same label count, in
+    one element: the strips and their captions change together."""
     x_train = ui.kept(load_active_data)[0]
-    for name, learner in learners.items():
-        if learner.rounds and learner.rounds[-1].picked:
-            last = learner.rounds[-1]
-            strip = np.concatenate([x_train[i, 0].numpy() for i in last.picked], axis=1)
-            st.image(strip, clamp=True, width="stretch")
-            scores = ", ".join(f"{s:.2f}" for s in last.scores)
-            st.caption(f"{TITLES[name]} picked these after {last.labels} labels (scores {scores}).")
+    strips, captions = [], []
+    for name, rounds in snap.rounds.items():
+        picking = [r for r in rounds if r.picked]
+        if not picking:
+            continue
+        last = picking[-1]
+        strips.append(np.concatenate([x_train[i, 0].numpy() for i in last.picked], axis=1))
+        scores = ", ".join(f"{s:.2f}" for s in last.scores)
+        captions.append(
+            f"{TITLES[name]} picked these after {last.labels} labels (scores {scores})."
+        )
+    if strips:
+        st.image(strips, caption=captions, clamp=True, width="stretch")
+
+
+def live_run() -> None:
+    """The live run: start, stop or run again; redrawn from what the run has published."""
+    run = st.session_state.get(LIVE_KEY)
+    snap = run.snapshot() if run is not None else None
+    active = snap is not None and snap.state.active
+    if active != st.session_state.get(POLLING_KEY, False):
+        st.rerun()  # the whole page: it starts (or stops) polling this fragment
+    with st.container(key="active_live_area"):
+        st.selectbox(
+            "Model",
+            MODEL_KINDS,
+            index=MODEL_KINDS.index("dropout"),
+            format_func=lambda kind: method(kind).title,
+            key=KIND_KEY,
+            disabled=active,
+            help="The Bayesian network that is retrained every round and whose sampled "
+            "networks score the unlabelled digits. A new run starts with it.",
+        )
+        if active:
+            st.button("Stop", on_click=stop, key="active_stop", icon=":material/stop_circle:")
+        else:
+            st.button(
+                "Start a new run" if snap is None else "Run again",
+                on_click=start,
+                key="active_start",
+                type="primary",
+            )
+        if snap is None:
+            config = live_config(st.session_state[KIND_KEY], **LIVE)
+            st.caption(
+                f"Trains a fresh {method(config.kind).title} network, "
+                f"{network(config.to_dict())}, for {config.train_steps} steps after each round "
+                f"of {config.acquire} labels, from {config.initial} to {config.budget} labels, "
+                "once choosing by BALD and once at random, side by side (a few seconds per "
+                "round on a laptop CPU)."
+            )
+            return
+        st.progress(snap.done_rounds / snap.total, text=status_line(snap))
+        if snap.state is LiveState.FAILED:
+            st.error("The live run stopped with an error; press Run again.")
+        curves = {
+            name: {"labels": [r.labels for r in rounds], "mean": [r.accuracy for r in rounds]}
+            for name, rounds in snap.rounds.items()
+            if rounds
+        }
+        if curves:
+            show_figure(curves_figure(curves, TITLES, "This run"), "active_live_curves")
+        show_strips(snap)
+    if active:
+        run.start()
 
 
 st.title("Active learning")
@@ -242,4 +287,6 @@ except DatasetUnavailable as exc:
     st.error("The MNIST training set is needed for a live run.")
     st.text(str(exc))
     st.stop()
-live_run()
+running = st.session_state.get(LIVE_KEY)
+st.session_state[POLLING_KEY] = running is not None and running.snapshot().state.active
+st.fragment(run_every=POLL_SECONDS if st.session_state[POLLING_KEY] else None)(live_run)()

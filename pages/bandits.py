@@ -337,16 +337,28 @@ def reference_section() -> None:
     st.markdown(ranking(result))
     with st.expander("What the papers found, and what this run shows"):
         st.markdown(FINDINGS[result["settings"]["env"]] + " " + bbb_verdict(result))
-    threads = result.get("threads", "?")
-    where = (
-        "a GPU"
-        if result.get("device", "cpu").startswith("cuda")
-        else f"{threads} CPU thread{'' if threads == 1 else 's'}"
-        + (f" of an {result['processor']}" if result.get("processor") else "")
-    )
     st.caption(
-        f"Computed in {format_seconds(result['seconds'])} on {where} and stored with the lab. "
-        "Lines: mean over seeds; bands: the range over seeds."
+        f"Computed in {format_seconds(result['seconds'])} on {computed_on(result)} and stored "
+        "with the lab. Lines: mean over seeds; bands: the range over seeds."
+    )
+
+
+def computed_on(result: dict) -> str:
+    """Where a result was computed: "a GPU", "1 CPU thread of an Intel Xeon ..."."""
+    threads = result.get("threads", "?")
+    if result.get("device", "cpu").startswith("cuda"):
+        return "a GPU"
+    where = f"{threads} CPU thread{'' if threads == 1 else 's'}"
+    return where + (f" of an {result['processor']}" if result.get("processor") else "")
+
+
+def run_words(config: RunConfig) -> str:
+    """A live run's size in words: "1,000 steps × 2 seeds of 3 agents (BBB Thompson; ...)"."""
+    seeds = f"{config.seeds} seed{'' if config.seeds == 1 else 's'}"
+    agents = "; ".join(AGENTS[n].title for n in config.agents)
+    count = len(config.agents)
+    return (
+        f"{config.steps:,} steps × {seeds} of {count} agent{'' if count == 1 else 's'} ({agents})"
     )
 
 
@@ -461,9 +473,11 @@ def live(run: BanditRun) -> None:
                 snapshot = run.snapshot()
             chunk += 1
             result = run.result(with_snapshot=False) | {"snapshot": snapshot}
+            left = run.seconds * (run.config.steps - run.step) / max(run.step, 1)
             bar.progress(
                 run.step / run.config.steps,
-                f"step {run.step:,} of {run.config.steps:,} ({run.seconds:.1f} s)",
+                f"step {run.step:,} of {run.config.steps:,} ({format_seconds(run.seconds)}, "
+                f"about {format_seconds(left)} left)",
             )
             with area.container():
                 show_result(result, f"bandit_live_{run.step}", run_title(result))
@@ -505,18 +519,27 @@ def live_section() -> None:
         result = run.result()
         word = "Paused" if state == "paused" else "Stopped"
         st.info(f"{word} after {run.step:,} of {run.config.steps:,} steps.")
+    elif config is not None and (result is None or result["settings"] != config.to_dict()):
+        result = cached_result(config) or result  # these settings' run, finished before
     if result is None:
         st.caption(
-            f"Press Start: {DEFAULT_STEPS} steps of four agents take a few seconds on this "
-            "server. Finished runs are stored, so the same settings show at once next time."
+            f"Press Start: {run_words(config)}, computed live on this server, the curves "
+            f"growing every {CHUNK_STEPS} steps. A finished run is stored by its settings, so "
+            "the same settings (and this page's link) show it at once next time."
+            if config is not None
+            else "Choose the agents, then press Start."
         )
         return
     if config is not None and result["settings"] != config.to_dict():
         st.caption("The run below used other settings than the ones above.")
     show_result(result, "bandit_result", run_title(result))
+    shown = RunConfig.from_dict(result["settings"])
+    done = result["steps_done"] >= shown.steps
     st.caption(
-        f"{format_seconds(result['seconds'])} of compute. Lines: mean over seeds; bands: the "
-        "range over seeds."
+        f"{run_words(shown)}: {format_seconds(result['seconds'])} of compute on "
+        f"{computed_on(result)}"
+        + (", stored: these settings show it at once. " if done else ". ")
+        + "Lines: mean over seeds; bands: the range over seeds."
     )
 
 

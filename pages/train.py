@@ -25,6 +25,7 @@ from core.jobs import JobStatus, TrainJob, kind_template, make_request, training
 from core.jobs.limits import LimitError, Limits
 from core.jobs.owners import delete_model, rename_model
 from core.jobs.training import TrainRequest, free_name
+from core.jobs.wait import expected_wait
 from core.methods import METHODS, method
 from core.methods.base import Setting
 from core.storage.checkpoints import (
@@ -125,11 +126,33 @@ def job_names(jobs: list[TrainJob]) -> dict[int, str]:
     return dict(zip([j.id for j in jobs], run_names(lines, runs, say), strict=True))
 
 
-def status_text(job: TrainJob) -> str:
-    """One phrase on a job's state: queue position, progress and ETA, or the outcome."""
+def about(seconds: float) -> str:
+    """A wait in words: "under a minute", "about 2 min", "about 1 h 5 min"."""
+    minutes = round(seconds / 60)
+    if minutes < 1:
+        return "under a minute"
+    if minutes < 60:
+        return f"about {minutes} min"
+    return f"about {minutes // 60} h {minutes % 60} min"
+
+
+def wait_text(job: TrainJob, jobs: list[TrainJob], workers: int) -> str:
+    """A queued job's expected wait, e.g. "starts in about 2 min" ("" if not queued)."""
+    wait = expected_wait(job, jobs, workers)
+    if wait is None:
+        return ""
+    return "starts now" if wait < 1 else f"starts in {about(wait)}"
+
+
+def status_text(job: TrainJob, jobs: list[TrainJob] | None = None, workers: int = 1) -> str:
+    """One phrase on a job's state: queue position and expected wait, progress and ETA, or the
+    outcome (the wait is estimated from ``jobs``, the queue's, trained ``workers`` at a time)."""
     if job.status is JobStatus.QUEUED:
         first = " (the teacher's: goes first)" if job.teacher else ""
-        return f"queued, position {job.position}{first}" if job.position else "queued"
+        if not job.position:
+            return "queued"
+        wait = wait_text(job, jobs or [job], workers)
+        return f"queued, position {job.position}{first}, {wait}"
     if job.status is JobStatus.RUNNING:
         if job.cancelling:
             return "cancelling…"
@@ -156,13 +179,13 @@ def curve_data(job: TrainJob) -> tuple[dict, dict]:
     return epochs, steps
 
 
-def show_job(job: TrainJob, name: str) -> None:
-    """The watched job, under its name in the list: progress bar with ETA, cancel button,
-    outcome and live curves."""
+def show_job(job: TrainJob, name: str, jobs: list[TrainJob], workers: int) -> None:
+    """The watched job, under its name in the list: its place in the queue and expected wait,
+    progress bar with ETA, cancel button, outcome and live curves."""
     request = job.request
     head, button = st.columns([5, 1], vertical_alignment="bottom")
     with head:
-        st.markdown(f"**Job #{job.id}** ({name}): {status_text(job)}")
+        st.markdown(f"**Job #{job.id}** ({name}): {status_text(job, jobs, workers)}")
         st.text(f"name: {request.name}")  # user text: never Markdown
         if job.status is JobStatus.RUNNING:
             eta = job.eta()
@@ -170,7 +193,18 @@ def show_job(job: TrainJob, name: str) -> None:
             label += "" if eta is None else f" · ETA {eta:.0f} s"
             st.progress(job.fraction, text=label)
         elif job.status is JobStatus.QUEUED:
-            st.progress(0.0, text=f"waiting, position {job.position} in the queue")
+            ahead = (job.position or 1) - 1
+            jobs_ahead = f"{ahead} job{'' if ahead == 1 else 's'} ahead"
+            at_once = f"{workers} job{'s train' if workers > 1 else ' trains'} at a time"
+            st.progress(
+                0.0,
+                text=f"waiting, position {job.position} in the queue ({jobs_ahead}, "
+                f"{at_once}): {wait_text(job, jobs, workers)}",
+            )
+            st.caption(
+                "The wait is estimated from the size of the jobs ahead and how long the last "
+                "jobs took on this server; it changes as jobs ahead end, or are cancelled."
+            )
     if job.status.active and ui.visitor().may_act_on(job.owner):
         button.button(
             "Cancel",
@@ -239,7 +273,7 @@ def jobs_panel() -> None:
             "job": f"#{j.id}",
             "name": j.request.name,
             "what": names[j.id],
-            "status": status_text(j),
+            "status": status_text(j, jobs, queue.workers),
             "yours": "yes" if j.owner == visitor.id else "",
         }
         for j in reversed(jobs)
@@ -260,7 +294,7 @@ def jobs_panel() -> None:
         on_change=lambda: st.session_state.update({PICKED_KEY: True}),
     )
     job = queue.get(watched) or next(j for j in jobs if j.id == watched)
-    show_job(job, names.get(job.id) or job_line(job.request))
+    show_job(job, names.get(job.id) or job_line(job.request), jobs, queue.workers)
     if st.session_state.get("train_polling") and not any(j.status.active for j in jobs):
         st.session_state["train_polling"] = False
         st.rerun()  # the last job ended: refresh the model lists and stop polling

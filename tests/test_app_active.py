@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from core.active.loop import RESULT_FILE
@@ -118,22 +119,58 @@ def test_page_shows_the_stored_curves_and_a_table(tmp_path, monkeypatch, mnist_s
     assert list(rows["paper, labels to 90 % (CNN)"]) == ["145", "165", "255"]
 
 
-def test_a_live_run_grows_both_curves_and_can_pause(mnist_small):
+SHORT = {"budget": 40, "candidates": 100, "train_steps": 10, "test_size": 200, "n_samples": 4}
+"""A live run of three rounds that takes a few seconds."""
+
+
+@pytest.fixture
+def short_live_runs(monkeypatch) -> dict:
+    """The page's live runs with :data:`SHORT` settings; change the dict yielded to change the
+    next run's."""
+    from core.active import loop
+
+    original, sizes = loop.live_config, dict(SHORT)
+    monkeypatch.setattr(
+        loop, "live_config", lambda kind, **fields: original(kind, **{**fields, **sizes})
+    )
+    return sizes
+
+
+def finish(at: AppTest) -> AppTest:
+    """Wait for the session's live run to end, then rerun the page as its poll would."""
+    assert at.session_state["active_live"].join(300)
+    return at.run()
+
+
+def test_a_live_run_advances_both_learners_together_and_ends_with_run_again(
+    mnist_small, short_live_runs
+):
     at = AppTest.from_file(PAGE, default_timeout=300).run()
+    assert [b.label for b in at.button] == ["Start a new run"]
     at.button(key="active_start").click().run()
     assert not at.exception, at.exception
-    learners = at.session_state["active_live"]
-    assert {name: len(learner.rounds) for name, learner in learners.items()} == {
-        "bald": 1,
-        "random": 1,
+    assert [b.label for b in at.button] == ["Stop"]  # computing in the background
+    finish(at)
+    assert not at.exception, at.exception
+    snap = at.session_state["active_live"].snapshot()
+    assert {name: [r.labels for r in rounds] for name, rounds in snap.rounds.items()} == {
+        "bald": [20, 30, 40],
+        "random": [20, 30, 40],
     }
-    at.run()
-    learners = at.session_state["active_live"]
-    assert [len(learner.rounds) for learner in learners.values()] == [2, 2]
-    assert learners["bald"].labelled != learners["random"].labelled
-    at.button(key="active_pause").click().run()
-    at.run()
-    assert [len(learner.rounds) for learner in at.session_state["active_live"].values()] == [2, 2]
+    assert snap.rounds["bald"][1].picked != snap.rounds["random"][1].picked
+    assert [b.label for b in at.button] == ["Run again"]
+    assert not at.button[0].disabled
+    (strips,) = at.get("image")  # the strips stay once the run has ended, in one element
+    assert len(strips.value) == 2
+    assert [c.split(" picked these after ")[1][:9] for c in strips.captions] == ["30 labels"] * 2
+    assert any("Finished: 3 rounds, both at 40 labels" in p.proto.text for p in at.get("progress"))
+    short_live_runs["budget"] = 1000  # 99 rounds: it cannot end before Stop is pressed
+    at.button(key="active_start").click().run()
+    assert [b.label for b in at.button] == ["Stop"]
+    at.button(key="active_stop").click().run()
+    finish(at)
+    assert at.session_state["active_live"].snapshot().state == "cancelled"
+    assert [b.label for b in at.button] == ["Run again"]
 
 
 def test_each_function_keeps_its_colour_across_figures():
@@ -151,13 +188,16 @@ def test_each_function_keeps_its_colour_across_figures():
     assert len(set(colours(stored).values())) == 3
 
 
-def test_the_live_run_trains_the_chosen_method(mnist_small):
+def test_the_live_run_trains_the_chosen_method(mnist_small, short_live_runs):
     at = AppTest.from_file(PAGE, default_timeout=300).run()
     assert "Laplace" not in " ".join(at.selectbox(key="active_kind").options)
     at.selectbox(key="active_kind").set_value("swag").run()
     assert any("SWAG" in caption.value for caption in at.caption)
     at.button(key="active_start").click().run()
     assert not at.exception, at.exception
-    learners = at.session_state["active_live"]
+    learners = at.session_state["active_live"].learners
     assert {learner.config.kind for learner in learners.values()} == {"swag"}
-    assert [len(learner.rounds) for learner in learners.values()] == [1, 1]
+    finish(at)
+    assert [
+        len(rounds) for rounds in at.session_state["active_live"].snapshot().rounds.values()
+    ] == [3, 3]

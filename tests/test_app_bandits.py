@@ -10,6 +10,7 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
+from app.figures.bandits import format_seconds
 from core.bandits.protocols import PROTOCOLS
 from core.bandits.runner import BanditRun, RunConfig
 from core.bandits.store import cached_result, load_references, run_bandit, save_reference
@@ -224,3 +225,28 @@ def test_a_bbb_only_ablation_is_shown_beside_the_protocols_other_agents(stored):
     assert not at.exception, at.exception
     assert at.info[0].value.startswith("Least regret in this run: **")
     assert "(the paper's settings)" not in " ".join(at.dataframe[0].value["agent"])
+
+
+def test_a_finished_runs_link_shows_its_result_at_once_with_its_size_and_time(folders):
+    config = RunConfig(env="mushroom", agents=("bbb", "greedy", "eps5"), steps=50, seeds=2)
+    stored = run_bandit(config)[0]  # run before, e.g. by the teacher before class
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    link = {"bandit_env": "mushroom", "bandit_agents": "bbb,greedy,eps5", "bandit_steps": "50"}
+    at.query_params.update(link)  # a fresh browser opening the link: nothing pressed
+    at.run()
+    assert not at.exception, at.exception
+    assert "bandit_run" not in at.session_state  # nothing computes
+    assert chart_count(at) == 3  # the stored run's regret, BBB's σ, the mushroom decisions
+    table = at.dataframe[0].value
+    assert set(table["agent"]) == {"BBB Thompson", "Greedy MLP", "ε-greedy MLP, ε = 5 %"}
+    size = "50 steps × 2 seeds of 3 agents (BBB Thompson; Greedy MLP; ε-greedy MLP, ε = 5 %)"
+    took = f"{format_seconds(stored['seconds'])} of compute on 1 CPU thread"
+    assert any(c.value.startswith(f"{size}: {took}") for c in at.caption), [
+        c.value for c in at.caption
+    ]
+    assert not any("few seconds" in c.value or "four agents" in c.value for c in at.caption)
+
+    at.query_params["bandit_seed"] = "1"  # a fresh run's link: its size, before Start
+    at.run()
+    assert chart_count(at) == 0
+    assert any(c.value.startswith(f"Press Start: {size}, computed live") for c in at.caption)

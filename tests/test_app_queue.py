@@ -63,8 +63,31 @@ def test_the_teachers_queued_job_shows_first(gate):
     queue.store.add(make_request("teachers", "mlp", **SMALL), Visitor("t", teacher=True))
     table = job_table(page())
     assert table.loc["running", "status"].startswith("running")
-    assert table.loc["teachers", "status"] == "queued, position 1 (the teacher's: goes first)"
-    assert table.loc["annas", "status"] == "queued, position 2"
+    teachers, annas = table.loc["teachers", "status"], table.loc["annas", "status"]
+    assert teachers.startswith("queued, position 1 (the teacher's: goes first), starts ")
+    assert annas.startswith("queued, position 2, starts ")
+
+
+def test_a_student_sees_their_jobs_place_in_the_queue_and_its_expected_wait(gate):
+    queue = training_queue()
+    queue.store.add(make_request("running", "mlp", **SMALL), Visitor("anna"))
+    queue.resume()
+    wait_for(lambda: gate.running == 1)  # reports half done at once: nearly no time left
+    whole = {"n_train": None, "epochs": 3}  # 180,000 images and 100 passes: 197 s modelled
+    queue.store.add(make_request("annas", "mlp", **whole), Visitor("anna"))
+    queue.store.add(make_request("teachers", "mlp", **whole), Visitor("t", teacher=True))
+    at = page()  # a student with no job of their own: the running one is watched
+    at.text_input(key="train_name").set_value("mine")
+    at.button(key="train_start").click().run()
+    assert not at.exception, at.exception
+    table = job_table(at)
+    assert table.loc["mine", "status"] == "queued, position 3, starts in about 7 min"
+    (bar,) = at.get("progress")  # the session watches its own job
+    assert bar.proto.text == (
+        "waiting, position 3 in the queue (2 jobs ahead, 1 job trains at a time): "
+        "starts in about 7 min"
+    )
+    assert any("how long the last jobs took" in c for c in captions(at))
 
 
 def test_only_the_teacher_sets_the_class_limits_and_they_are_kept(gate):

@@ -200,9 +200,9 @@ def test_second_job_queues_behind_the_first_and_a_new_session_reattaches(paused)
     at.run()
     table = job_table(at)
     assert table.loc["first", "status"].startswith("running")
-    assert table.loc["second", "status"] == "queued, position 1"
+    assert table.loc["second", "status"].startswith("queued, position 1, starts ")
     (bar,) = at.get("progress")  # this session watches its latest job: the queued one
-    assert bar.proto.text == "waiting, position 1 in the queue"
+    assert bar.proto.text.startswith("waiting, position 1 in the queue (0 jobs ahead, ")
     reopened = page()  # a new tab: same server, same queue
     assert list(job_table(reopened).index) == ["second", "first"]
     reopened.selectbox(key="train_watch").set_value(first).run()
