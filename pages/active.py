@@ -6,7 +6,7 @@ import numpy as np
 import streamlit as st
 
 from app import ui
-from app.figures import show_figure
+from app.figures import show_figure, show_table
 from app.figures.active import curves_figure
 from core.active.acquisition import TITLES
 from core.active.loop import (
@@ -171,7 +171,7 @@ else:
         curves_figure(result["curves"], TITLES, "Test accuracy against labels (mean ± std)"),
         "active_curves",
     )
-    st.table(
+    show_table(
         [
             {
                 "acquisition": TITLES[name],
@@ -182,7 +182,8 @@ else:
                 "paper, labels to 90 % (CNN)": str(PAPER_LABELS.get(name, {}).get(90, "–")),
             }
             for name, c in result["curves"].items()
-        ]
+        ],
+        grid=False,
     )
     st.caption(
         f"MC dropout (p = {settings.get('dropout', 0.5)}) in {network(settings)}, retrained "
@@ -208,7 +209,7 @@ if paper is not None:
         curves_figure(paper["curves"], TITLES, "The paper's experiment: test accuracy (mean)"),
         "active_paper_curves",
     )
-    st.table(paper_table(paper))
+    show_table(paper_table(paper), grid=False)
     repetitions = paper["settings"]["seeds"]
     st.caption(
         f"{repetitions} of the paper's 3 repetitions so far."
@@ -233,7 +234,7 @@ if any(summed.values()):
     for line, result in summed.items():
         if result is not None:
             st.markdown(line)
-            st.table(paper_table(result))
+            show_table(paper_table(result), grid=False)
 
 st.subheader("Watch it live")
 try:
