@@ -218,3 +218,16 @@ def test_an_attack_draws_each_class_in_its_colour():
 
     fig = trajectory_figure(np.full((3, 10), 0.1), target=4)
     assert [t.line.color for t in fig.data] == list(CLASS_COLORS)
+
+
+def test_every_table_of_the_pages_goes_through_show_table():
+    """Presenter mode enlarges a static table only: a grid drawn by a page itself would stay
+    at the grid's fixed small size on the projector."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    sources = [*root.glob("pages/*.py"), *root.glob("app/*.py")]
+    direct = re.compile(r"\.(table|dataframe|data_editor)\(")
+    assert len(sources) >= 12
+    assert [str(p.relative_to(root)) for p in sources if direct.search(p.read_text())] == []
