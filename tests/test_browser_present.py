@@ -5,9 +5,14 @@ wider than its place on the page (clipped at the right)."""
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
+import torch
 
 from app.main import PAGES
+from core.classroom.store import ClassStore
+from core.storage.database import DB_ENV
 from tests.browser_util import (
     chromium_page,
     draw,
@@ -24,6 +29,7 @@ WIDTH, HEIGHT = 1920, 1080
 CHARTS = {"": 0, "draw": 0, "train": 0, "classroom": 0}
 """Pages whose default view shows no chart (others show at least one)."""
 ONE = [[(0.5, 0.15), (0.5, 0.85)]]
+CLASS = "projector"
 
 READY_JS = """(charts) => {
   const idle = document.querySelector("[data-testid='stApp'][data-test-script-state='notRunning']");
@@ -61,12 +67,24 @@ def measure(page, charts: int) -> dict:
     return page.evaluate(MEASURE_JS, SMALLEST_PX)
 
 
-def test_every_page_in_presenter_mode_reads_at_18_px_or_more():
+def send_drawings(labels: list[int]) -> None:
+    """The class's drawings: a bar each (its brightness varies), labelled ``labels``."""
+    store = ClassStore()
+    for i, label in enumerate(labels):
+        image = torch.zeros(28, 28)
+        image[4:24, 11 + i % 4 : 17 + i % 4] = 0.4 + 0.05 * i
+        store.submit(image, label, CLASS, str(uuid.uuid4()))
+
+
+def test_every_page_in_presenter_mode_reads_at_18_px_or_more(tmp_path, monkeypatch):
     scored_default_models()
+    database = f"sqlite:///{tmp_path / 'class.sqlite'}"
+    monkeypatch.setenv(DB_ENV, database)
+    send_drawings([1, 1, 7, 4, 1, 0, 9, 1])
     paths = [p.path.stem for p in PAGES]
     assert "draw" in paths and paths[0] == "home"
     problems, texts = {}, 0
-    with serve_app() as url, chromium_page(WIDTH, HEIGHT) as page:
+    with serve_app(env={DB_ENV: database}) as url, chromium_page(WIDTH, HEIGHT) as page:
         for name in ["", *paths[1:]]:
             page.goto(f"{url}/{name}?present=1")
             found = measure(page, CHARTS.get(name, 1))
@@ -85,5 +103,12 @@ def test_every_page_in_presenter_mode_reads_at_18_px_or_more():
         assert legends >= 1  # the sweep was drawn with its classes' legend
         if found["small"] or found["grids"] or found["clipped"]:
             problems["draw (a drawn 1)"] = found
+        # The Class page with the class's drawings: its table and reliability diagrams.
+        page.goto(f"{url}/classroom?present=1&class={CLASS}")
+        found = measure(page, 2)
+        texts += found["texts"]
+        assert page.locator("[data-testid='stTable'] td").count() >= 3  # a row per model
+        if found["small"] or found["grids"] or found["clipped"]:
+            problems["classroom (8 drawings)"] = found
     assert texts > 500  # the pages' tables and charts were there to be measured
     assert not problems, problems
