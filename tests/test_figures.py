@@ -210,7 +210,8 @@ def test_a_reliability_bin_of_one_input_shows_and_its_counts_have_few_ticks():
     counts = fig.layout.yaxis2
     assert counts.type == "log" and counts.range[0] < 0  # a bar of 1 rises from below 10⁰
     assert len(counts.tickvals) <= 3 and counts.tickvals[0] == 1
-    assert count_ticks(60_000) == [1, 100, 10_000] and count_ticks(5) == [1]
+    assert count_ticks(60_000) == [1, 100, 10_000]
+    assert count_ticks(5) == [1, 5] and count_ticks(1) == [1]
 
 
 def test_an_attack_draws_each_class_in_its_colour():

@@ -126,9 +126,12 @@ def count_ticks(largest: int, most: int = 3) -> list[int]:
         most: How many ticks at most (more overlap in a short panel).
 
     Returns:
-        Evenly spaced powers of ten, 1 first, e.g. ``[1, 100, 10000]`` up to 10,000.
+        Evenly spaced powers of ten, 1 first, e.g. ``[1, 100, 10000]`` up to 10,000; below
+        10, 1 and ``largest``.
     """
     powers = [10**k for k in range(int(np.floor(np.log10(max(largest, 1)))) + 1)]
+    if len(powers) == 1 and largest > 1:
+        return [1, largest]  # a handful of inputs (a class's drawings): 1 and the most
     step = -(-len(powers) // most)
     return powers[::step]
 
