@@ -140,8 +140,9 @@ def loss_figure(epochs: dict, steps: dict, n_epochs: int) -> go.Figure:
         "range": [0, max(n_epochs, 1) + 0.05],
         "anchor": "y2",
     }
-    objective = {"title": {"text": "objective"}, "rangemode": "tozero", "domain": [0.56, 1]}
-    nll = {"title": {"text": "NLL"}, "rangemode": "tozero", "domain": [0, 0.44]}
+    panel = {"rangemode": "tozero", "automargin": True}
+    objective = {"title": {"text": "objective"}, "domain": [0.56, 1], **panel}
+    nll = {"title": {"text": "NLL"}, "domain": [0, 0.44], **panel}
     return go.Figure(
         traces,
         layout("Objective and NLL per training image (nats)", 380, xaxis, objective, yaxis2=nll),
