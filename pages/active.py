@@ -7,7 +7,7 @@ import streamlit as st
 import torch
 
 from app import ui
-from app.figures import show_figure
+from app.figures import show_figure, show_table
 from app.figures.active import curves_figure
 from core.active.acquisition import TITLES
 from core.active.live import LIVE_SLOTS, LiveState, Snapshot, comparison
@@ -216,7 +216,7 @@ else:
         curves_figure(result["curves"], TITLES, "Test accuracy against labels (mean ± std)"),
         "active_curves",
     )
-    st.table(
+    show_table(
         [
             {
                 "acquisition": TITLES[name],
@@ -227,7 +227,8 @@ else:
                 "paper, labels to 90 % (CNN)": str(PAPER_LABELS.get(name, {}).get(90, "–")),
             }
             for name, c in result["curves"].items()
-        ]
+        ],
+        grid=False,
     )
     st.caption(
         f"MC dropout (p = {settings.get('dropout', 0.5)}) in {network(settings)}, retrained "
@@ -253,7 +254,7 @@ if paper is not None:
         curves_figure(paper["curves"], TITLES, "The paper's experiment: test accuracy (mean)"),
         "active_paper_curves",
     )
-    st.table(paper_table(paper))
+    show_table(paper_table(paper), grid=False)
     repetitions = paper["settings"]["seeds"]
     st.caption(
         f"{repetitions} of the paper's 3 repetitions so far."
@@ -278,7 +279,7 @@ if any(summed.values()):
     for line, result in summed.items():
         if result is not None:
             st.markdown(line)
-            st.table(paper_table(result))
+            show_table(paper_table(result), grid=False)
 
 st.subheader("Watch it live")
 try:

@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from app import share, ui
-from app.figures import show_figure
+from app.figures import show_figure, show_table
 from app.figures.calibration import coverage_figure, reliability_figure, shift_figure
 from core.data import DatasetUnavailable, dataset_info
 from core.evaluation.calibration import coverage_curve
@@ -164,7 +164,7 @@ def reliability_section(results: dict[str, CalibrationResult], n_samples: int) -
                     title,
                 )
                 show_figure(fig, f"cal_reliability_{name}")
-    st.table(metrics_table(results))
+    show_table(metrics_table(results), grid=False)
     first = next(iter(results.values()))
     st.caption(
         f"All {first.num_inputs:,} {dataset_info(first.dataset).title} test images, {n_samples} "
@@ -209,7 +209,8 @@ def rejection_section(results: dict[str, CalibrationResult], task: str, n_sample
         curves[label] = coverage.numpy(), accuracy.numpy()
         point = r.rejection[score]
         points[label] = (point["coverage"], point["accuracy"])
-    left, right = st.columns([3, 2])
+    # Projected, the table's large type needs the page's width: it goes under the figure.
+    left, right = (st.container(), st.container()) if share.presenter() else st.columns([3, 2])
     with left:
         title = f"Accuracy against coverage, rejecting by {SCORES[score].title.lower()}"
         show_figure(coverage_figure(curves, points, title), "cal_coverage")
@@ -222,7 +223,7 @@ def rejection_section(results: dict[str, CalibrationResult], task: str, n_sample
             },
             index=pd.Index([ui.model_title(name) for name in results], name="Model"),
         )
-        st.table(table.map("{:.4f}".format))
+        show_table(table.map("{:.4f}".format), grid=False)
         best = [
             f"{ui.model_title(name)}: {SCORES[best_score(r)].title.lower()}"
             for name, r in results.items()
@@ -358,7 +359,7 @@ def shift_section(
             [titles[n] for n in models], name=f"At {SEVERITY_WORDS[shift].format(severity)}"
         ),
     )
-    st.table(table)
+    show_table(table, grid=False)
     try:
         images = ui.kept(shifted_examples, task, shift, severity)
     except DatasetUnavailable as exc:

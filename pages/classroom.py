@@ -22,7 +22,7 @@ import streamlit as st
 
 from app import ui
 from app.classroom import join_panel, link_class_code, use_class_code
-from app.figures import show_figure
+from app.figures import show_figure, show_table
 from app.figures.calibration import reliability_figure
 from app.figures.classroom import confusion_figure, thumbnails
 from core.classroom import export
@@ -157,7 +157,7 @@ def accuracy_table(reports: list[ModelReport]) -> None:
         }
         for r in reports
     }
-    st.table(pd.DataFrame.from_dict(rows, orient="index"))
+    show_table(pd.DataFrame.from_dict(rows, orient="index"), grid=False)
 
 
 def model_details(result: LiveReport) -> None:

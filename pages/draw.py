@@ -28,6 +28,11 @@ SOURCES = ("Draw", "Upload an image", "MNIST test digit")
 CANVAS_SIZE = 280
 PREVIEW_SCALE = 6
 ENTROPY_HELP = "Uncertainty of the averaged prediction, in nats: 0 when sure, ln 10 ≈ 2.30 at most."
+NARROW_CSS = """<style>
+/* On a phone Streamlit stacks columns: Undo and Clear stay side by side, a finger wide each. */
+.st-key-draw_buttons [data-testid="stHorizontalBlock"] { flex-wrap: nowrap; }
+.st-key-draw_buttons [data-testid="stColumn"] { min-width: 0; }
+</style>"""
 MI_HELP = "How much the sampled networks disagree with each other, in nats: 0 when they agree."
 
 
@@ -54,9 +59,14 @@ def redraw_canvas(keep: int) -> None:
     st.session_state[CANVAS_START_KEY] = {**raw, "objects": strokes, "redraws": count}
 
 
-def from_canvas() -> tuple[np.ndarray, str] | None:
-    """The canvas drawing, MNIST-style, and a caption; None (with a prompt) while empty."""
-    stroke = share.slider("Stroke width", 5, 40, 18, key="draw_stroke")
+def from_canvas(pen) -> tuple[np.ndarray, str] | None:
+    """The canvas drawing, MNIST-style, and a caption; None (with a prompt) while empty.
+
+    Args:
+        pen: Where the stroke-width slider goes: beside the canvas, or on a phone after the
+            verdicts, so that nothing stands between the canvas and its verdict.
+    """
+    stroke = share.slider("Stroke width", 5, 40, 18, key="draw_stroke", container=pen)
     result = st_canvas(
         stroke_width=stroke,
         stroke_color="#FFFFFF",
@@ -69,7 +79,7 @@ def from_canvas() -> tuple[np.ndarray, str] | None:
         key=CANVAS_KEY,
     )
     strokes = (result.json_data or {}).get("objects") or []
-    undo, clear = st.columns(2)
+    undo, clear = st.container(key="draw_buttons").columns(2)  # side by side on a phone too
     undo.button(
         "Undo",
         key="draw_undo",
@@ -219,19 +229,28 @@ st.title("Draw a digit")
 models = digit_models()
 n_samples = ui.sample_count()
 
+st.html(NARROW_CSS)
 source_col, seen_col = st.columns([3, 2])
+# Beside the input (on a phone right under it): the verdicts, then what the models see, then
+# the pen; so that on a phone the verdict shows without scrolling once a digit is drawn.
+verdict_box, preview_box, pen_box = (seen_col.container() for _ in range(3))
 with source_col:
     source = share.radio("Input", SOURCES, horizontal=True, key=SOURCE_KEY)
-    picked = {SOURCES[0]: from_canvas, SOURCES[1]: from_upload, SOURCES[2]: from_test_set}[source]()
+    sources = {
+        SOURCES[0]: lambda: from_canvas(pen_box),
+        SOURCES[1]: from_upload,
+        SOURCES[2]: from_test_set,
+    }
+    picked = sources[source]()
 if picked is not None:
     image, what = picked
-    with seen_col:
+    with preview_box:
         st.markdown("**What the models see** (28×28)")
         big = np.kron(image, np.ones((PREVIEW_SCALE, PREVIEW_SCALE), dtype=np.float32))
         st.image(big, clamp=True)
         st.text(what)  # may hold a file name: user text is shown literally, never as Markdown
     if not models:
-        st.warning("Choose at least one trained model in the sidebar.")
+        verdict_box.warning("Choose at least one trained model in the sidebar.")
     try:
         limits = ui.rejection_thresholds([name for name, _ in models])
     except DatasetUnavailable as exc:
@@ -240,11 +259,8 @@ if picked is not None:
     x = torch.from_numpy(np.ascontiguousarray(image, dtype=np.float32))[None, None]
     # seeded passes: the same drawing always shows the same numbers (the guide's examples too)
     summaries = [seeded_summary(model, x, n_samples) for _, model in models]
-    # Verdicts and the class panel first (on a phone, right under the canvas), then the details.
-    for column, (name, _), summary in zip(
-        st.columns(max(len(models), 1)), models, summaries, strict=False
-    ):
-        with column:
+    with verdict_box:
+        for (name, _), summary in zip(models, summaries, strict=True):
             show_verdict(name, summary, limits.get(name))
     if source == SOURCES[0]:  # only the student's own drawings go to the class
         submission_panel(x[0])

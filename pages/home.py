@@ -3,6 +3,7 @@
 import pandas as pd
 import streamlit as st
 
+from app.figures import show_table
 from app.main import PAGES
 from core.studies.comparison import comparison_table, load_comparison
 
@@ -43,8 +44,7 @@ if result is None:
     st.info("This copy of the lab has no stored comparison of the methods.")
 else:
     table = comparison_table(result)
-    # a static table: its text grows with presenter mode's fonts, unlike an interactive grid
-    st.table(pd.DataFrame.from_dict(table, orient="index").rename_axis("method"))
+    show_table(pd.DataFrame.from_dict(table, orient="index").rename_axis("method"), grid=False)
     settings = result["settings"]
     st.caption(
         f"MNIST test set (10,000 images, {settings['n_samples']} passes); OOD: "

@@ -11,7 +11,7 @@ import streamlit as st
 import torch
 
 from app import share, ui
-from app.figures import show_figure
+from app.figures import show_figure, show_table
 from app.figures.ood import hist_figure, roc_figure, spread_figure, votes_figure
 from core.data import DatasetUnavailable, list_datasets, load_dataset
 from core.evaluation.metrics import roc_curve
@@ -343,7 +343,7 @@ with table_column:
             {s.title: [results[name][key][metric] for name in models] for key, s in SCORES.items()},
             index=index,
         )
-        st.table(table.map("{:.3f}".format))
+        show_table(table.map("{:.3f}".format), grid=False)
 if digit_labels:
     st.caption(
         f"Accuracy on {label} (its labels are the original digits) against the {TASK} subset: "

@@ -7,7 +7,7 @@ Shipped and user-trained BBB models are offered; each is evaluated on its own ta
 import streamlit as st
 
 from app import share, ui
-from app.figures import show_figure
+from app.figures import show_figure, show_table
 from app.figures.pruning import MODEL_DASHES, curve_figure, snr_figure, weights_figure
 from core.evaluation import pruning
 from core.methods import model_class
@@ -166,7 +166,7 @@ st.markdown(
     f"{total_weights:,} weights, all {len(y_test):,} test images, {CURVE_SAMPLES} samples; "
     "the paper: Blundell et al. (2015), Table 2, their 2×1200-unit network."
 )
-st.table(paper_table(curves, total_weights))
+show_table(paper_table(curves, total_weights), grid=False)
 
 st.subheader("Trained weights")
 log_density = share.checkbox("Logarithmic density axis", key="pruning_log_density")

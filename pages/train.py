@@ -7,11 +7,10 @@ not stop a job, and reopening the page shows it again."""
 
 import math
 
-import pandas as pd
 import streamlit as st
 
 from app import share, ui
-from app.figures import show_figure
+from app.figures import show_figure, show_table
 from app.figures.format import DASH, device_words, time_of_day
 from app.figures.train import (
     error_figure,
@@ -278,7 +277,7 @@ def jobs_panel() -> None:
         }
         for j in reversed(jobs)
     ]
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    show_table(rows)
     ids = [j.id for j in reversed(jobs)]
     mine = st.session_state.get(JOB_KEY)
     running = [j.id for j in jobs if j.status is JobStatus.RUNNING]
@@ -418,7 +417,7 @@ def models_panel() -> None:
                 "status": (partial_note(meta) or "ok") if info.available else info.reason,
             }
         )
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    show_table(rows)
     visitor = ui.visitor()
     names = [
         info.path.stem for info in infos if visitor.may_act_on(str(info.metadata.get("owner", "")))

@@ -369,3 +369,20 @@ def test_models_of_another_task_are_not_offered_and_the_page_says_why(untrained)
     assert REGISTRY["fashion_mlp"].title not in [s.value for s in at.main.subheader]
     assert any("Not offered on this page" in i.value for i in at.info)
     assert REGISTRY["fashion_mlp"].title in [t.value for t in at.main.text]
+
+
+def test_the_verdicts_come_right_after_the_input_before_what_the_models_see(untrained):
+    """On a phone the columns stack: the verdicts must come before the preview and the pen's
+    width, so that they show under the canvas without scrolling."""
+    at = draw_page()
+    at.session_state["draw_canvas"] = canvas_state("1")
+    at.run()
+    assert not at.exception, at.exception
+    preview = "**What the models see** (28×28)"
+    (seen,) = [c for c in at.main.columns if preview in [m.value for m in c.markdown]]
+    source = at.main.columns[0]  # the input's column, the first; the preview's beside it
+    texts = [m.value for m in seen.markdown]
+    assert [i for i, t in enumerate(texts) if "most probable class" in t] == [0, 1, 2]
+    assert texts.index(preview) == 3
+    assert [s.key for s in seen.slider] == ["draw_stroke"]  # after them, not above the canvas
+    assert not source.slider and len(source.button) == 2  # the canvas's Undo and Clear

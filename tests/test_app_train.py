@@ -330,3 +330,17 @@ def test_a_student_acts_only_on_their_own_also_when_no_key_was_set(paused, tmp_p
     anna.text_input(key="train_new_name").set_value("anna_final")
     anna.button(key="train_rename").click().run()
     assert "Renamed annas to anna_final." in [t.value for t in anna.text]
+
+
+def test_presenter_mode_shows_the_job_list_as_a_static_table(paused):
+    """A grid is drawn on a canvas at a fixed small size: projected, the job list is static."""
+    job_id = start(page(), "tiny")
+    projected = AppTest.from_file(PAGE, default_timeout=120)
+    for key, value in TINY.items():
+        projected.session_state[key] = value
+    projected.query_params["present"] = "1"
+    projected.run()
+    assert not projected.exception, projected.exception
+    assert not projected.dataframe
+    jobs = projected.table[0].value
+    assert jobs.set_index("name").loc["tiny", "job"] == f"#{job_id}"

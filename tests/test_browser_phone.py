@@ -1,7 +1,8 @@
 """A student on a phone (390 × 844, touch only, in a real Chromium): draws a "1" with a finger,
-reads the verdict right under the canvas, undoes a stroke with a large button, sends the drawing
-to the class, and scrolls the page with a swipe that starts on a chart (the chart does not
-take the swipe); nothing is wider than the screen and the controls are a finger wide."""
+reads the verdict right under the canvas without scrolling, scrolls the page with a swipe in the
+gutter beside the canvas (which draws nothing), undoes a stroke with a large button, sends the
+drawing to the class, and scrolls the page with a swipe that starts on a chart (the chart does
+not take the swipe); nothing is wider than the screen and the controls are a finger wide."""
 
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ ONE = [[(0.5, 0.15), (0.5, 0.85)]]
 SCRIBBLE = [[(0.2, 0.9), (0.8, 0.9)]]
 PANEL = "Send my drawing to the class"
 FINGER_PX = 44
+HEIGHT = PHONE["viewport"]["height"]
 PROMPT = "Draw a digit on the black square."
 
 
@@ -70,6 +72,25 @@ def test_a_phone_draws_with_a_finger_undoes_sends_and_scrolls_past_charts(tmp_pa
         touch_draw(page, ONE)
         page.wait_for_selector(VERDICT)
         wait_for_script(page)
+        # The first verdict shows without scrolling, above what the models see.
+        (verdict,) = drawn_boxes(page, VERDICT)
+        assert page.evaluate(f"() => {SCROLLED}") == 0
+        assert verdict["y"] >= 0 and verdict["y"] + verdict["height"] <= HEIGHT
+
+        # A swipe in the gutter beside the canvas scrolls the page and draws nothing.
+        canvas = page.locator("canvas.upper-canvas").bounding_box()
+        assert canvas["x"] + canvas["width"] + FINGER_PX <= PHONE["viewport"]["width"]
+        sent = messages_sent(page)
+        gutter = (canvas["x"] + canvas["width"] + PHONE["viewport"]["width"]) / 2
+        swipe_up(page, gutter, canvas["y"] + canvas["height"] * 0.8, 250)
+        page.wait_for_function(f"() => {SCROLLED} > 100", timeout=10_000)
+        wait_for_script(page)
+        assert messages_sent(page) == sent  # the canvas sent no stroke
+        page.evaluate(
+            "() => { window.scrollTo(0, 0); document.querySelectorAll("
+            "'[data-testid=stMain], [data-testid=stAppViewContainer]')"
+            ".forEach(e => { e.scrollTop = 0; }); }"
+        )
         sent = messages_sent(page)
         touch_draw(page, SCRIBBLE)
         page.wait_for_function(f"() => window.__sent.length > {sent}")  # the canvas sent it

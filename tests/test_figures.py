@@ -108,3 +108,127 @@ def test_a_setting_reads_as_words_and_numbers_for_people():
     )
     assert setting_text("hidden", [400, 400], {}) == "hidden layers = 400-400"
     assert setting_text("init_sigma", 0.001, {}) == "init sigma = 0.001"
+
+
+# --- the ten classes' colours ---------------------------------------------------------------
+
+DEUTERANOPIA = np.array(
+    [
+        [0.367322, 0.860646, -0.227968],
+        [0.280085, 0.672501, 0.047413],
+        [-0.011820, 0.042940, 0.968881],
+    ]
+)
+PROTANOPIA = np.array(
+    [
+        [0.152286, 1.052583, -0.204868],
+        [0.114503, 0.786281, 0.099216],
+        [-0.003882, -0.048116, 1.051998],
+    ]
+)
+"""Machado, Oliveira and Fernandes (2009): full dichromacy, on linear RGB."""
+SRGB_TO_XYZ = np.array(
+    [[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]]
+)
+WHITE = np.array([0.95047, 1.0, 1.08883])
+
+
+def linear(hex_colour: str) -> np.ndarray:
+    c = np.array([int(hex_colour[i : i + 2], 16) for i in (1, 3, 5)]) / 255
+    return np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+
+
+def cielab(rgb_linear: np.ndarray) -> np.ndarray:
+    t = SRGB_TO_XYZ @ np.clip(rgb_linear, 0, 1) / WHITE
+    f = np.where(t > (6 / 29) ** 3, np.cbrt(t), t / (3 * (6 / 29) ** 2) + 4 / 29)
+    return np.array([116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])])
+
+
+NORMAL = np.eye(3)
+
+
+def closest_pair(colours, seen=NORMAL) -> float:
+    """The smallest colour difference (CIE76 ΔE) between two of ``colours`` as ``seen``."""
+    lab = [cielab(seen @ linear(c)) for c in colours]
+    return min(
+        float(np.linalg.norm(lab[i] - lab[j]))
+        for i in range(len(lab))
+        for j in range(i + 1, len(lab))
+    )
+
+
+def test_the_ten_classes_have_distinct_colours_also_for_colour_blind_eyes():
+    assert len(CLASS_COLORS) == 10
+    assert closest_pair(CLASS_COLORS) >= 20  # ΔE ≈ 2.3 is barely visible; 20 is obvious
+    assert closest_pair(CLASS_COLORS, DEUTERANOPIA) >= 12  # the old palette's: 0.9
+    assert closest_pair(CLASS_COLORS, PROTANOPIA) >= 12
+    lightness = [cielab(linear(c))[0] for c in CLASS_COLORS]
+    assert max(lightness) <= 80  # none fades into the white page (a pale yellow: 89)
+
+
+def test_the_sweep_legend_shows_each_class_large_and_opaque():
+    from app.figures import LEGEND_MARKER
+
+    fig = sweep([5, 7, 3])
+    shown = [t for t in fig.data if t.showlegend is not False and t.name.startswith("p(")]
+    assert [t.name for t in shown] == ["p(5) per network", "p(7) per network", "p(3) per network"]
+    for trace in shown:
+        assert trace.marker.size >= LEGEND_MARKER >= 12 and trace.marker.opacity in (None, 1)
+        assert trace.marker.color == class_color(int(trace.name[2]))
+
+
+def test_presenter_mode_enlarges_the_ticks_of_an_axis_left_at_its_defaults():
+    import plotly.graph_objects as go
+
+    fig = go.Figure([go.Bar(x=["a", "b"], y=[1, 2])], layout("t", 300, {}, {}))
+    big = presenter_layout(fig)
+    assert big.layout.xaxis.tickfont.size == big.layout.yaxis.tickfont.size == share.PRESENTER_FONT
+
+
+def test_the_train_page_draws_the_nll_on_its_own_axis():
+    from app.figures.train import loss_figure
+
+    epochs = {
+        "epoch": [1, 2],
+        "elbo_loss": [300.0, 30.0],
+        "nll": [0.71, 0.19],
+        "test_nll": [0.5, 0.2],
+    }
+    steps = {"x": [0.5, 1.5], "elbo_loss": [400.0, 60.0], "nll": [1.0, 0.3]}
+    fig = loss_figure(epochs, steps, 2)
+    axis = {t.name: t.yaxis or "y" for t in fig.data}
+    assert axis["train NLL"] == axis["test NLL"] != axis["objective (−ELBO)"]
+
+
+def test_a_reliability_bin_of_one_input_shows_and_its_counts_have_few_ticks():
+    from app.figures.calibration import count_ticks, reliability_figure
+
+    edges = np.linspace(0, 1, 16)
+    count = np.zeros(15, dtype=int)
+    count[[4, 9, 14]] = [1, 30, 60_000]
+    fig = reliability_figure(edges, np.linspace(0, 1, 15), np.linspace(0, 1, 15), count, "t")
+    counts = fig.layout.yaxis2
+    assert counts.type == "log" and counts.range[0] < 0  # a bar of 1 rises from below 10⁰
+    assert len(counts.tickvals) <= 3 and counts.tickvals[0] == 1
+    assert count_ticks(60_000) == [1, 100, 10_000]
+    assert count_ticks(5) == [1, 5] and count_ticks(1) == [1]
+
+
+def test_an_attack_draws_each_class_in_its_colour():
+    from app.figures.adversarial import trajectory_figure
+
+    fig = trajectory_figure(np.full((3, 10), 0.1), target=4)
+    assert [t.line.color for t in fig.data] == list(CLASS_COLORS)
+
+
+def test_every_table_of_the_pages_goes_through_show_table():
+    """Presenter mode enlarges a static table only: a grid drawn by a page itself would stay
+    at the grid's fixed small size on the projector."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    sources = [*root.glob("pages/*.py"), *root.glob("app/*.py")]
+    direct = re.compile(r"\.(table|dataframe|data_editor)\(")
+    assert len(sources) >= 12
+    assert [str(p.relative_to(root)) for p in sources if direct.search(p.read_text())] == []

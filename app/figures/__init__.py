@@ -34,18 +34,24 @@ MODEL_COLORS = (
 )
 """Colours of the models (or agents, or acquisition functions) of one figure, in order."""
 CLASS_COLORS = (
-    "#4e79a7",
-    "#f28e2b",
-    "#e15759",
-    "#76b7b2",
-    "#59a14f",
-    "#edc948",
-    "#b07aa1",
-    "#ff9da7",
-    "#9c755f",
-    "#555555",
+    "#0072B2",  # blue
+    "#E69F00",  # orange
+    "#117733",  # green
+    "#CC79A7",  # pink
+    "#56B4E9",  # sky blue
+    "#D55E00",  # vermilion
+    "#882255",  # wine
+    "#332288",  # indigo
+    "#BBBBBB",  # grey
+    "#999933",  # olive
 )
-"""One colour per digit class 0-9, the same in every figure of every page."""
+"""One colour per digit class 0-9, the same in every figure of every page.
+
+Okabe and Ito's colour-blind-safe set (without its black and its pale yellow) completed from
+Paul Tol's: every two classes stay apart for normal vision and under simulated deuteranopia
+and protanopia (``tests/test_figures.py`` measures it)."""
+LEGEND_MARKER = 14
+"""Size of a class's marker in a legend, in pixels: large enough to read its colour."""
 INK = "#111111"
 """Text colour of presenter mode: dark, for a projector."""
 
@@ -135,6 +141,8 @@ def presenter_layout(fig: go.Figure) -> go.Figure:
         big["margin"]["t"] = max(top, 60)
     for key, value in [("font", text), ("title", {"font": title_text}), ("legend", {"font": text})]:
         big[key] = {**big.get(key, {}), **value}
+    big.setdefault("xaxis", {})  # an axis left at its defaults is missing from the layout
+    big.setdefault("yaxis", {})
     for name in [k for k in big if k.startswith(("xaxis", "yaxis"))]:
         _set_fonts(big[name], text)
     for note in big.get("annotations", []):
@@ -170,24 +178,29 @@ def show_figure(fig: go.Figure, key: str) -> None:
     st.plotly_chart(fig, width="stretch", config=config, key=key)
 
 
-def show_table(data, formats: dict[str, str] | None = None) -> None:
-    """Show a table without its index: a sortable grid, or in presenter mode a static table.
+def show_table(data, formats: dict[str, str] | None = None, *, grid: bool = True) -> None:
+    """Show a table, the one way a page shows one: a sortable grid, or a static table.
 
     Presenter mode's larger fonts reach a static table but not the grid (drawn on a canvas at a
-    fixed size), so a projected table is static.
+    fixed size), so a projected table is always static, its numbers written for people. A
+    DataFrame's own index (e.g. the models' names) is shown as its first column; a plain
+    numbered index is not shown.
 
     Args:
-        data: Rows (a list of dicts) or a DataFrame.
+        data: Rows (a list of dicts), columns (a dict of lists) or a DataFrame.
         formats: printf-style formats of numeric columns by name, e.g. ``{"NLL": "%.3f"}``;
-            projected, the other numeric columns read as :func:`app.figures.format.number`.
+            in a static table the other numeric columns read as
+            :func:`app.figures.format.number`.
+        grid: False for a static table on screen too (text that should wrap, a short table).
     """
     formats = formats or {}
-    if share.presenter():  # a static table shows floats with four decimals: format every cell
-        frame = pd.DataFrame(data)
+    frame = data if isinstance(data, pd.DataFrame) else pd.DataFrame(data)
+    numbered = isinstance(frame.index, pd.RangeIndex) and frame.index.name is None
+    if share.presenter() or not grid:  # a static table shows floats with four decimals
         numeric = frame.select_dtypes("number").columns
         cells = {c: (lambda v, f=formats[c]: f % v) if c in formats else number for c in numeric}
-        st.table(frame.style.format(cells), hide_index=True)
+        st.table(frame.style.format(cells) if cells else frame, hide_index=numbered)
         return
     column = st.column_config.NumberColumn
     config = {c: column(format=f) for c, f in formats.items()}
-    st.dataframe(data, hide_index=True, column_config=config)
+    st.dataframe(frame, hide_index=numbered, column_config=config, width="stretch")

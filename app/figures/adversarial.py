@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from app.figures import MODEL_COLORS, layout, vline
+from app.figures import MODEL_COLORS, class_color, layout, vline
 from core.studies.robustness import RobustnessCurve
 
 SCALE = 3  # screen pixels per MNIST pixel in a digit grid
@@ -68,7 +68,7 @@ def trajectory_figure(probs: np.ndarray, target: int) -> go.Figure:
 
     Args:
         probs: Class probabilities ``(steps + 1, 10)``, one row per iteration.
-        target: The target class, drawn in bold.
+        target: The target class, drawn in bold; each class in its colour (:func:`class_color`).
 
     Returns:
         The figure.
@@ -78,7 +78,7 @@ def trajectory_figure(probs: np.ndarray, target: int) -> go.Figure:
             y=probs[:, c],
             name=f"{c} (target)" if c == target else str(c),
             mode="lines",
-            line={"width": 4 if c == target else 1.5, "color": MODEL_COLORS[c]},
+            line={"width": 4 if c == target else 1.5, "color": class_color(c)},
         )
         for c in range(probs.shape[1])
     ]

@@ -11,6 +11,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from app.figures import MODEL_COLORS, layout, vline
+from app.figures.format import number
 
 GAP_COLOR = "rgba(214, 39, 40, 0.45)"
 BAR_COLOR = "#1f77b4"
@@ -40,7 +41,8 @@ def reliability_figure(
 
     The gap between each bin's accuracy and its mean confidence is shaded (above the bar:
     over-confident, inside it: under-confident); a lower panel shows how many inputs fall in
-    each bin, on a log scale.
+    each bin, on a log scale from half an input (a bin of one input shows), with at most three
+    ticks.
 
     Args:
         edges: Bin edges ``(bins + 1,)`` from 0 to 1.
@@ -99,12 +101,39 @@ def reliability_figure(
         ),
     ]
     xaxis = {"range": [0, 1], "title": {"text": "confidence"}}
-    yaxis = {"range": [0, 1.02], "title": {"text": "accuracy"}, "domain": [0.34, 1]}
-    yaxis2 = {"type": "log", "title": {"text": "inputs"}, "domain": [0, 0.22]}
+    yaxis = {"range": [0, 1.02], "title": {"text": "accuracy"}, "domain": [0.38, 1]}
+    ticks = count_ticks(int(n.max()) if len(n) else 1)
+    yaxis2 = {
+        "type": "log",
+        "title": {"text": "inputs"},
+        "domain": [0, 0.26],
+        # From half an input: a bin of one input is a bar, not a line on the axis.
+        "range": [np.log10(0.5), np.log10(max(ticks[-1], n.max() if len(n) else 1) * 1.5)],
+        "tickvals": ticks,
+        "ticktext": [number(t) for t in ticks],
+    }
     xaxis["anchor"] = "y2"
     return go.Figure(
         traces, layout(title, 400, xaxis, yaxis, yaxis2=yaxis2, barmode="overlay", bargap=0)
     )
+
+
+def count_ticks(largest: int, most: int = 3) -> list[int]:
+    """Ticks of a log axis of counts: powers of ten from 1, at most ``most`` of them.
+
+    Args:
+        largest: The largest count shown.
+        most: How many ticks at most (more overlap in a short panel).
+
+    Returns:
+        Evenly spaced powers of ten, 1 first, e.g. ``[1, 100, 10000]`` up to 10,000; below
+        10, 1 and ``largest``.
+    """
+    powers = [10**k for k in range(int(np.floor(np.log10(max(largest, 1)))) + 1)]
+    if len(powers) == 1 and largest > 1:
+        return [1, largest]  # a handful of inputs (a class's drawings): 1 and the most
+    step = -(-len(powers) // most)
+    return powers[::step]
 
 
 def thin(coverage: np.ndarray, accuracy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

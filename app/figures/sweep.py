@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from app.figures import class_color, layout
+from app.figures import LEGEND_MARKER, class_color, layout
 
 
 def sweep_figure(
@@ -19,7 +19,7 @@ def sweep_figure(
     """Every pass's probability of each of ``classes`` against the rotation angle.
 
     One colour per class (:func:`~app.figures.class_color`, as in every figure), points slightly
-    jittered along the angle; the predictive entropy and
+    jittered along the angle, each class's legend marker large; the predictive entropy and
     mutual information on a second axis.
 
     Args:
@@ -43,6 +43,20 @@ def sweep_figure(
             mode="markers",
             name=f"p({c}) per network",
             marker={"size": 4, "opacity": 0.35, "color": class_color(c)},
+            legendgroup=str(c),
+            showlegend=False,
+        )
+        for c in classes
+    ]
+    # The legend's own markers: large and opaque, where the points are small and faint.
+    traces += [
+        go.Scatter(
+            x=[None],
+            y=[None],
+            mode="markers",
+            name=f"p({c}) per network",
+            marker={"size": LEGEND_MARKER, "color": class_color(c)},
+            legendgroup=str(c),
         )
         for c in classes
     ]

@@ -111,7 +111,11 @@ def _trace(x, y, name: str, color: str, *, steps: bool, **extra) -> go.Scatter:
 
 
 def loss_figure(epochs: dict, steps: dict, n_epochs: int) -> go.Figure:
-    """The training objective and NLL per image (nats) against the epoch.
+    """The training objective (upper panel) and the NLL per image (lower panel) against the epoch.
+
+    Each has its own axis: the objective of a Bayesian network holds the KL term too and may be
+    hundreds of nats, where the NLL falls from about 2 to below 0.2 — on one axis the NLL's
+    fall would be a flat line.
 
     Args:
         epochs: Per finished epoch: ``"epoch"``, ``"elbo_loss"``, ``"nll"`` and
@@ -121,23 +125,27 @@ def loss_figure(epochs: dict, steps: dict, n_epochs: int) -> go.Figure:
         n_epochs: The run's number of epochs (fixes the x range).
 
     Returns:
-        The figure.
+        The figure: the objective on ``y``, the train and test NLL on ``y2``.
     """
+    lower = {"yaxis": "y2"}
     traces = [
         _trace(steps["x"], steps["elbo_loss"], "objective (−ELBO)", LOSS_COLOR, steps=True),
-        _trace(steps["x"], steps["nll"], "train NLL", NLL_COLOR, steps=True),
+        _trace(steps["x"], steps["nll"], "train NLL", NLL_COLOR, steps=True, **lower),
         _trace(epochs["epoch"], epochs["elbo_loss"], "objective (−ELBO)", LOSS_COLOR, steps=False),
-        _trace(epochs["epoch"], epochs["nll"], "train NLL", NLL_COLOR, steps=False),
-        _trace(epochs["epoch"], epochs["test_nll"], "test NLL", TEST_COLOR, steps=False),
+        _trace(epochs["epoch"], epochs["nll"], "train NLL", NLL_COLOR, steps=False, **lower),
+        _trace(epochs["epoch"], epochs["test_nll"], "test NLL", TEST_COLOR, steps=False, **lower),
     ]
+    xaxis = {
+        "title": {"text": "epoch"},
+        "range": [0, max(n_epochs, 1) + 0.05],
+        "anchor": "y2",
+    }
+    panel = {"rangemode": "tozero", "automargin": True}
+    objective = {"title": {"text": "objective"}, "domain": [0.56, 1], **panel}
+    nll = {"title": {"text": "NLL"}, "domain": [0, 0.44], **panel}
     return go.Figure(
         traces,
-        layout(
-            "Objective and NLL per training image",
-            300,
-            {"title": {"text": "epoch"}, "range": [0, max(n_epochs, 1) + 0.05]},
-            {"title": {"text": "nats"}, "rangemode": "tozero"},
-        ),
+        layout("Objective and NLL per training image (nats)", 380, xaxis, objective, yaxis2=nll),
     )
 
 
