@@ -10,6 +10,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 import core.studies.evaluations
+from app.ui import MODELS_KEY
 from core.classroom.guide import GUIDE, guide_links, parse_link
 from core.classroom.prepare import PREPARERS, link_jobs, prepare, problems
 from core.classroom.preparing import PreparationRun
@@ -83,11 +84,11 @@ def test_a_prepared_link_opens_without_computing(empty_cache, monkeypatch):
         raise AssertionError("the page computed an evaluation that prepare had stored")
 
     monkeypatch.setattr(core.studies.evaluations, "_compute", computing)
-    at = AppTest.from_file(str(REPO_ROOT / "app" / "main.py"), default_timeout=300)
+    at = AppTest.from_file(str(REPO_ROOT / "pages" / "ood.py"), default_timeout=300)
+    at.session_state[MODELS_KEY] = ["mlp"]  # the sidebar's (app/main.py draws it)
     for name, value in link.params:
         at.query_params[name] = value
     at.run()
-    at.switch_page("../pages/ood.py").run()
     assert not at.exception, at.exception
     assert "Font letters" in " ".join(s.value for s in at.subheader)
 
