@@ -20,6 +20,7 @@ from pathlib import Path
 
 import torch
 
+from core import settings
 from core.classroom.guide import GUIDE, guide_links
 from core.classroom.prepare import LinkReport, prepare, problems
 from core.cli.values import THREADS
@@ -46,8 +47,7 @@ def cmd_prepare(args) -> int:
     Returns:
         The exit code: 0, or 1 when some link was not covered or not prepared.
     """
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    torch.set_num_threads(args.threads or settings.positive_int("BNN_TORCH_THREADS", 1))
     try:
         links = guide_links(args.guide)
     except OSError as exc:
@@ -93,6 +93,11 @@ def register(subparsers) -> None:
         "prepare", help="compute and cache every link of the teacher's guide before class"
     )
     p.add_argument("--guide", type=Path, default=GUIDE, help="the guide whose links to prepare")
-    p.add_argument("--threads", type=THREADS, default=0, help="torch threads (0: torch's default)")
+    p.add_argument(
+        "--threads",
+        type=THREADS,
+        default=0,
+        help="torch threads (default: the server's, BNN_TORCH_THREADS, 1)",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
     p.set_defaults(func=cmd_prepare)
