@@ -3,12 +3,14 @@ its page then opens without computing (``python -m core prepare``, the teacher's
 
 from __future__ import annotations
 
+import ast
 import json
 
 import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
+import core.classroom.prepare as prepare_module
 import core.studies.evaluations
 from app.ui import MODELS_KEY
 from core.classroom.guide import GUIDE, guide_links, parse_link
@@ -124,3 +126,28 @@ def test_the_background_run_is_the_teachers_and_reports_each_link(empty_cache, t
     state = run.state()
     assert not state.running and state.fraction == 1.0 and state.total == 1
     assert [link.jobs for link in state.links] == [2] and not state.error
+
+
+def page_default(source: str, key: str):
+    """The default value of a page's number input or slider (its 4th argument) by its key."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and any(
+            k.arg == "key" and getattr(k.value, "value", None) == key for k in node.keywords
+        ):
+            return ast.literal_eval(node.args[3])
+    raise KeyError(key)
+
+
+def test_the_live_bandit_defaults_are_the_pages():
+    source = (REPO_ROOT / "pages" / "bandits.py").read_text()
+    constants = {
+        target.id: node.value
+        for node in ast.parse(source).body
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+    assert ast.literal_eval(constants["LIVE_AGENTS"]) == prepare_module.LIVE_AGENTS
+    assert ast.literal_eval(constants["DEFAULT_STEPS"]) == prepare_module.LIVE_STEPS
+    assert page_default(source, "bandit_seeds") == prepare_module.LIVE_SEEDS
+    assert page_default(source, "bandit_delta") == prepare_module.LIVE_DELTA

@@ -173,6 +173,9 @@ def _regression(values: Mapping[str, str]) -> list[Job]:
 
 LIVE_BANDIT = ("bandit_env", "bandit_delta", "bandit_agents", "bandit_steps", "bandit_seeds")
 """The live run's settings: a link that sets one of them is run (press Start in class)."""
+LIVE_AGENTS = ("bbb", "greedy", "eps5", "random")
+LIVE_STEPS, LIVE_SEEDS, LIVE_DELTA = 500, 2, 0.9
+"""The Bandits page's live-run defaults (pages/bandits.py; a test checks they agree)."""
 
 
 def _bandits(values: Mapping[str, str]) -> list[Job]:
@@ -182,13 +185,13 @@ def _bandits(values: Mapping[str, str]) -> list[Job]:
 
     if not any(key in values for key in (*LIVE_BANDIT, "bandit_seed")):
         return []
-    agents = ("bbb", "greedy", "eps5", "random")  # the page's defaults (pages/bandits.py)
+    agents = _items(values["bandit_agents"]) if "bandit_agents" in values else LIVE_AGENTS
     config = RunConfig(
         env=values.get("bandit_env", "mushroom"),
-        delta=float(values.get("bandit_delta", 0.9)),
-        agents=tuple(_items(values["bandit_agents"])) if "bandit_agents" in values else agents,
-        steps=int(values.get("bandit_steps", 500)),
-        seeds=int(values.get("bandit_seeds", 2)),
+        delta=float(values.get("bandit_delta", LIVE_DELTA)),
+        agents=tuple(agents),
+        steps=int(values.get("bandit_steps", LIVE_STEPS)),
+        seeds=int(values.get("bandit_seeds", LIVE_SEEDS)),
         seed=int(values.get("bandit_seed", 0)),
     )
     if cached_result(config) is not None:
