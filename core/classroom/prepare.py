@@ -91,8 +91,11 @@ class Preparation:
 
 def _items(text: str) -> list[str]:
     """A list value of a link (``app.share.encode``: comma-separated, a comma as ``%2C``)."""
-    unescape = lambda t: t.replace("%2C", ",").replace("%2c", ",").replace("%25", "%")  # noqa: E731
-    return [unescape(t) for t in text.split(",") if t]
+    return [
+        item.replace("%2C", ",").replace("%2c", ",").replace("%25", "%")
+        for item in text.split(",")
+        if item
+    ]
 
 
 def _flag(text: str | None) -> bool:
