@@ -148,7 +148,7 @@ def main() -> int:
     result: dict = {
         "date": datetime.date.today().isoformat(),
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
-        "guide": str(args.guide.relative_to(REPO_ROOT) if args.guide.is_absolute() else args.guide),
+        "guide": str(args.guide.resolve()).removeprefix(f"{REPO_ROOT}/"),
         "target_s": TARGET_S,
         "passes": args.passes,
         "load_average": os.getloadavg()[0],
