@@ -1,6 +1,6 @@
 """The teacher's *Prepare for class* button, on the Class drawings page in teacher mode.
 
-It starts the server's one :class:`core.classroom.preparing.PreparationRun`, which computes and
+It starts the server's one :class:`core.prepare.PreparationRun`, which computes and
 caches every link of the teacher's guide in a background thread (what ``python -m core prepare``
 does); a fragment polls it every second for the progress bar, so the page stays usable, and
 *Cancel* stops it before its next piece of work. Students never see the panel.
@@ -11,7 +11,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app import ui
-from core.classroom.preparing import PreparationRun, PreparationState
+from core.prepare import PreparationRun, PreparationState
 
 POLL_S = 1.0
 START_KEY = "prepare_start"

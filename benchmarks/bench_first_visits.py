@@ -37,7 +37,8 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from core.classroom.guide import GUIDE, GuideLink, guide_links  # noqa: E402
+from core.prepare import guide_url, read_guide  # noqa: E402
+from core.stated.guide import GUIDE, GuideLink  # noqa: E402
 from scripts.screenshots import (  # noqa: E402
     CHART,
     HEIGHT,
@@ -73,7 +74,7 @@ def run_prepare(guide: Path) -> dict:
 
 def visit(page, base: str, link: GuideLink, timeout_s: float) -> dict:
     """Open one link from its address; seconds to its main figure and to complete."""
-    address = base + link.url.removeprefix("http://localhost:8501")
+    address = base + guide_url(link).removeprefix("http://localhost:8501")
     start = time.monotonic()
     page.goto(address, wait_until="domcontentloaded")
     page.locator(TITLE).first.wait_for(state="visible", timeout=timeout_s * 1000)
@@ -81,7 +82,7 @@ def visit(page, base: str, link: GuideLink, timeout_s: float) -> dict:
     main_figure = time.monotonic() - start
     complete = wait_idle(page, start + timeout_s) - start
     times = {"main_figure_s": round(main_figure, 2), "complete_s": round(max(complete, 0), 2)}
-    if "bandit_steps" in link.values:  # the live run: press Start, wait for its result
+    if "bandit_steps" in link.query:  # the live run: press Start, wait for its result
         clicked = time.monotonic()
         page.get_by_role("button", name="Start", exact=True).click()
         page.locator(LIVE_DONE).first.wait_for(state="visible", timeout=timeout_s * 1000)
@@ -144,7 +145,7 @@ def main() -> int:
     args = parser.parse_args()
     cache = args.cache or Path(tempfile.mkdtemp(prefix="bnn-first-visits-"))
     os.environ["BNN_CACHE_DIR"] = str(cache)
-    links = guide_links(args.guide)
+    links = read_guide(args.guide)
     result: dict = {
         "date": datetime.date.today().isoformat(),
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
@@ -157,7 +158,7 @@ def main() -> int:
         result["prepare"] = run_prepare(args.guide)
         print(f"prepare: {result['prepare']['seconds']:.1f} s", file=sys.stderr, flush=True)
     rows = [
-        {"url": link.url, "main_figure_s": [], "complete_s": [], "start_to_result_s": []}
+        {"url": guide_url(link), "main_figure_s": [], "complete_s": [], "start_to_result_s": []}
         for link in links
     ]
     for _ in range(args.passes):  # each pass on a fresh server, in a fresh browser
@@ -170,7 +171,7 @@ def main() -> int:
                     continue
                 for key, value in times.items():
                     row[key].append(value)
-                print(f"{times['main_figure_s']:5.2f} s  {short(link.url)}", file=sys.stderr)
+                print(f"{times['main_figure_s']:5.2f} s  {short(guide_url(link))}", file=sys.stderr)
     result["links"] = rows
     args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     text = table(result)

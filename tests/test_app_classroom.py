@@ -442,7 +442,7 @@ class FakePreparation:
         self.running = False
 
     def state(self):
-        from core.classroom.preparing import PreparationState
+        from core.prepare import PreparationState
 
         return PreparationState(running=self.running, fraction=0.25, message="5/23 /ood", total=23)
 

@@ -10,39 +10,58 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-import core.classroom.prepare as prepare_module
+import core.prepare.registry as prepare_module
 import core.studies.evaluations
 from app.ui import MODELS_KEY
-from core.classroom.guide import GUIDE, guide_links, parse_link
-from core.classroom.prepare import PREPARERS, link_jobs, prepare, problems
-from core.classroom.preparing import PreparationRun
 from core.cli import main
 from core.jobs.owners import Visitor
+from core.prepare import (
+    PREPARERS,
+    PreparationRun,
+    guide_url,
+    link_jobs,
+    prepare,
+    problems,
+    read_guide,
+)
+from core.stated.guide import GUIDE, GuideLink, guide_links
 from core.storage.paths import REPO_ROOT
 
 TINY = "http://localhost:8501/ood?sidebar_models=mlp&ood_dataset=font_letters&ood_subset=20&ood_samples=10"
 """A link whose evaluations take a second: one MLP, 20 inputs a side, 10 passes."""
 
 
-def test_a_link_is_split_into_its_page_and_settings():
-    link = parse_link("http://localhost:8501/ood?present=1&ood_dataset=notmnist&hide=a,b")
+def parse_link(url: str) -> GuideLink:
+    """A link as the guide writes it (in backticks), read as the guide's links are."""
+    (link,) = guide_links(f"`{url}`")
+    return link
+
+
+def test_a_link_is_split_into_its_page_and_settings_and_written_back_as_it_was():
+    url = "http://localhost:8501/ood?present=1&ood_dataset=notmnist&hide=a,b"
+    link = parse_link(url)
     assert link.route == "ood"
-    assert link.values == {"present": "1", "ood_dataset": "notmnist", "hide": "a,b"}
-    assert parse_link("http://localhost:8501/?present=1").route == ""
+    assert link.query == {"present": "1", "ood_dataset": "notmnist", "hide": "a,b"}
+    assert guide_url(link) == url
+    assert guide_url(parse_link("http://localhost:8501/?present=1")) == (
+        "http://localhost:8501/?present=1"
+    )
 
 
-def test_the_guide_links_are_read_once_each_in_order():
-    links = guide_links()
-    urls = [link.url for link in links]
+def test_the_guide_links_are_read_once_each_in_order(tmp_path):
+    links = read_guide()
+    urls = [guide_url(link) for link in links]
     assert len(urls) == len(set(urls)) >= 20
     assert urls[0].startswith("http://localhost:8501/draw?present=1")
-    assert not any(url.endswith(("`", ")", ".")) for url in urls)
     routes = {link.route for link in links}
-    assert {"", "draw", "ood", "pruning", "regression", "bandits", "classroom"} <= routes
+    assert {"home", "draw", "ood", "pruning", "regression", "bandits", "classroom"} <= routes
+    guide = tmp_path / "guide.md"
+    guide.write_text("`http://localhost:8501/?present=1` twice: `http://localhost:8501/?present=1`")
+    assert len(read_guide(guide)) == 1
 
 
 def test_every_link_of_the_teachers_guide_has_a_preparer_that_understands_it():
-    assert problems(guide_links(GUIDE)) == []
+    assert problems(read_guide(GUIDE)) == []
 
 
 def test_a_page_without_preparer_or_an_unknown_setting_is_named(tmp_path):
@@ -51,7 +70,7 @@ def test_a_page_without_preparer_or_an_unknown_setting_is_named(tmp_path):
         "`http://localhost:8501/nowhere?present=1` and\n"
         "`http://localhost:8501/ood?present=1&ood_dataset=notmnist&ood_colour=red`\n"
     )
-    found = problems(guide_links(guide))
+    found = problems(read_guide(guide))
     assert len(found) == 2
     assert "no preparer for the page 'nowhere'" in found[0]
     assert found[1].endswith("ood_colour not understood")
@@ -60,7 +79,7 @@ def test_a_page_without_preparer_or_an_unknown_setting_is_named(tmp_path):
 def test_live_settings_need_nothing_and_stored_views_have_no_work():
     assert link_jobs(parse_link("http://localhost:8501/train?train_epochs=3")) == []
     assert link_jobs(parse_link("http://localhost:8501/bandits?present=1")) == []
-    assert set(PREPARERS) >= {"", "draw", "ood", "pruning", "regression", "bandits"}
+    assert set(PREPARERS) >= {"home", "draw", "ood", "pruning", "regression", "bandits"}
 
 
 @pytest.fixture
@@ -88,7 +107,7 @@ def test_a_prepared_link_opens_without_computing(empty_cache, monkeypatch):
     monkeypatch.setattr(core.studies.evaluations, "_compute", computing)
     at = AppTest.from_file(str(REPO_ROOT / "pages" / "ood.py"), default_timeout=300)
     at.session_state[MODELS_KEY] = ["mlp"]  # the sidebar's (app/main.py draws it)
-    for name, value in link.params:
+    for name, value in link.query.items():
         at.query_params[name] = value
     at.run()
     assert not at.exception, at.exception

@@ -7,7 +7,7 @@ mode): afterwards each link of ``docs/teaching.md`` opens without computing::
     python -m core prepare --guide my-lesson.md --json
 
 Each link's line says whether it was already cached, what it computed and how long it took
-(:mod:`core.classroom.prepare`). Exit code 1 when a link is not covered by a preparer (the
+(:mod:`core.prepare`). Exit code 1 when a link is not covered by a preparer (the
 other links are still prepared) or could not be prepared (e.g. a missing dataset).
 """
 
@@ -21,10 +21,10 @@ from pathlib import Path
 import torch
 
 from core import settings
-from core.classroom.guide import GUIDE, guide_links
-from core.classroom.prepare import LinkReport, prepare, problems
 from core.cli.values import THREADS
+from core.prepare import LinkReport, guide_url, prepare, problems, read_guide
 from core.progress import text_progress
+from core.stated.guide import GUIDE
 
 
 def describe(done: LinkReport) -> str:
@@ -49,7 +49,7 @@ def cmd_prepare(args) -> int:
     """
     torch.set_num_threads(args.threads or settings.positive_int("BNN_TORCH_THREADS", 1))
     try:
-        links = guide_links(args.guide)
+        links = read_guide(args.guide)
     except OSError as exc:
         print(f"error: cannot read the guide {args.guide}: {exc.strerror}", file=sys.stderr)
         return 1
@@ -57,7 +57,7 @@ def cmd_prepare(args) -> int:
     for line in uncovered:
         print(f"not covered: {line}", file=sys.stderr)
     bad = {line.split(": ")[0] for line in uncovered}
-    covered = [link for link in links if link.url not in bad]
+    covered = [link for link in links if guide_url(link) not in bad]
     bar = None if args.json else text_progress(f"prepare {len(covered)} links")
 
     def show(done: LinkReport) -> None:

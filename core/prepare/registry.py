@@ -1,11 +1,12 @@
-"""Prepare for class: compute and cache what every link of the teacher's guide shows.
+"""Prepare for class: one preparer per page, and the run over a guide's links.
 
 One registry, :data:`PREPARERS`, maps a page's address to its :class:`Preparer`: the query
 parameters it understands and the work (:class:`~core.progress.Job` s) a link with those
 values needs that is not cached yet — the same core calls the page makes, with the link's
 values, so that they fill the same content-keyed caches (:mod:`core.storage.cache`) and the
 page's first visit then reads instead of computing. :func:`problems` names the links of a guide
-that no preparer covers (a test runs it on ``docs/teaching.md``); :func:`prepare` runs them all
+that no preparer covers (a test runs it on ``docs/teaching.md``, read by
+:func:`core.stated.guide.guide_links`); :func:`prepare` runs them all
 with one progress and can be stopped between two pieces of work. ``python -m core prepare``
 (:mod:`core.cli.prepare`) and the teacher's button on the Class drawings page call it.
 
@@ -17,11 +18,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from core.catalogue import default_models, list_checkpoints
-from core.classroom.guide import GuideLink
 from core.data import DatasetUnavailable
 from core.progress import Job, ProgressFn, report, share
+from core.stated.guide import GUIDE, GuideLink, guide_links
 from core.storage.checkpoints import CheckpointError, checkpoint_dataset, list_user_checkpoints
 
 COMMON = frozenset({"present", "hide", "class", "sidebar_models", "sidebar_samples"})
@@ -84,6 +86,30 @@ class Preparation:
 
     links: list[LinkReport] = field(default_factory=list)
     stopped: bool = False
+
+
+def guide_url(link: GuideLink) -> str:
+    """The link as the guide writes it (``http://localhost:8501/ood?present=1&...``)."""
+    route = "" if link.route == "home" else link.route
+    return f"http://localhost:8501/{route}?" + "&".join(f"{k}={v}" for k, v in link.query.items())
+
+
+def read_guide(path: Path = GUIDE) -> list[GuideLink]:
+    """Every distinct link of a guide, in the order they first appear.
+
+    Args:
+        path: The guide (Markdown).
+
+    Returns:
+        Its links, each once.
+
+    Raises:
+        OSError: If the file cannot be read.
+    """
+    links = {}
+    for link in guide_links(path.read_text(encoding="utf-8")):
+        links.setdefault(guide_url(link), link)
+    return list(links.values())
 
 
 # --- reading a link's values ------------------------------------------------------------------
@@ -203,7 +229,7 @@ def _bandits(values: Mapping[str, str]) -> list[Job]:
 
 
 PREPARERS: dict[str, Preparer] = {
-    "": Preparer(_nothing),  # the Home page's table ships with the lab
+    "home": Preparer(_nothing),  # the Home page's table ships with the lab
     "draw": Preparer(_thresholds, frozenset({"draw_sweep", "draw_sweep_steps"})),
     "classroom": Preparer(_thresholds),
     "ood": Preparer(
@@ -236,7 +262,7 @@ def problems(links: list[GuideLink]) -> list[str]:
     """Name the links no preparer covers.
 
     Args:
-        links: A guide's links (:func:`core.classroom.guide.guide_links`).
+        links: A guide's links (:func:`read_guide`).
 
     Returns:
         One line per link whose page has no preparer or that has a parameter its preparer does
@@ -246,9 +272,9 @@ def problems(links: list[GuideLink]) -> list[str]:
     for link in links:
         preparer = PREPARERS.get(link.route)
         if preparer is None:
-            found.append(f"{link.url}: no preparer for the page {link.route!r}")
-        elif unknown := preparer.unknown([name for name, _ in link.params]):
-            found.append(f"{link.url}: {', '.join(unknown)} not understood")
+            found.append(f"{guide_url(link)}: no preparer for the page {link.route!r}")
+        elif unknown := preparer.unknown(list(link.query)):
+            found.append(f"{guide_url(link)}: {', '.join(unknown)} not understood")
     return found
 
 
@@ -266,7 +292,7 @@ def link_jobs(link: GuideLink) -> list[Job]:
         DatasetUnavailable: If a dataset the link shows is missing.
         CheckpointError: If a model the link shows does not load.
     """
-    return PREPARERS[link.route].jobs(link.values)
+    return PREPARERS[link.route].jobs(link.query)
 
 
 def prepare(
@@ -280,7 +306,7 @@ def prepare(
     A link whose dataset or model is missing is skipped with the reason; the others go on.
 
     Args:
-        links: The links (:func:`core.classroom.guide.guide_links`), covered by
+        links: The links (:func:`read_guide`), covered by
             :data:`PREPARERS`.
         progress: Gets the fraction of links done and what is being computed.
         should_stop: Asked before each piece of work; True ends the preparation there (the
@@ -294,8 +320,8 @@ def prepare(
     stop = should_stop or (lambda: False)
     for i, link in enumerate(links):
         start = time.perf_counter()
-        done = LinkReport(link.url)
-        step = share(progress, i, len(links), f"{i + 1}/{len(links)} /{link.route}")
+        done = LinkReport(guide_url(link))
+        step = share(progress, i, len(links), f"{i + 1}/{len(links)} {link.route}")
         try:
             jobs = link_jobs(link)
             done.jobs = len(jobs)

@@ -1,7 +1,7 @@
 """The teacher's *Prepare for class*, run in the background of a server.
 
 One :class:`PreparationRun` per server (the app keeps it for every session): the teacher starts
-it, :func:`core.classroom.prepare.prepare` runs in a thread while the page polls
+it, :func:`core.prepare.registry.prepare` runs in a thread while the page polls
 :meth:`PreparationRun.state` to draw a progress bar, and a cancel stops it before the next
 piece of work (what is done stays cached). Starting and cancelling are teacher-only
 (:func:`core.roles.require_teacher`).
@@ -13,9 +13,9 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from core.classroom.guide import GUIDE, guide_links
-from core.classroom.prepare import LinkReport, prepare, problems
+from core.prepare.registry import LinkReport, guide_url, prepare, problems, read_guide
 from core.roles import Actor, require_teacher
+from core.stated.guide import GUIDE
 
 
 @dataclass(frozen=True)
@@ -80,9 +80,9 @@ class PreparationRun:
         with self._lock:
             if self._state.running:
                 return False
-            links = guide_links(guide)
+            links = read_guide(guide)
             bad = {line.split(": ")[0] for line in problems(links)}
-            links = [link for link in links if link.url not in bad]
+            links = [link for link in links if guide_url(link) not in bad]
             self._cancel.clear()
             self._started = time.monotonic()
             self._state = PreparationState(running=True, total=len(links), message="starting")
