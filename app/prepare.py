@@ -77,7 +77,7 @@ def prepare_panel() -> None:
     with st.expander("Teacher: prepare for class", icon=":material/school:"):
         st.caption(
             "Computes and stores what every link of the teacher's guide shows, so that each "
-            "opens at once in class (a few minutes, once). It runs on the server: you may "
+            "opens at once in class (about a minute, once). It runs on the server: you may "
             "leave this page and come back."
         )
         running = preparation().state().running

@@ -173,6 +173,7 @@ def main() -> int:
                     row[key].append(value)
                 print(f"{times['main_figure_s']:5.2f} s  {short(guide_url(link))}", file=sys.stderr)
     result["links"] = rows
+    result["load_average_end"] = os.getloadavg()[0]
     args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     text = table(result)
     print(text)
