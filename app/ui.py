@@ -28,6 +28,7 @@ import streamlit as st
 import torch
 
 from app import share
+from core import catalogue
 from core.catalogue import REGISTRY, list_checkpoints
 from core.engine.device import default_device, device_name
 from core.engine.sampler import DEFAULT_SAMPLES
@@ -117,8 +118,7 @@ def default_models(available: list[str]) -> list[str]:
         A BBB network (scale-mixture prior, else Gaussian), the MLP and MC dropout, those of
         them that are available.
     """
-    bbb = next((n for n in ("bbb_mixture", "bbb_gaussian") if n in available), None)
-    return [n for n in (bbb, "mlp", "dropout_mlp") if n is not None and n in available]
+    return catalogue.default_models(available)
 
 
 def device() -> torch.device:

@@ -169,6 +169,20 @@ REGISTRY: dict[str, CheckpointSpec] = {
 }
 
 
+def default_models(available: list[str]) -> list[str]:
+    """Pick the models the pages compare by default (the sidebar's first choice).
+
+    Args:
+        available: Registry names of the checkpoints that load.
+
+    Returns:
+        A BBB network (scale-mixture prior, else Gaussian), the MLP and MC dropout, those of
+        them that are available.
+    """
+    bbb = next((n for n in ("bbb_mixture", "bbb_gaussian") if n in available), None)
+    return [n for n in (bbb, "mlp", "dropout_mlp") if n is not None and n in available]
+
+
 def list_checkpoints(
     directory: Path | None = None, dataset: str | None = None
 ) -> list[CheckpointInfo]:

@@ -43,6 +43,7 @@ TEACHER_ONLY: dict[str, str] = {
     "clear_class": "clear a class's drawings",
     "export_class": "export a class's drawings",
     "save_results": "save a run into the lab's results",
+    "prepare_class": "prepare the lab for class",
 }
 """Action → what it does, in words: the shared-state changes only the teacher may make (acting
 on another student's job or model is :meth:`core.jobs.owners.Visitor.may_act_on`'s)."""

@@ -25,6 +25,7 @@ from app.classroom import join_panel, link_class_code, use_class_code
 from app.figures import show_figure, show_table
 from app.figures.calibration import reliability_figure
 from app.figures.classroom import confusion_figure, thumbnails
+from app.prepare import prepare_panel
 from core.classroom import export
 from core.classroom.live import LiveReport, PredictionCache, live_reports
 from core.classroom.report import ModelReport
@@ -306,6 +307,7 @@ def live_view(code: str, models: list, n_samples: int, limits: dict, live: bool)
 
 st.title("Class drawings")
 ui.teacher_sign_in()
+prepare_panel()
 code = chosen_code()
 if code is not None:
     join_panel(code)

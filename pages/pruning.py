@@ -14,12 +14,14 @@ from core.methods import model_class
 from core.storage.checkpoints import CheckpointError, task_title
 from core.studies.pruning_curves import (
     CURVE_SAMPLES,
+    POINT_MODELS,
     QUICK_INPUTS,
     QUICK_SAMPLES,
     SNR_BINS,
     SNR_FLOOR_DB,
     cached_pruning_curve,
     checkpoint_snr,
+    compared_curves,
     paper_table,
     pruning_jobs,
     quick_error,
@@ -29,10 +31,6 @@ from core.studies.pruning_curves import (
 
 WEIGHT_RANGE = (-0.3, 0.3)
 WEIGHT_BINS = 200
-POINT_MODELS = {  # per task: the MLP and the MC dropout network, compared by |w| and at random
-    "mnist": ("mlp", "dropout_mlp"),
-    "fashion_mnist": ("fashion_mlp", "fashion_dropout"),
-}
 CURVES_MESSAGE = "Computing the pruning curves on the full test set (once per checkpoint)"
 
 
@@ -147,15 +145,16 @@ compare = share.checkbox(
     "Also prune the MLP and the MC dropout network (by |w| and at random)",
     key="pruning_compare",
 )
-jobs = [(name, m, f"BBB, {pruning.METHOD_LABELS[m]}") for m in pruning.METHODS]
-dashes = {}
 point_models = POINT_MODELS.get(task, ())
-for point_name, style in zip(point_models, POINT_MODELS["mnist"], strict=False):
-    if compare and point_name in available:
-        for m in ("magnitude", "random"):
-            label = f"{ui.model_title(point_name)}, {pruning.METHOD_LABELS[m].replace('μ', 'w')}"
-            jobs.append((point_name, m, label))
-            dashes[label] = MODEL_DASHES[style]
+styles = dict(zip(point_models, POINT_MODELS["mnist"], strict=False))  # dashes per network
+jobs, dashes = [], {}
+for curve_model, m in compared_curves(name, task, compare, available):
+    if curve_model == name:
+        label = f"BBB, {pruning.METHOD_LABELS[m]}"
+    else:
+        label = f"{ui.model_title(curve_model)}, {pruning.METHOD_LABELS[m].replace('μ', 'w')}"
+        dashes[label] = MODEL_DASHES[styles[curve_model]]
+    jobs.append((curve_model, m, label))
 ui.run_jobs(pruning_jobs(jobs), CURVES_MESSAGE)
 curves = {label: cached_pruning_curve(n, m) for n, m, label in jobs}
 show_figure(curve_figure(curves, dashes, fraction), "pruning_curves")

@@ -432,3 +432,41 @@ def test_panel_errors_are_clear(class_db):
     at.button(key="class_submit").click().run()
     assert "not a SQLite database" in at.text[0].value  # the teacher sees the details
     assert class_db.read_bytes() == b"garbage" * 100
+
+
+class FakePreparation:
+    """Stands in for the server's preparation: records who started and cancelled it."""
+
+    def __init__(self):
+        self.calls = []
+        self.running = False
+
+    def state(self):
+        from core.prepare import PreparationState
+
+        return PreparationState(running=self.running, fraction=0.25, message="5/23 /ood", total=23)
+
+    def start(self, actor):
+        self.calls.append(("start", actor.teacher))
+        self.running = True
+
+    def cancel(self, actor):
+        self.calls.append(("cancel", actor.teacher))
+
+
+def test_only_the_teacher_sees_prepare_for_class_with_its_bar_and_cancel(small_models, monkeypatch):
+    import app.prepare
+
+    fake = FakePreparation()
+    monkeypatch.setattr(app.prepare, "preparation", lambda: fake)
+    student = class_page(teacher=False)
+    assert not [b for b in student.button if b.key in ("prepare_start", "prepare_cancel")]
+    assert "Teacher: prepare for class" not in [e.label for e in student.expander]
+    at = class_page()
+    at.button(key="prepare_start").click().run()
+    assert fake.calls == [("start", True)]
+    assert not at.exception, at.exception
+    bars = at.get("progress")
+    assert bars and "5/23 /ood" in bars[0].proto.text
+    at.button(key="prepare_cancel").click().run()
+    assert fake.calls == [("start", True), ("cancel", True)]

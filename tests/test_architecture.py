@@ -157,7 +157,7 @@ LAYERS = (
         "core.bandits",
         "core.classroom",
     ),
-    ("core.stated",),
+    ("core.stated", "core.prepare"),
     ("core.cli", "core.__main__", "core"),
 )
 """The packages of core from the bottom up: a module may import its own layer and those below."""

@@ -23,6 +23,7 @@ from core.cli import (
     data,
     models,
     ood,
+    prepare,
     regression,
     stated,
 )
@@ -42,6 +43,7 @@ COMMANDS = (
     regression,
     bandit,
     stated,
+    prepare,
 )
 """Modules exposing ``register(subparsers)``, in help order."""
 

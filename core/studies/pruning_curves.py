@@ -24,6 +24,7 @@ import torch
 from core.engine.device import default_device
 from core.evaluation.metrics import seeded_error
 from core.evaluation.pruning import (
+    METHODS,
     PruningPoint,
     SnrDistribution,
     density,
@@ -176,6 +177,40 @@ def cached_pruning_curve(
         report(progress, 1.0, "done")
     errors = tuple(points[_point_key(f)] for f in fractions)
     return PruningCurve(method, fractions, errors, n_samples)
+
+
+POINT_MODELS = {
+    "mnist": ("mlp", "dropout_mlp"),
+    "fashion_mnist": ("fashion_mlp", "fashion_dropout"),
+}
+"""Per task: the MLP and the MC dropout network the Pruning page may compare a BBB model with."""
+POINT_METHODS = ("magnitude", "random")
+"""How those point-estimate networks are pruned (they have no σ, so no signal-to-noise ratio)."""
+
+
+def compared_curves(
+    checkpoint: str, task: str, compare: bool, available: list[str]
+) -> list[tuple[str, str]]:
+    """List the curves of the Pruning page's figure.
+
+    Args:
+        checkpoint: The BBB model's registry name (or ``user:NAME``).
+        task: The dataset it was trained on.
+        compare: Also prune the task's MLP and MC dropout network (:data:`POINT_MODELS`).
+        available: The checkpoints that load; compared networks not among them are left out.
+
+    Returns:
+        ``(checkpoint, method)`` per curve: the BBB model by every method first.
+    """
+    curves = [(checkpoint, method) for method in METHODS]
+    if compare:
+        curves += [
+            (name, method)
+            for name in POINT_MODELS.get(task, ())
+            if name in available
+            for method in POINT_METHODS
+        ]
+    return curves
 
 
 def pruning_jobs(curves: list[tuple[str, str, str]]) -> list[Job]:
