@@ -22,6 +22,7 @@ from app.figures.bandits import (
 )
 from core.bandits.agents import AGENTS
 from core.bandits.environments import MushroomBandit
+from core.bandits.live import LIVE_AGENTS, LIVE_DELTA, LIVE_SEED, LIVE_SEEDS, LIVE_STEPS
 from core.bandits.protocols import PROTOCOLS, protocol_ablation
 from core.bandits.runner import BanditRun, RunConfig
 from core.bandits.store import (
@@ -37,9 +38,7 @@ from core.progress import compute_slot
 RUN_KEY = "bandit_run"  # this session's BanditRun in progress
 STATE_KEY = "bandit_state"  # "running", "paused", "stopped" or "done"
 RESULT_KEY = "bandit_result"  # the result shown below the controls
-LIVE_AGENTS = ("bbb", "greedy", "eps5", "random")
 MAX_STEPS = 3000
-DEFAULT_STEPS = 500
 MAX_SEEDS = 3
 CHUNK_STEPS = 25  # steps between redraws (about 0.2-0.5 s on a 2-core CPU)
 SNAPSHOT_EVERY = 4  # chunks between snapshots (the wheel's map costs ~0.2 s)
@@ -377,7 +376,7 @@ def settings_form() -> RunConfig | None:
         "Wheel's δ",
         0.5,
         0.99,
-        0.9,
+        LIVE_DELTA,
         0.01,
         key="bandit_delta",
         disabled=env != "wheel",
@@ -395,10 +394,14 @@ def settings_form() -> RunConfig | None:
     )
     cols = st.columns(3)
     steps = share.number_input(
-        "Steps", 50, MAX_STEPS, DEFAULT_STEPS, 50, key="bandit_steps", container=cols[0]
+        "Steps", 50, MAX_STEPS, LIVE_STEPS, 50, key="bandit_steps", container=cols[0]
     )
-    seeds = share.number_input("Seeds", 1, MAX_SEEDS, 2, key="bandit_seeds", container=cols[1])
-    seed = share.number_input("Base seed", 0, 1_000_000, 0, key="bandit_seed", container=cols[2])
+    seeds = share.number_input(
+        "Seeds", 1, MAX_SEEDS, LIVE_SEEDS, key="bandit_seeds", container=cols[1]
+    )
+    seed = share.number_input(
+        "Base seed", 0, 1_000_000, LIVE_SEED, key="bandit_seed", container=cols[2]
+    )
     if not agents:
         st.warning("Choose at least one agent.")
         return None

@@ -18,6 +18,8 @@ from core.evaluation.shift import SHIFTS
 from core.evaluation.uncertainty import SCORES
 from core.storage.checkpoints import CheckpointError
 from core.studies.calibration import (
+    EFFECT_WORDS,
+    MISCALIBRATED_P,
     REJECTION_LIMIT,
     VALIDATION_SIZE,
     CalibrationResult,
@@ -25,6 +27,7 @@ from core.studies.calibration import (
     calibration_jobs,
     calibration_result,
     example_answers,
+    scaling_counts,
     shift_curve,
     shift_jobs,
     shifted_examples,
@@ -63,19 +66,27 @@ def enlarge(image: np.ndarray) -> np.ndarray:
 
 
 def metrics_table(results: dict[str, CalibrationResult]) -> pd.DataFrame:
-    """One row per model: the metrics before and after temperature scaling, and T."""
+    """One row per model: the metrics and their tests against chance, before and after T."""
     rows = {}
     for name, r in results.items():
         row = {title: f"{r.metrics[key]:.4f}" for key, title in METRIC_COLUMNS.items()}
         row["Accuracy"] = f"{r.metrics['accuracy']:.2%}"
-        row["ECE by chance"] = f"{r.metrics['ece_floor']:.4f}"
+        row["ECE by chance (mean)"] = f"{r.metrics['ece_chance']:.4f}"
+        row["ECE by chance (95 %)"] = f"{r.metrics['ece_floor']:.4f}"
+        row["p of the ECE"] = p_value(r.metrics["ece_p_value"])
         row["T"] = f"{r.fit.temperature:.3f}" + (" (bound)" if r.fit.at_bound else "")
         for key in ("ece", "mce", "nll", "brier"):
             row[f"{METRIC_COLUMNS[key]} after T"] = f"{r.tempered[key]:.4f}"
-        row["ECE by chance after T"] = f"{r.tempered['ece_floor']:.4f}"
+        row["p of the ECE after T"] = p_value(r.tempered["ece_p_value"])
+        row["Scaling's effect on the ECE"] = EFFECT_WORDS[r.scaling.effect]
         row["Validation NLL / test NLL"] = f"{r.validation_nll_ratio:.2f}"
         rows[ui.model_title(name)] = row
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis("Model")
+
+
+def p_value(p: float) -> str:
+    """A p-value for people: ``"< 0.001"`` at the resampling's resolution, else 3 digits."""
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
 
 
 def seen_warning(results: dict[str, CalibrationResult]) -> str | None:
@@ -97,40 +108,32 @@ def seen_warning(results: dict[str, CalibrationResult]) -> str | None:
     )
 
 
-def unhelped_note(results: dict[str, CalibrationResult]) -> str | None:
-    """Why temperature scaling did not lower the ECE of some held-out models, or None."""
-    lines = []
-    for name, r in results.items():
-        before, after, floor = r.metrics["ece"], r.tempered["ece"], r.metrics["ece_floor"]
-        if r.validation_seen or after < before:
-            continue
-        nll = (
-            f"it lowered the test NLL ({r.metrics['nll']:.4f} → {r.tempered['nll']:.4f})"
-            if r.tempered["nll"] < r.metrics["nll"]
-            else f"the test NLL did not fall either ({r.metrics['nll']:.4f} → "
-            f"{r.tempered['nll']:.4f})"
-        )
-        chance = (
-            f"its ECE was already below the ECE by chance ({floor:.4f}): nothing measurable "
-            "was left to fix"
-            if before <= floor
-            else f"its ECE was {before - floor:.4f} above the ECE by chance ({floor:.4f})"
-        )
-        lines.append(
-            f"- **{ui.model_title(name)}**: ECE {before:.4f} → {after:.4f} with T = "
-            f"{r.fit.temperature:.2f}; {nll}; {chance}."
-        )
-    if not lines:
-        return None
-    return (
-        "Temperature scaling did not lower every ECE here:\n"
-        + "\n".join(lines)
-        + "\n\nT is chosen to lower the NLL of the held-out images, not the ECE. The NLL is "
-        "mostly the few wrong answers, which a higher T softens; the ECE counts every answer, "
-        "and the same T moves right answers into lower-confidence bins, where they become "
-        "under-confident. For a model that is nearly calibrated already, the temperature that "
-        "is best for one need not be best for the other."
+def scaling_headline(results: dict[str, CalibrationResult]) -> str:
+    """What temperature scaling did to these models' ECE, counted from the table."""
+    held_out = {name: r for name, r in results.items() if not r.validation_seen}
+    groups = scaling_counts({name: r.scaling.effect for name, r in held_out.items()})
+    off = [n for n, r in held_out.items() if r.metrics["ece_p_value"] < MISCALIBRATED_P]
+
+    def names(members: list[str]) -> str:
+        return ", ".join(ui.model_title(n) for n in members) or "none"
+
+    text = (
+        f"**Before scaling, {len(off)} of these {len(held_out)} models are measurably "
+        f"miscalibrated** (an ECE a perfectly calibrated model reaches by chance less than "
+        f"{MISCALIBRATED_P:.0%} of the time): {names(off)}. **Temperature scaling measurably "
+        f"lowers the ECE of {len(groups['helps'])}** ({names(groups['helps'])}), **raises it "
+        f"for {len(groups['harms'])}** ({names(groups['harms'])}) and makes **no measurable "
+        f"change for {len(groups['none'])}** ({names(groups['none'])})."
     )
+    if groups["harms"] or groups["none"]:
+        text += (
+            "\n\nT is chosen to lower the NLL of the held-out images, not the ECE. The NLL is "
+            "mostly the few wrong answers, which a higher T softens; the ECE counts every "
+            "answer, and the same T moves right answers into lower-confidence bins, where they "
+            "become under-confident. A model whose ECE is already at chance has nothing "
+            "measurable left to fix."
+        )
+    return text
 
 
 def best_score(r: CalibrationResult) -> str:
@@ -174,18 +177,18 @@ def reliability_section(results: dict[str, CalibrationResult], n_samples: int) -
         "largest gap of a non-empty bin (noisy: a bin may hold a handful of inputs), NLL in nats, "
         "Brier = Σ (p − one-hot)². Temperature scaling (Guo et al. 2017) replaces the predictive "
         "probabilities p by p^(1/T), renormalised: T > 1 softens over-confident answers, T < 1 "
-        "sharpens; the answer itself and the accuracy never change. ECE by chance = the ECE "
-        "that a perfectly calibrated model with the same confidences would still exceed 5 % of "
-        "the time on these images, from the luck of which answers happen to be right: an ECE "
-        "below it cannot be told apart from perfect calibration, so no temperature can "
-        "measurably lower it."
+        "sharpens; the answer itself and the accuracy never change. ECE by chance: a perfectly "
+        "calibrated model with the same confidences still shows an ECE on these images, from "
+        "the luck of which answers happen to be right — this mean on average, and above the "
+        "95 % figure only 5 % of the time (4,000 redrawn sets of answers). p of the ECE = the "
+        "share of those chance ECEs at least as large as the model's: below 0.05 it is "
+        "measurably miscalibrated. Scaling's effect: whether the ECE's change under T is "
+        "beyond the noise of which test images were drawn (a paired bootstrap, 95 %)."
     )
+    st.info(scaling_headline(results))
     warning = seen_warning(results)
     if warning:
         st.warning(warning)
-    note = unhelped_note(results)
-    if note:
-        st.info(note)
 
 
 def rejection_section(results: dict[str, CalibrationResult], task: str, n_samples: int) -> str:

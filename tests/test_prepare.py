@@ -3,16 +3,24 @@ its page then opens without computing (``python -m core prepare``, the teacher's
 
 from __future__ import annotations
 
-import ast
 import json
 
 import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-import core.prepare.registry as prepare_module
 import core.studies.evaluations
 from app.ui import MODELS_KEY
+from core.bandits.live import (
+    LIVE_AGENTS,
+    LIVE_DELTA,
+    LIVE_ENV,
+    LIVE_SEED,
+    LIVE_SEEDS,
+    LIVE_STEPS,
+    link_config,
+)
+from core.bandits.runner import RunConfig
 from core.cli import main
 from core.jobs.owners import Visitor
 from core.prepare import (
@@ -147,26 +155,17 @@ def test_the_background_run_is_the_teachers_and_reports_each_link(empty_cache, t
     assert [link.jobs for link in state.links] == [2] and not state.error
 
 
-def page_default(source: str, key: str):
-    """The default value of a page's number input or slider (its 4th argument) by its key."""
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Call) and any(
-            k.arg == "key" and getattr(k.value, "value", None) == key for k in node.keywords
-        ):
-            return ast.literal_eval(node.args[3])
-    raise KeyError(key)
-
-
-def test_the_live_bandit_defaults_are_the_pages():
-    source = (REPO_ROOT / "pages" / "bandits.py").read_text()
-    constants = {
-        target.id: node.value
-        for node in ast.parse(source).body
-        if isinstance(node, ast.Assign)
-        for target in node.targets
-        if isinstance(target, ast.Name)
-    }
-    assert ast.literal_eval(constants["LIVE_AGENTS"]) == prepare_module.LIVE_AGENTS
-    assert ast.literal_eval(constants["DEFAULT_STEPS"]) == prepare_module.LIVE_STEPS
-    assert page_default(source, "bandit_seeds") == prepare_module.LIVE_SEEDS
-    assert page_default(source, "bandit_delta") == prepare_module.LIVE_DELTA
+def test_a_links_live_bandit_run_is_the_pages_defaults_with_the_links_settings():
+    assert link_config({"bandit_reference": "mushroom-50000.json"}) is None
+    assert link_config({"bandit_seed": "0"}) == RunConfig(
+        env=LIVE_ENV,
+        delta=LIVE_DELTA,
+        agents=LIVE_AGENTS,
+        steps=LIVE_STEPS,
+        seeds=LIVE_SEEDS,
+        seed=LIVE_SEED,
+    )
+    link = {"bandit_agents": "bbb,greedy", "bandit_steps": "100", "present": "1"}
+    config = link_config(link)
+    assert config.agents == ("bbb", "greedy") and config.steps == 100
+    assert config.seeds == LIVE_SEEDS and config.env == LIVE_ENV

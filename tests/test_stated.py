@@ -112,7 +112,7 @@ def computed(key: str) -> str | None:
 @pytest.mark.parametrize("document", DOCUMENTS, ids=lambda p: p.name)
 def test_every_number_the_documents_state_is_what_the_lab_computes(document, cache_dir):
     found = markers(document.read_text())
-    assert len(found) >= 50  # the guide's numbers are marked, not typed
+    assert len(found) >= (50 if document.name == "teaching.md" else 1)  # marked, not typed
     wrong = []
     for marker in found:
         lab = computed(marker.key)

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from core.bandits.live import LINK_SETTINGS
 from core.catalogue import default_models, list_checkpoints
 from core.data import DatasetUnavailable
 from core.progress import Job, ProgressFn, report, share
@@ -200,30 +201,13 @@ def _regression(values: Mapping[str, str]) -> list[Job]:
     return fit_jobs(data, methods, FitSettings())
 
 
-LIVE_BANDIT = ("bandit_env", "bandit_delta", "bandit_agents", "bandit_steps", "bandit_seeds")
-"""The live run's settings: a link that sets one of them is run (press Start in class)."""
-LIVE_AGENTS = ("bbb", "greedy", "eps5", "random")
-LIVE_STEPS, LIVE_SEEDS, LIVE_DELTA = 500, 2, 0.9
-"""The Bandits page's live-run defaults (pages/bandits.py; a test checks they agree)."""
-
-
 def _bandits(values: Mapping[str, str]) -> list[Job]:
     """The live run a link sets up (the stored long runs need nothing)."""
-    from core.bandits.runner import RunConfig
+    from core.bandits.live import link_config
     from core.bandits.store import cached_result, run_bandit
 
-    if not any(key in values for key in (*LIVE_BANDIT, "bandit_seed")):
-        return []
-    agents = _items(values["bandit_agents"]) if "bandit_agents" in values else LIVE_AGENTS
-    config = RunConfig(
-        env=values.get("bandit_env", "mushroom"),
-        delta=float(values.get("bandit_delta", LIVE_DELTA)),
-        agents=tuple(agents),
-        steps=int(values.get("bandit_steps", LIVE_STEPS)),
-        seeds=int(values.get("bandit_seeds", LIVE_SEEDS)),
-        seed=int(values.get("bandit_seed", 0)),
-    )
-    if cached_result(config) is not None:
+    config = link_config(values)
+    if config is None or cached_result(config) is not None:
         return []
     return [Job("live run", lambda progress: run_bandit(config, progress=progress))]
 
@@ -251,7 +235,7 @@ PREPARERS: dict[str, Preparer] = {
         ),
     ),
     "regression": Preparer(_regression, frozenset({"reg_data", "reg_methods", "reg_layout"})),
-    "bandits": Preparer(_bandits, frozenset({*LIVE_BANDIT, "bandit_seed", "bandit_reference"})),
+    "bandits": Preparer(_bandits, frozenset({*LINK_SETTINGS, "bandit_seed", "bandit_reference"})),
     "train": Preparer(_nothing, live=("train_",)),  # a job the teacher starts in class
     "active": Preparer(_nothing, live=("active_",)),  # a run started in class
 }

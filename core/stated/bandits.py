@@ -5,7 +5,10 @@ Read by :func:`core.bandits.store.load_references`, as the page reads them.
 
 from __future__ import annotations
 
-from core.bandits.store import load_references
+from urllib.parse import parse_qsl
+
+from core.bandits.live import link_config
+from core.bandits.store import load_references, run_bandit
 from core.stated.registry import stated
 
 
@@ -17,3 +20,17 @@ def bandit_regret(run: str, agent: str, statistic: str = "mean") -> str:
     its spread over seeds.
     """
     return f"{load_references()[run]['agents'][agent][statistic]:,.0f}"
+
+
+@stated("bandit_live")
+def bandit_live(query: str, agent: str, statistic: str = "mean") -> str:
+    """An agent's final cumulative regret in a link's live run, as the page's table shows it.
+
+    ``query``: the link's live-run settings as in its address (``bandit_env=mushroom&…``). The
+    run is read from the cache (``python -m core prepare`` computes it), else computed.
+    """
+    config = link_config(dict(parse_qsl(query)))
+    if config is None:
+        raise ValueError(f"{query!r} sets no setting of the live run")
+    result, _ = run_bandit(config)
+    return f"{result['agents'][agent][statistic]:,.0f}"

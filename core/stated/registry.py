@@ -21,6 +21,7 @@ Source = Callable[..., str]
 SOURCE_MODULES = (
     "core.stated.active",
     "core.stated.bandits",
+    "core.stated.calibration",
     "core.stated.comparison",
     "core.stated.drawing",
     "core.stated.ood",

@@ -664,6 +664,24 @@ def calibration_result(
     )
 
 
+EFFECT_WORDS = {"helps": "helps", "harms": "harms", "none": "no measurable change"}
+"""What :attr:`CalibrationResult.scaling` found, in a student's words."""
+MISCALIBRATED_P = 0.05
+"""An ECE whose p-value against chance is below this is measurably miscalibrated."""
+
+
+def scaling_counts(effects: dict[str, str]) -> dict[str, list[str]]:
+    """Group models by what temperature scaling did to their ECE.
+
+    Args:
+        effects: Model name → its scaling effect (``"helps"``, ``"harms"`` or ``"none"``).
+
+    Returns:
+        Each effect → the models it holds, in the given order (every effect present).
+    """
+    return {effect: [n for n, e in effects.items() if e == effect] for effect in EFFECT_WORDS}
+
+
 def calibration_jobs(
     checkpoints: list[str],
     *,
