@@ -57,6 +57,8 @@ CONFIDENT = "{}, confident"
 MUTUAL_INFORMATION = "Mutual information"
 SWEEP_TITLE = "Turn it: the rotated-digit experiment"
 AUROC_HEADING = "AUROC (1 = perfect, 0.5 = chance)"
+OOD_DEFAULTS = {"n_samples": 50, "n_inputs": 2000}
+"""The OOD page's default samples per input and inputs per dataset (the AUROC table's)."""
 STUDENTS_JOIN = "Students join by scanning the code or typing the link"
 CLASS_COUNT = "{} drawing(s) in class {}"
 CLASS_RESULTS = "How the models do on the class's drawings"
@@ -316,7 +318,7 @@ def test_lesson_1_what_does_a_network_not_know(tmp_path, monkeypatch):
                 shown = table_rows(teacher, AUROC_HEADING)
                 for model in models:
                     row = shown[model_title(model)]
-                    metrics = ood_result(model, dataset, n_samples=50, n_inputs=2000).metrics
+                    metrics = ood_result(model, dataset, **OOD_DEFAULTS).metrics
                     assert row == [f"{metrics[key]['auroc']:.3f}" for key in SCORES], (model, row)
                 if score == "mutual_information":  # one network cannot disagree with itself
                     mlp = shown[model_title("mlp")]
@@ -599,14 +601,15 @@ def test_lesson_3_deciding_under_uncertainty(tmp_path, monkeypatch):
                 {m[1]: int(m[2]) for m in map(ACTIVE_STRIP.match, state["strips"]) if m}
                 for state in seen
             ]
-            assert {name for counts in labels for name in counts} == set(ACTIVE_LEARNERS), seen
-            assert len({tuple(sorted(n.items())) for n in labels}) >= 3, seen  # it advanced
+            assert any(labels), seen  # the strips of the digits picked last showed
             curves = teacher.wait_for_function(ACTIVE_CURVES_JS).json_value()
             ends = {name: max(curves[name]) for name in ACTIVE_LEARNERS if name in curves}
             assert ends == dict.fromkeys(ACTIVE_LEARNERS, ACTIVE_BUDGET), curves
             # --- TARGET BEHAVIOUR of the live run being rewritten (issue 61): both strips
             # advance together, and at the end "Run again" replaces a disabled "Resume".
             # Adjust here if the rewrite words it differently.
+            assert {name for counts in labels for name in counts} == set(ACTIVE_LEARNERS), seen
+            assert len({tuple(sorted(n.items())) for n in labels}) >= 3, seen  # they advanced
             for counts in labels:
                 assert len(set(counts.values())) <= 1, labels  # BALD and random in step
             assert seen[-1]["run_again"] and not seen[-1]["resume"], seen[-1]
