@@ -2,8 +2,8 @@
 teacher on the projector (presenter mode) and six students in their own browser contexts (the
 last one a phone that draws with a finger).
 
-Every link comes from the guide itself (:func:`lesson`), so a link changed in the guide changes
-the test; ``http://localhost:8501`` (the teacher's) and ``http://<address>:8501`` (the
+Every link comes from the guide itself (:func:`guide_lesson`), so a link changed in the guide
+changes the test; ``http://localhost:8501`` (the teacher's) and ``http://<address>:8501`` (the
 students') become the test server's address. Each step is timed and must fit in the minutes the
 guide's table gives it (:meth:`Lesson.step`). The waits follow the page's state, never a fixed
 sleep.
@@ -135,13 +135,12 @@ def link_setting(link: str, key: str) -> str:
 
 
 class Lesson:
-    """A lesson being played: its steps from the guide, the server's URL, the steps' times."""
+    """A lesson being played: its steps from the guide and the server's URL."""
 
     def __init__(self, number: int, url: str) -> None:
         self.number = number
         self.url = url
         self.steps = guide_lesson(number)
-        self.times: list[tuple[str, float, float]] = []
 
     def link(self, start: int, i: int = 0, **changes: str | int) -> str:
         """The teacher's ``i``-th link of the step that starts at minute ``start``."""
@@ -159,7 +158,6 @@ class Lesson:
         began = time.monotonic()
         yield step
         took = time.monotonic() - began
-        self.times.append((f"{step.start}–{step.end} {step.title}", took, step.seconds))
         print(f"lesson {self.number}, {step.title}: {took:.1f} s of {step.seconds:.0f} s")
         assert took <= step.seconds, f"{step.title}: {took:.0f} s, the guide gives {step.seconds}"
 
@@ -530,10 +528,11 @@ ACTIVE_LIVE_JS = """() => {
 over (today a disabled Resume; after the rewrite, a Run again button)."""
 ACTIVE_CURVES_JS = """() => {
     const plot = document.querySelector(".st-key-active_live_curves .js-plotly-plot");
-    const traces = (plot?.data ?? []).filter(t => t.name && t.x?.length);
-    return traces.length ? Object.fromEntries(traces.map(t => [t.name, [...t.x]])) : null;
+    const traces = (plot?._fullData ?? []).filter(t => t.name && t.x?.length);
+    return traces.length ? Object.fromEntries(traces.map(t => [t.name, Array.from(t.x)])) : null;
 }"""
-"""The live curves' labelled-image counts, by trace name."""
+"""The live curves' labelled-image counts, by trace name (as plotly drew them: the figure's
+arrays may come base64-encoded, decoded in ``_fullData``)."""
 
 
 def test_lesson_3_deciding_under_uncertainty(tmp_path, monkeypatch):
