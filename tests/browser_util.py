@@ -57,6 +57,19 @@ def free_port(address: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
+def network_address() -> str:
+    """An IPv4 address of this machine other than loopback; skips the test without one."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))  # a documentation address: nothing is sent
+            address = probe.getsockname()[0]
+        except OSError:
+            address = "127.0.0.1"
+    if address.startswith("127."):
+        pytest.skip("this machine has no network address but loopback")
+    return address
+
+
 @contextmanager
 def serve_app(
     script: str = "app/main.py",
@@ -161,8 +174,11 @@ def chromium_page(width: int = 1600, height: int = 1200, phone: bool = False) ->
 
 
 @contextmanager
-def chromium_browsers(n: int, width: int = 1600, height: int = 1200) -> Iterator[list]:
-    """``n`` pages in separate browser contexts: each its own cookies, as ``n`` students."""
+def chromium_browsers(
+    n: int, width: int = 1600, height: int = 1200, phones: int = 0
+) -> Iterator[list]:
+    """``n`` pages in separate browser contexts: each its own cookies, as ``n`` students; the
+    last ``phones`` of them are phones (:data:`PHONE`)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
@@ -171,8 +187,9 @@ def chromium_browsers(n: int, width: int = 1600, height: int = 1200) -> Iterator
         )
         try:
             pages = []
-            for _ in range(n):
-                page = browser.new_context(viewport={"width": width, "height": height}).new_page()
+            desktop = {"viewport": {"width": width, "height": height}}
+            for i in range(n):
+                page = browser.new_context(**(PHONE if i >= n - phones else desktop)).new_page()
                 page.set_default_timeout(WAIT_MS)
                 pages.append(page)
             yield pages
@@ -325,10 +342,19 @@ def press(page, button, *, tap: bool = False, tries: int = 3) -> None:
     until_sent(page, button.tap if tap else button.click, tries, "presses of the button")
 
 
+def open_sidebar(page) -> None:
+    """Open the sidebar if it is collapsed (presenter mode, ``?present=1``, collapses it)."""
+    expand = page.locator("[data-testid='stExpandSidebarButton']")
+    if expand.count() and expand.first.is_visible():
+        expand.first.click()
+        expand.first.wait_for(state="hidden")
+
+
 def sign_in_as_teacher(page, key: str, polled: bool = False) -> None:
     """Open the sidebar's teacher sign-in, type ``key``, press Sign in and wait for teacher
     mode (needs :func:`record_timings`); ``polled``: on a page that polls (the Train page)."""
     wait_for_script(page)
+    open_sidebar(page)
     page.get_by_text("Teacher sign-in").click()
     page.get_by_label("Teacher key").fill(key)
     press(page, page.get_by_role("button", name="Sign in"))
@@ -447,3 +473,49 @@ def choose_class_label(page, label: str, *, tap: bool = False) -> None:
         if choice.get_by_role("radio", name=label).is_checked():
             break
     assert choice.get_by_role("radio", name=label).is_checked()
+
+
+CLASS_PANEL = "Send my drawing to the class"
+VERDICT = "[class*='st-key-prediction_']"
+"""A model's verdict under the Draw page's input (one container per model)."""
+DRAW_PROMPT = "Draw a digit on the black square."
+
+
+def draw_on_canvas(page, strokes: list[list[tuple[float, float]]], *, tap: bool = False) -> None:
+    """Draw on the Draw page's canvas with the mouse, or with a finger (``tap``), until the
+    canvas sends the strokes (needs :func:`record_timings`)."""
+    if tap:
+        until_sent(page, lambda: touch_draw(page, strokes), 3, "drawings with a finger")
+    else:
+        draw_until_sent(page, strokes)
+
+
+def send_to_class(
+    page, strokes: list[list[tuple[float, float]]], label: int, code: str, *, tap: bool = False
+) -> None:
+    """On the Draw page opened with ``?class=code`` (and :func:`record_timings`): draw
+    ``strokes`` (a finger when ``tap``), wait for the verdicts, open *Send my drawing to the
+    class* if it is closed, pick ``label`` and press Submit, until the page says it was sent."""
+    draw_on_canvas(page, strokes, tap=tap)
+    page.wait_for_selector(VERDICT)
+    wait_for_script(page)
+    in_use = f"Class code in use: {code}"
+    if not page.get_by_text(in_use).filter(visible=True).count():
+        panel = page.get_by_text(CLASS_PANEL)
+        if tap:
+            panel.tap()
+        else:
+            panel.click()
+    wait_for_text(page, in_use)
+    choose_class_label(page, str(label), tap=tap)
+    wait_for_enabled(page, "Submit")
+    press(page, page.get_by_role("button", name="Submit"), tap=tap)
+    wait_for_text(page, f"Sent as a {label}. Class {code} now has")
+
+
+def clear_drawing(page, *, tap: bool = False) -> None:
+    """Press the Draw page's Clear button and wait for the empty canvas's prompt."""
+    wait_for_script(page)
+    clear = page.locator(".st-key-draw_clear button")
+    press(page, clear, tap=tap)
+    wait_for_text(page, DRAW_PROMPT)

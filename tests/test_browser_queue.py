@@ -9,8 +9,6 @@ browsers' address as a classroom server does; its queue's jobs wait until cancel
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 
 from core.jobs import JobStore
@@ -18,6 +16,7 @@ from tests.browser_util import (
     CHROMIUM,
     CHROMIUM_ARGS,
     chromium_browsers,
+    network_address,
     page_text,
     press,
     record_timings,
@@ -29,19 +28,6 @@ from tests.browser_util import (
 from tests.test_jobs import wait_for
 
 pytestmark = [pytest.mark.browser, require_chromium()]
-
-
-def network_address() -> str:
-    """An IPv4 address of this machine other than loopback; skips the test without one."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        try:
-            probe.connect(("192.0.2.1", 9))  # a documentation address: nothing is sent
-            address = probe.getsockname()[0]
-        except OSError:
-            address = "127.0.0.1"
-    if address.startswith("127."):
-        pytest.skip("this machine has no network address but loopback")
-    return address
 
 
 def submit(page, name: str, shown) -> None:
