@@ -14,6 +14,7 @@ something differently is adjusted here, in one place.
 
 from __future__ import annotations
 
+import io
 import re
 import time
 from collections.abc import Iterator
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import pytest
+from PIL import Image
 
 from core.classroom.store import ClassStore
 from tests.browser_util import (
@@ -60,6 +62,8 @@ AUROC_HEADING = "AUROC (1 = perfect, 0.5 = chance)"
 OOD_DEFAULTS = {"n_samples": 50, "n_inputs": 2000}
 """The OOD page's default samples per input and inputs per dataset (the AUROC table's)."""
 STUDENTS_JOIN = "Students join by scanning the code or typing the link"
+PROJECTOR = (1920, 1080)
+"""The teacher's screen: a projector's full HD."""
 CLASS_COUNT = "{} drawing(s) in class {}"
 CLASS_RESULTS = "How the models do on the class's drawings"
 TEACHER_PANEL = "Teacher: export or clear"
@@ -253,7 +257,7 @@ def test_lesson_1_what_does_a_network_not_know(tmp_path, monkeypatch):
     address = network_address()
     with (
         serve_app(address=address) as url,
-        chromium_browsers(1 + STUDENTS, phones=1) as pages,
+        chromium_browsers(1 + STUDENTS, *PROJECTOR, phones=1) as pages,
     ):
         lesson = Lesson(1, url)
         teacher, students = pages[0], pages[1:]
@@ -280,6 +284,13 @@ def test_lesson_1_what_does_a_network_not_know(tmp_path, monkeypatch):
             teacher.goto(lesson.link(5))  # the join link on the projector
             wait_for_text(teacher, STUDENTS_JOIN)
             wait_for_text(teacher, lesson.student_link(5))
+            # the QR code on the projector's screen reads back as the students' link
+            zxingcpp = pytest.importorskip("zxingcpp", reason="zxing-cpp (requirements-dev.txt)")
+            teacher.locator("img[alt^='QR code of the link']").wait_for()
+            screen = Image.open(io.BytesIO(teacher.screenshot())).convert("L")
+            assert screen.size == PROJECTOR
+            codes = [(r.format, r.text) for r in zxingcpp.read_barcodes(screen)]
+            assert codes == [(zxingcpp.BarcodeFormat.QRCode, lesson.student_link(5))], codes
             for page in students:
                 page.goto(lesson.student_link(5))
             for page in students:
@@ -524,7 +535,8 @@ ACTIVE_LIVE_JS = """() => {
     };
 }"""
 """The live active-learning run as the page shows it: the strips' captions, and whether it is
-over (today a disabled Resume; after the rewrite, a Run again button)."""
+over (a Run again button; a disabled Resume, as the page once left, counts as over too, so that
+the assertions below say what is wrong instead of timing out)."""
 ACTIVE_CURVES_JS = """() => {
     const plot = document.querySelector(".st-key-active_live_curves .js-plotly-plot");
     const traces = (plot?._fullData ?? []).filter(t => t.name && t.x?.length);
@@ -603,9 +615,8 @@ def test_lesson_3_deciding_under_uncertainty(tmp_path, monkeypatch):
             curves = teacher.wait_for_function(ACTIVE_CURVES_JS).json_value()
             ends = {name: max(curves[name]) for name in ACTIVE_LEARNERS if name in curves}
             assert ends == dict.fromkeys(ACTIVE_LEARNERS, ACTIVE_BUDGET), curves
-            # --- TARGET BEHAVIOUR of the live run being rewritten (issue 61): both strips
-            # advance together, and at the end "Run again" replaces a disabled "Resume".
-            # Adjust here if the rewrite words it differently.
+            # both strips advance together, and at the end "Run again", never a disabled
+            # "Resume", stays with the finished run
             assert {name for counts in labels for name in counts} == set(ACTIVE_LEARNERS), seen
             assert len({tuple(sorted(n.items())) for n in labels}) >= 3, seen  # they advanced
             for counts in labels:
