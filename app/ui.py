@@ -108,19 +108,6 @@ def all_checkpoints() -> list[CheckpointInfo]:
     return list_checkpoints() + list_user_checkpoints()
 
 
-def default_models(available: list[str]) -> list[str]:
-    """Pick the models compared by default.
-
-    Args:
-        available: Registry names of the checkpoints that load.
-
-    Returns:
-        A BBB network (scale-mixture prior, else Gaussian), the MLP and MC dropout, those of
-        them that are available.
-    """
-    return catalogue.default_models(available)
-
-
 def device() -> torch.device:
     """Give the device models run on.
 
@@ -156,7 +143,7 @@ def render_sidebar(pick_models: bool = True) -> None:
         share.multiselect(
             "Models to compare",
             available,
-            default=default_models(available),
+            default=catalogue.default_models(available),
             format_func=model_title,
             key=MODELS_KEY,
             placeholder="No trained checkpoint" if not available else "Choose models",
@@ -184,11 +171,12 @@ def selected_names() -> list[str]:
     """List the models chosen in the sidebar.
 
     Returns:
-        Their registry names; :func:`default_models` if the sidebar was not drawn.
+        Their registry names; :func:`core.catalogue.default_models` if the sidebar was not
+        drawn.
     """
     if MODELS_KEY in st.session_state:
         return list(st.session_state[MODELS_KEY])
-    return default_models([i.spec.name for i in list_checkpoints() if i.available])
+    return catalogue.default_models([i.spec.name for i in list_checkpoints() if i.available])
 
 
 def sample_count() -> int:

@@ -92,12 +92,13 @@ def load_shared_state() -> None:
     one's health), the models compared by default and the MNIST test set.
     """
     from app import ui
+    from core import catalogue
     from core.data import DatasetUnavailable
     from core.engine import native
 
     native.kernels()  # compiled once per machine (disk cache), loaded once per process
     infos = ui.all_checkpoints()
-    for name in ui.default_models([i.spec.name for i in infos if i.available]):
+    for name in catalogue.default_models([i.spec.name for i in infos if i.available]):
         ui.load_model(name)
     try:
         ui.test_set("mnist")
