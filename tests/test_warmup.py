@@ -46,8 +46,10 @@ seconds = warm_up([REPO_ROOT / "app" / "main.py", *(p.path for p in PAGES)])
 from core.storage import checkpoints
 from core.engine import native
 from app import ui
+from core import catalogue
 start_hits = checkpoints._shared_model.cache_info().hits
-ui.load_model(ui.default_models([i.spec.name for i in ui.all_checkpoints() if i.available])[0])
+available = [i.spec.name for i in ui.all_checkpoints() if i.available]
+ui.load_model(catalogue.default_models(available)[0])
 print(json.dumps({
     "before": before,
     "after": {m: m in sys.modules for m in before},
