@@ -232,3 +232,19 @@ def test_every_table_of_the_pages_goes_through_show_table():
     direct = re.compile(r"\.(table|dataframe|data_editor)\(")
     assert len(sources) >= 12
     assert [str(p.relative_to(root)) for p in sources if direct.search(p.read_text())] == []
+
+
+def test_sampled_functions_are_one_float32_trace_of_pieces_separated_by_gaps():
+    from app.figures.regression import spaghetti
+
+    x = np.linspace(-1.0, 1.0, 5)
+    functions = np.arange(15, dtype=np.float64).reshape(3, 5)
+    trace = spaghetti(x, functions, "#336699", "sampled functions")
+    xs, ys = np.asarray(trace.x), np.asarray(trace.y)
+    assert xs.dtype == ys.dtype == np.float32  # half the bytes a browser decodes
+    pieces = ys.reshape(3, 6)
+    assert np.isnan(pieces[:, -1]).all() and np.isnan(xs.reshape(3, 6)[:, -1]).all()
+    assert np.array_equal(pieces[:, :-1], functions.astype(np.float32))
+    assert np.allclose(xs.reshape(3, 6)[:, :-1], x)
+    empty = spaghetti(x, functions[:0], "#336699", "none")
+    assert len(empty.x) == len(empty.y) == 0
