@@ -1,10 +1,13 @@
 """Compute the results of every page's default view and ship them in checkpoints/results/.
 
 Each page of the lab is run once, headless (Streamlit's AppTest, the sidebar's default models
-and each widget's default), on an empty cache and without the results shipped before; every
-result it computed (OOD scores, attack and pruning curves, calibration fits, ...) is then copied
-into ``core.storage.cache.SHIPPED_DIR``, replacing what was there. A fresh clone's first visit
-reads them instead of computing (``tests/test_first_visit.py`` checks that it computes nothing).
+and each widget's default), on an empty cache and without the results shipped before; then
+every link of the teacher's guide is prepared (``python -m core prepare``) and every number the
+documents state is computed (``python -m core stated``); every result computed (OOD scores,
+attack and pruning curves, calibration fits and tests, the guide's live bandit run, ...) is then
+copied into ``core.storage.cache.SHIPPED_DIR``, replacing what was there. A fresh clone's first
+visit reads them instead of computing (``tests/test_first_visit.py`` checks that it computes
+nothing).
 Results are keyed by the checkpoints' content: after promoting a checkpoint, run this again.
 
     .venv/bin/python scripts/ship_results.py          # about 10 minutes on a 2-core laptop
@@ -38,6 +41,8 @@ def main() -> int:
     from streamlit.testing.v1 import AppTest
 
     from app.main import PAGES
+    from core.prepare import prepare, read_guide
+    from core.stated.documents import DOCUMENTS, compare
     from core.storage.cache import SHIPPED_DIR
 
     aside = SHIPPED_DIR.with_name(SHIPPED_DIR.name + ".old")
@@ -52,6 +57,11 @@ def main() -> int:
             if at.exception:
                 raise RuntimeError(f"{page.title}: {at.exception}")
             print(f"{page.title:22s} {time.perf_counter() - start:7.1f} s", flush=True)
+        start = time.perf_counter()  # the teacher's guide's links, as core prepare computes them
+        prepare(read_guide())
+        for document in DOCUMENTS:  # and every number the documents state
+            compare(document)
+        print(f"{'guide and documents':22s} {time.perf_counter() - start:7.1f} s", flush=True)
         for study in sorted(p for p in cache.iterdir() if p.is_dir() and p.name not in SKIPPED):
             target = SHIPPED_DIR / study.name
             target.mkdir(parents=True, exist_ok=True)
