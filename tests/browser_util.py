@@ -445,8 +445,7 @@ def scored_default_models() -> list[str]:
     """The sidebar's default models, with their "I don't know" thresholds computed beforehand
     (a one-time MNIST scoring per checkpoint, cached on disk), so that a browser test waits for
     the page, not for that. Without MNIST the pages work without verdicts."""
-    from app.ui import default_models
-    from core.catalogue import list_checkpoints
+    from core.catalogue import default_models, list_checkpoints
     from core.data import DatasetUnavailable
     from core.studies import evaluations
 
