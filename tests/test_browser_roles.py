@@ -97,7 +97,9 @@ def test_a_student_changes_nothing_on_either_replica_and_the_teacher_clears_the_
             wait_for_text(teacher, f"2 drawing(s) in class {CLASS}")
             sign_in_as_teacher(teacher, KEY)
             teacher.get_by_text("Teacher: export or clear").click()
-            assert teacher.get_by_role("button", name="Download CSV + PNG (zip)").count() == 1
+            download = teacher.get_by_role("button", name="Download CSV + PNG (zip)")
+            download.wait_for()  # the panel opens on the next rerun: follow the page's state
+            assert download.count() == 1
             teacher.get_by_text("Yes, delete the 2 drawing(s)").click()
             wait_for_enabled(teacher, "Clear the class")
             press(teacher, teacher.get_by_role("button", name="Clear the class"))
