@@ -337,9 +337,16 @@ def until_sent(page, act: Callable[[], None], tries: int, what: str) -> None:
     raise AssertionError(f"{tries} {what} and the page sent nothing")
 
 
-def press(page, button, *, tap: bool = False, tries: int = 3) -> None:
-    """Tap (or click) ``button`` until the press leaves the page (:func:`until_sent`)."""
-    until_sent(page, button.tap if tap else button.click, tries, "presses of the button")
+def press(
+    page, button, *, tap: bool = False, tries: int = 3, timeout_ms: float | None = None
+) -> None:
+    """Tap (or click) ``button`` until the press leaves the page (:func:`until_sent`).
+
+    ``timeout_ms``: how long one press waits for the button to be visible, enabled and still
+    (Playwright's default when None); past it Playwright's ``TimeoutError`` is raised and the
+    button was not pressed."""
+    act = button.tap if tap else button.click
+    until_sent(page, lambda: act(timeout=timeout_ms), tries, "presses of the button")
 
 
 def open_sidebar(page) -> None:
@@ -495,20 +502,33 @@ def send_to_class(
     """On the Draw page opened with ``?class=code`` (and :func:`record_timings`): draw
     ``strokes`` (a finger when ``tap``), wait for the verdicts, open *Send my drawing to the
     class* if it is closed, pick ``label`` and press Submit, until the page says it was sent."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     draw_on_canvas(page, strokes, tap=tap)
     page.wait_for_selector(VERDICT)
     wait_for_script(page)
     in_use = f"Class code in use: {code}"
-    if not page.get_by_text(in_use).filter(visible=True).count():
-        panel = page.get_by_text(CLASS_PANEL)
-        if tap:
-            panel.tap()
-        else:
-            panel.click()
-    wait_for_text(page, in_use)
-    choose_class_label(page, str(label), tap=tap)
-    wait_for_enabled(page, "Submit")
-    press(page, page.get_by_role("button", name="Submit"), tap=tap)
+    submit = page.get_by_role("button", name="Submit")
+    for attempt in range(4):
+        # A rerun of the whole page can lay the panel out again (closed, or moving while the
+        # verdicts beside the canvas settle); a press that never found the button still and
+        # visible was not made, so the panel is opened and the digit picked again.
+        if not page.get_by_text(in_use).filter(visible=True).count():
+            panel = page.get_by_text(CLASS_PANEL)
+            if tap:
+                panel.tap()
+            else:
+                panel.click()
+        wait_for_text(page, in_use)
+        choose_class_label(page, str(label), tap=tap)
+        wait_for_enabled(page, "Submit")
+        try:
+            press(page, submit, tap=tap, timeout_ms=30_000)
+            break
+        except PlaywrightTimeout:
+            if attempt == 3:
+                raise
+            wait_for_script(page)
     wait_for_text(page, f"Sent as a {label}. Class {code} now has")
 
 

@@ -8,8 +8,12 @@ headless (Streamlit's AppTest) with the link's settings.
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import re
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -17,7 +21,7 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from core.data import DatasetUnavailable
+from core.data import DatasetUnavailable, load_dataset
 from core.jobs import JobQueue, set_training_queue
 from core.jobs.training import TrainOutcome
 from core.stated import markers, rewrite, sources, stated, value
@@ -240,3 +244,35 @@ def test_the_guides_training_runs_are_the_requests_its_train_links_start(tmp_pat
     for request in submitted:
         assert request.to_dict() | {"owner": ""} == guide[request.name]
     assert sorted(r.name for r in submitted) == sorted(guide)
+
+
+# --- the shipped models' own numbers -----------------------------------------------------------
+
+
+def _evaluate(checkpoint: str, *flags: str, env: dict | None = None) -> dict:
+    """``python -m core evaluate --checkpoint CHECKPOINT --json FLAGS`` in its own process."""
+    command = [sys.executable, "-m", "core", "evaluate", "--checkpoint", checkpoint, "--json"]
+    done = subprocess.run(
+        [*command, *flags], capture_output=True, text=True, check=True, cwd=REPO_ROOT, env=env
+    )
+    return json.loads(done.stdout)
+
+
+def test_evaluate_is_seeded_across_processes_and_states_the_models_table(tmp_path):
+    try:
+        load_dataset("mnist", "test", n_inputs=1)
+    except DatasetUnavailable as exc:
+        pytest.skip(f"MNIST unavailable: {exc}")
+    runs = []
+    for i in range(2):  # each on an empty cache: the passes themselves must be seeded
+        env = {**os.environ, "BNN_CACHE_DIR": str(tmp_path / str(i)), "BNN_TORCH_THREADS": "1"}
+        runs.append(_evaluate("bbb_mixture", "--samples", "3", env=env))
+    assert runs[0] == runs[1] and runs[0]["seed"] == 0
+    other = _evaluate("bbb_mixture", "--samples", "3", "--seed", "1", env=env)
+    assert other["nll"] != runs[0]["nll"]  # the seed is used
+    shipped = _evaluate("bbb_mixture")  # the documented command, on the shipped results
+    stated = {m.args: m.value for m in markers((REPO_ROOT / "docs" / "models.md").read_text())}
+    assert stated["bbb_mixture", "test_error"] == f"{100 * shipped['test_error']:.2f} %"
+    assert stated["bbb_mixture", "nll"] == f"{shipped['nll']:.3f}"
+    se = math.sqrt(shipped["test_error"] * (1 - shipped["test_error"]) / 10_000)
+    assert shipped["test_error_se"] == pytest.approx(se)

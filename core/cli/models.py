@@ -50,7 +50,12 @@ from core.storage.checkpoints import (
 )
 from core.storage.paths import user_model_dir
 from core.studies.calibration import held_out_validation
-from core.studies.evaluations import SHIPPED_THRESHOLDS, rejection_thresholds, ship_thresholds
+from core.studies.evaluations import (
+    SHIPPED_THRESHOLDS,
+    rejection_thresholds,
+    ship_thresholds,
+    test_metrics,
+)
 from core.training import EpochStats, cuda_graphs_enabled, train
 
 
@@ -407,7 +412,10 @@ def cmd_evaluate(args) -> int:
     test set for the final number. A model that is not a shipped one (``user:NAME`` or a
     ``.pt`` path elsewhere) is also given its :func:`recipe`, with a note that it is
     user-trained (in JSON: ``shipped`` false and ``recipe``). The Monte-Carlo passes are seeded
-    (``--seed``, 0 by default, printed), so the same command always prints the same numbers.
+    (``--seed``, 0 by default, printed), so the same command always prints the same numbers;
+    on the test set they are :func:`~core.studies.evaluations.test_metrics` (cached by the
+    file's content: the Home table's and the documents' numbers), with the error's standard
+    error over the test images.
 
     Args:
         args: The parsed command line (``checkpoint``, ``samples``, ``split``, ``seed``,
@@ -424,10 +432,10 @@ def cmd_evaluate(args) -> int:
     shipped = is_shipped(args.checkpoint)
     if args.split == "validation":
         images, labels = held_out_validation(args.checkpoint)
+        with seeded(args.seed):
+            metrics = evaluate_model(model, images, labels, n_samples=args.samples)
     else:
-        images, labels = load_dataset(dataset, "test")
-    with seeded(args.seed):
-        metrics = evaluate_model(model, images, labels, n_samples=args.samples)
+        metrics = test_metrics(args.checkpoint, n_samples=args.samples, seed=args.seed)
     error = metrics[f"{args.split}_error"] = metrics.pop("test_error")
     metrics.update(
         checkpoint=args.checkpoint,
@@ -442,10 +450,11 @@ def cmd_evaluate(args) -> int:
     if args.json:
         print(json.dumps(metrics))
         return 0
+    spread = f" ± {metrics['test_error_se']:.2%}" if "test_error_se" in metrics else ""
     print(
-        f"{args.checkpoint}: {task_title(dataset)} {args.split} error {error:.2%}, "
+        f"{args.checkpoint}: {task_title(dataset)} {args.split} error {error:.2%}{spread}, "
         f"NLL {metrics['nll']:.4f}, ECE {metrics['ece']:.4f} "
-        f"({args.samples} samples, {len(labels):,} images, seed {args.seed})"
+        f"({args.samples} samples, {metrics['num_examples']:,} images, seed {args.seed})"
     )
     if not shipped:
         print(f"recipe: {how['text']}")

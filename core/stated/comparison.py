@@ -29,13 +29,18 @@ def _column(field: str, dataset: str | None) -> str:
     return FIELDS[field]
 
 
-def _cells(field: str, dataset: str | None) -> dict[str, str]:
-    """Checkpoint name → the Home table's text in one column."""
+def _stored() -> dict:
+    """The stored comparison, as the Home page reads it."""
     result = load_comparison()
     if result is None:
         raise FileNotFoundError("the lab has no stored comparison (benchmarks/comparison.json)")
+    return result
+
+
+def _cells(field: str, dataset: str | None) -> dict[str, str]:
+    """Checkpoint name → the Home table's text in one column."""
     column = _column(field, dataset)
-    table = comparison_table(result)
+    table = comparison_table(result := _stored())
     return {row["checkpoint"]: table[row["title"]][column] for row in result["rows"]}
 
 
@@ -59,3 +64,20 @@ def comparison_max(field: str, dataset: str | None = None) -> str:
 
 def _measured(field: str, dataset: str | None) -> list[str]:
     return [text for text in _cells(field, dataset).values() if text != "—"]
+
+
+@stated("comparison_markdown")
+def comparison_markdown() -> str:
+    """The Home table of every method as a Markdown table, each cell as the page shows it.
+
+    The value starts and ends with a blank line, so that the table stands on its own between
+    its markers.
+    """
+    table = comparison_table(_stored())
+    heads = list(next(iter(table.values())))
+    lines = ["| method | " + " | ".join(heads) + " |", "|---" * (len(heads) + 1) + "|"]
+    lines += [
+        f"| {title} | " + " | ".join(cells[head] for head in heads) + " |"
+        for title, cells in table.items()
+    ]
+    return "\n\n" + "\n".join(lines) + "\n\n"

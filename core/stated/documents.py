@@ -11,7 +11,16 @@ from core.stated.registry import value
 from core.storage.atomic import atomic_write_text
 from core.storage.paths import REPO_ROOT
 
-DOCUMENTS = (REPO_ROOT / "docs" / "teaching.md", REPO_ROOT / "README.md")
+DOCUMENTS = tuple(
+    REPO_ROOT / path
+    for path in (
+        "docs/teaching.md",
+        "README.md",
+        "docs/models.md",
+        "docs/methods.md",
+        "docs/results.md",
+    )
+)
 """The documents whose numbers are generated: ``python -m core stated`` checks these."""
 
 

@@ -30,3 +30,14 @@ def ood_confident(dataset: str, checkpoint: str) -> str:
         for d in (checkpoint_dataset(checkpoint), dataset)
     )
     return f"{ood_behaviour(inside, outside, 'max_prob').confident:.0%}"
+
+
+@stated("ood_mean_score")
+def ood_mean_score(dataset: str, checkpoint: str, score: str) -> str:
+    """A score's mean over a set's inputs (nats for the entropies and the mutual information).
+
+    e.g. ``ood_mean_score notmnist bbb_gaussian mutual_information`` → ``1.36``; to two
+    significant digits, the page's inputs and passes.
+    """
+    evaluation = evaluate_dataset(checkpoint, dataset, n_samples=PAGE_SAMPLES, n_inputs=PAGE_INPUTS)
+    return f"{float(f'{evaluation.scores[score].mean().item():.2g}'):g}"

@@ -24,6 +24,7 @@ SOURCE_MODULES = (
     "core.stated.calibration",
     "core.stated.comparison",
     "core.stated.drawing",
+    "core.stated.models",
     "core.stated.ood",
     "core.stated.pruning",
     "core.stated.regression",

@@ -253,7 +253,7 @@ def table_cells(row: dict, sets: list[str]) -> dict[str, str]:
         },
         "FGSM ε=0.1 acc. (%)": f"{100 * row['fgsm_accuracy']:.0f}",
         "ms per image (100 passes)": two_digits(row["predict_ms"]),
-        "training (min)": "—" if minutes is None else f"{minutes / 60:.0f}",
+        "training (min)": "—" if minutes is None else two_digits(minutes / 60),
     }
 
 

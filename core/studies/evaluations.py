@@ -18,6 +18,7 @@ fresh clone's first drawing is judged at once.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -211,6 +212,54 @@ def evaluate_dataset(
         decode=lambda stored: DatasetEvaluation(**stored),
         encode=DatasetEvaluation.to_dict,
     )
+
+
+def test_metrics(
+    checkpoint: str | Path,
+    *,
+    n_samples: int = 100,
+    seed: int = 0,
+    progress: ProgressFn | None = None,
+) -> dict:
+    """A checkpoint's metrics on the test set of the task it was trained on, with their spread.
+
+    The numbers ``python -m core evaluate`` prints and the documents state: the predictive mean
+    of ``n_samples`` seeded passes over every test image (the cached :func:`evaluate_dataset`,
+    so the Home page's table and this agree to the last digit).
+
+    Args:
+        checkpoint: Registry name, ``user:NAME`` or ``.pt`` path.
+        n_samples: Monte-Carlo passes per image.
+        seed: Seed of the Monte-Carlo noise.
+        progress: Called with (fraction done, message) while computing; None for silence.
+
+    Returns:
+        ``test_error`` (fraction) and ``test_error_se`` (its binomial standard error over the
+        test images), ``nll`` (nats per image) and ``nll_se`` (standard error of that mean),
+        ``ece`` and ``brier`` (see :func:`core.evaluation.metrics.calibration`), ``dataset``,
+        ``n_samples``, ``num_examples`` and ``seed``.
+    """
+    dataset = checkpoint_dataset(checkpoint)
+    evaluation = evaluate_dataset(
+        checkpoint, dataset, n_samples=n_samples, seed=seed, progress=progress
+    )
+    metrics = evaluation.calibration()
+    n = len(evaluation)
+    error = 1.0 - metrics["accuracy"]
+    true_class = evaluation.mean.double().gather(1, evaluation.labels[:, None])
+    nll_per_image = -true_class.clamp_min(1e-12).log()
+    return {
+        "test_error": error,
+        "test_error_se": math.sqrt(error * (1.0 - error) / n),
+        "nll": metrics["nll"],
+        "nll_se": nll_per_image.std().item() / math.sqrt(n),
+        "ece": metrics["ece"],
+        "brier": metrics["brier"],
+        "dataset": dataset,
+        "n_samples": n_samples,
+        "num_examples": n,
+        "seed": seed,
+    }
 
 
 def evaluation_jobs(
