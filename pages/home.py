@@ -63,9 +63,9 @@ else:
             grid=False,
         )
         st.caption(
-            "Chosen on the first half of the images only. A method that needs a different "
-            "score for each kind of strange input would not know which one to use in practice, "
-            "where nobody says in advance what the strange inputs look like."
+            "Chosen on the first half of the images only, but still for each set: in practice "
+            "nobody says in advance what the strange inputs will look like, so a method that "
+            "needs a different score for each kind would not know which one to use."
         )
 
 st.subheader("Pages")
