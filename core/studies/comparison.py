@@ -246,7 +246,7 @@ def comparison(
             "ood_validation_inputs": OOD_INPUTS // 2,
             "ood_test_inputs": OOD_INPUTS - OOD_INPUTS // 2,
             "ood_protocol": (
-                "the OOD_INPUTS inputs of MNIST and of each set are split in halves by "
+                "the ood_inputs inputs of MNIST and of each set are split in halves by "
                 "ood_split_seed; ood_score is the score with the highest AUROC on the "
                 "validation halves (ood_validation_auroc); ood_auroc is that score's AUROC "
                 "on the test halves"

@@ -5,7 +5,8 @@ Each uncertainty score of :data:`core.evaluation.uncertainty.SCORES` is used as 
 (:func:`core.evaluation.metrics.ood_metrics`). Evaluations come from the disk cache
 (:func:`core.studies.evaluations.evaluate_dataset`); the MNIST side uses the same subset size
 ``n_inputs`` as the OOD side. For ROC plots use :func:`core.evaluation.metrics.roc_curve` on the
-two evaluations' ``scores``.
+two evaluations' ``scores``. :func:`held_out_choice` chooses a score on a validation half of the
+inputs and rates it on the disjoint test half (the Home page's comparison).
 """
 
 from __future__ import annotations
