@@ -10,9 +10,10 @@ from streamlit.testing.v1 import AppTest
 import core.storage.checkpoints
 from app.main import PAGES
 from core.catalogue import REGISTRY
+from core.evaluation.uncertainty import SCORES
 from core.methods import build_model
 from core.storage.checkpoints import save_checkpoint
-from core.studies.comparison import load_comparison
+from core.studies.comparison import load_comparison, times_note
 
 MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
 
@@ -50,6 +51,18 @@ def test_home_explains_and_links_every_page(checkpoint_dir):
     assert list(table.index) == [row["title"] for row in rows]
     assert table.loc[rows[0]["title"], "test error (%)"] == f"{100 * rows[0]['test_error']:.2f}"
     assert "None" not in table.to_string() and "nan" not in table.to_string()
+
+
+def test_home_says_each_ood_score_was_chosen_on_images_the_table_does_not_show(checkpoint_dir):
+    at = run_app()
+    caption = " ".join(c.value for c in at.caption)
+    assert "chosen on the first half" in caption and "never saw" in caption
+    result = load_comparison()
+    scores = at.table[1].value  # in the expander: the score behind each OOD cell
+    assert list(scores.index) == [row["title"] for row in result["rows"]]
+    mlp = next(row for row in result["rows"] if row["checkpoint"] == "mlp")
+    assert scores.loc["MLP", "notMNIST"] == SCORES[mlp["ood_score"]["notmnist"]].title
+    assert times_note(result) in caption  # times kept from an earlier run say where from
 
 
 def test_sidebar_defaults_to_bbb_mlp_and_dropout(checkpoint_dir):

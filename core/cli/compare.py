@@ -4,6 +4,7 @@ Examples::
 
     python -m core compare                 # table of all available checkpoints
     python -m core compare --save --json   # and write benchmarks/comparison.json
+    python -m core compare --save --keep-times   # a busy machine: keep the stored times
 """
 
 from __future__ import annotations
@@ -14,7 +15,13 @@ import sys
 
 from core.catalogue import list_checkpoints
 from core.progress import text_progress
-from core.studies.comparison import OOD_SETS, comparison, save_comparison
+from core.studies.comparison import (
+    OOD_SETS,
+    comparison,
+    load_comparison,
+    save_comparison,
+    stored_times,
+)
 from core.studies.ood import ood_datasets
 
 
@@ -46,10 +53,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     """Run ``python -m core compare``.
 
     Args:
-        args: The parsed command line (``checkpoint``, ``json``, ``save``).
+        args: The parsed command line (``checkpoint``, ``json``, ``save``, ``keep_times``).
 
     Returns:
-        The exit code: 0, or 1 when no checkpoint is available.
+        The exit code: 0, or 1 when no checkpoint is available or ``--keep-times`` finds no
+        stored time of one of them.
     """
     names = args.checkpoint or [
         i.spec.name for i in list_checkpoints(dataset="mnist") if i.available
@@ -57,8 +65,19 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if not names:
         print("no trained checkpoints available (see python -m core list)", file=sys.stderr)
         return 1
+    kept = None
+    if args.keep_times:
+        stored = load_comparison()
+        if stored is None:
+            print("no stored comparison to keep the times of", file=sys.stderr)
+            return 1
+        kept = stored_times(stored)
     sets = tuple(d for d in OOD_SETS if d in ood_datasets())
-    result = comparison(names, sets, progress=text_progress("compare"))
+    try:
+        result = comparison(names, sets, progress=text_progress("compare"), kept=kept)
+    except ValueError as exc:  # a method without a kept time
+        print(exc, file=sys.stderr)
+        return 1
     if args.json:
         print(json.dumps(result))
     else:
@@ -78,4 +97,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--checkpoint", action="append", help="registry name (repeatable)")
     p.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
     p.add_argument("--save", action="store_true", help="write benchmarks/comparison.json")
+    p.add_argument(
+        "--keep-times",
+        action="store_true",
+        help="carry the prediction times of the stored comparison over (with their device and "
+        "date) instead of timing on a busy machine",
+    )
     p.set_defaults(func=cmd_compare)

@@ -5,7 +5,8 @@ Each uncertainty score of :data:`core.evaluation.uncertainty.SCORES` is used as 
 (:func:`core.evaluation.metrics.ood_metrics`). Evaluations come from the disk cache
 (:func:`core.studies.evaluations.evaluate_dataset`); the MNIST side uses the same subset size
 ``n_inputs`` as the OOD side. For ROC plots use :func:`core.evaluation.metrics.roc_curve` on the
-two evaluations' ``scores``.
+two evaluations' ``scores``. :func:`held_out_choice` chooses a score on a validation half of the
+inputs and rates it on the disjoint test half (the Home page's comparison).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 import torch
 
 from core.engine.device import default_device
-from core.evaluation.metrics import ood_metrics
+from core.evaluation.metrics import auroc, ood_metrics
 from core.evaluation.uncertainty import PredictiveSummary, rejection_limits, seeded_summary
 from core.progress import ProgressFn, report, share
 from core.storage.checkpoints import checkpoint_dataset, shared_model
@@ -110,6 +111,74 @@ def best_score(metrics: dict[str, dict[str, float]]) -> str:
         The score's name.
     """
     return max(metrics, key=lambda s: metrics[s]["auroc"])
+
+
+def split_halves(n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Split ``n`` inputs into a validation half and a disjoint test half, at random but seeded.
+
+    Args:
+        n: Number of inputs (at least 2).
+        seed: Seed of the random order; the same seed gives the same halves.
+
+    Returns:
+        int64 indices ``(n // 2,)`` of the validation half and ``(n - n // 2,)`` of the test
+        half, each sorted; together they are every index once.
+    """
+    order = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
+    return order[: n // 2].sort().values, order[n // 2 :].sort().values
+
+
+@dataclass(frozen=True)
+class HeldOutChoice:
+    """A score chosen on the validation half of the inputs and rated on the test half.
+
+    Attributes:
+        score: The score with the highest AUROC on the validation half (on a tie, the first
+            in the order of the scores given).
+        validation_auroc: Score name → its AUROC on the validation half (what chose).
+        test_auroc: The chosen score's AUROC on the test half (what is reported).
+        num_validation: Inputs in the validation half, ``(in-distribution, OOD)``.
+        num_test: Inputs in the test half, ``(in-distribution, OOD)``.
+    """
+
+    score: str
+    validation_auroc: dict[str, float]
+    test_auroc: float
+    num_validation: tuple[int, int]
+    num_test: tuple[int, int]
+
+
+def held_out_choice(
+    inside: dict[str, torch.Tensor], outside: dict[str, torch.Tensor], seed: int
+) -> HeldOutChoice:
+    """Choose the best OOD score on half of the inputs and rate it on the other half.
+
+    Both sides are split by :func:`split_halves`; the choice reads only the two validation
+    halves, the reported AUROC only the two test halves, so the number is not the maximum of
+    several AUROCs measured on the same inputs.
+
+    Args:
+        inside: Score name → ``(N_in,)`` scores of the in-distribution inputs.
+        outside: Score name → ``(N_out,)`` scores of the OOD inputs (the same names).
+        seed: Seed of the split.
+
+    Returns:
+        The chosen score, every score's validation AUROC and the chosen one's test AUROC.
+    """
+    in_validation, in_test = split_halves(len(next(iter(inside.values()))), seed)
+    out_validation, out_test = split_halves(len(next(iter(outside.values()))), seed)
+    validation = {
+        name: auroc(values[in_validation], outside[name][out_validation])
+        for name, values in inside.items()
+    }
+    score = max(validation, key=validation.__getitem__)
+    return HeldOutChoice(
+        score=score,
+        validation_auroc=validation,
+        test_auroc=auroc(inside[score][in_test], outside[score][out_test]),
+        num_validation=(len(in_validation), len(out_validation)),
+        num_test=(len(in_test), len(out_test)),
+    )
 
 
 def ood_result(
