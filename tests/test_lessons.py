@@ -376,8 +376,14 @@ def start_training(page, link: str, job: int | None = None) -> None:
     page.goto(link)
     wait_for_text(page, START_TRAINING)
     wait_for_script(page)
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     press(page, page.get_by_role("button", name=START_TRAINING))
-    wait_for_polled_text(page, f"Job #{job}" if job else "Job #")
+    try:
+        wait_for_polled_text(page, f"Job #{job}" if job else "Job #")
+    except PlaywrightTimeout as exc:  # say what the page showed instead
+        shown = page_text(page, 3000)
+        raise AssertionError(f"no Job #{job} on the page, which shows:\n{shown}") from exc
 
 
 def test_lesson_2_bayes_by_backprop_from_prior_to_posterior(tmp_path, monkeypatch):
