@@ -162,3 +162,33 @@ def test_cli_evaluate_json_schema(split, images):
     assert {f"{split}_error", "nll", "n_samples"} <= set(result)
     assert result["n_samples"] == 2 and 0 <= result[f"{split}_error"] < 0.05
     assert result["num_examples"] == images and result["split"] == split
+
+
+PROVENANCE = ("date", "device", "versions", "train_seconds", "epochs", "train_subset", "dataset")
+"""What every shipped file records of how it was made."""
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_every_shipped_file_records_the_catalogues_recipe_and_its_provenance(name):
+    from dataclasses import asdict, fields
+
+    from core.storage.checkpoints import checkpoint_path, read_metadata
+    from core.training import TrainConfig
+
+    spec = REGISTRY[name]
+    meta = read_metadata(checkpoint_path(name))
+    assert meta["complete"] is True
+    assert all(meta.get(key) is not None for key in PROVENANCE), meta.keys()
+    assert (meta["dataset"], meta["train_subset"]) == (spec.dataset, spec.train_subset)
+    assert meta["epochs"] == spec.training.epochs
+    recipe = json.loads(json.dumps({"model_config": asdict(spec.model)}))["model_config"]
+    assert {k: meta["model_config"].get(k) for k in recipe} == recipe
+    defaults = {f.name: f.default for f in fields(TrainConfig)}
+    training = json.loads(json.dumps(asdict(spec.training)))
+    for key, value in training.items():  # a setting added after the file was trained: default
+        assert meta["training"].get(key, defaults[key]) == value, key
+
+
+def test_shipped_models_have_one_title_each():
+    titles = [spec.title for spec in REGISTRY.values()]
+    assert len(set(titles)) == len(titles)
