@@ -137,13 +137,21 @@ def cold_posterior_section() -> None:
     st.caption(
         "The same SGLD recipe at each temperature: prior N(0, 0.3²), step as SGD's learning "
         "rate 0.5 decayed ×0.95 per epoch, 8 networks kept over the second half of training, "
-        f"the same seed ({origins}). Error, NLL and ECE: the "
-        f"{study.settings['n_samples']}-pass predictive mean on the 10,000 test digits. "
+        f"the same seed ({origins}). Error, NLL and ECE: the predictive mean of "
+        f"{study.settings['n_samples']} passes (each kept network once) on the 10,000 test "
+        "digits. "
         f"Spread: the mean mutual information on {spread['n_inputs']:,} test digits rotated by "
         f"every angle from 0 to 180°, {spread['n_samples']} passes each (the shift section's "
         "Mean MI, averaged over the angles). Dashed: the floor below which a sampler's "
         "networks are too alike to be called posterior samples."
     )
+    if len({p.epochs for p in study.points}) > 1:
+        st.warning(
+            "Not every temperature was trained for as long ("
+            + ", ".join(f"T = {p.temperature:g}: {p.epochs} epochs" for p in study.points)
+            + "). A shorter run ends at a larger step, whose noisier samples differ more and "
+            "err more: read the temperatures trained for fewer epochs as a rough guide only."
+        )
 
 
 def enlarge(image: np.ndarray) -> np.ndarray:
