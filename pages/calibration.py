@@ -102,7 +102,7 @@ def cold_posterior_section() -> None:
     point = study.at(chosen)
     for column, (metric, (title, _)) in zip(st.columns(len(METRICS)), METRICS.items(), strict=True):
         column.metric(title, point.formatted(metric))
-    if point.mutual_information < SPREAD_FLOOR:
+    if not point.samples_differ:
         st.warning(
             f"At T = {chosen:g} the samples barely differ: their mutual information on rotated "
             f"digits, {point.mutual_information:.4f} nats, is below {SPREAD_FLOOR} nats. They "

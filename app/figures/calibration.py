@@ -276,16 +276,16 @@ def temperature_figure(
     at = temperatures == selected
     traces = [
         go.Scatter(
-            x=temperatures,
-            y=values,
+            x=temperatures.tolist(),  # a handful of points: plain numbers, not binary arrays
+            y=values.tolist(),
             mode="lines+markers",
             name=ytitle,
             line={"color": color(0)},
             showlegend=False,
         ),
         go.Scatter(
-            x=temperatures[at],
-            y=values[at],
+            x=temperatures[at].tolist(),
+            y=values[at].tolist(),
             mode="markers",
             name=f"T = {number(selected)}",
             marker={"color": color(1), "size": 13, "symbol": "diamond"},
@@ -294,7 +294,7 @@ def temperature_figure(
     if floor is not None:
         traces.append(
             go.Scatter(
-                x=[temperatures.max(), temperatures.min()],
+                x=[float(temperatures.max()), float(temperatures.min())],
                 y=[floor, floor],
                 mode="lines",
                 name=floor_note,
