@@ -108,7 +108,7 @@ REGISTRY: dict[str, CheckpointSpec] = {
         ),
         CheckpointSpec(
             "sgld",
-            "SGLD, T = 0.001 (cold: samples barely differ)",
+            "SGLD, cold T = 0.001 (samples barely differ)",
             "784-400-400-10 ReLU network trained by stochastic-gradient Langevin dynamics "
             "(prior N(0, 0.3²), step as SGD's learning rate 0.5 decayed ×0.95 per epoch; "
             "Welling & Teh 2011) at a cold temperature T = 0.001: the posterior tempered a "
