@@ -23,10 +23,13 @@ from core.storage.checkpoints import checkpoint_path, read_metadata
 from core.studies.cold_posterior import (
     CAVEAT,
     CLAIM,
+    RECIPE,
     SPREAD_FLOOR,
     TEMPERATURES,
+    ColdSettings,
     SpreadSettings,
     is_sampler,
+    point_entry,
     rotated_spread,
     sample_spread,
     samples_differ,
@@ -124,6 +127,17 @@ def test_the_stored_study_has_every_temperature_and_shows_the_cold_posterior_eff
     assert spreads == sorted(spreads, reverse=True)  # colder, the samples differ less
     assert spreads[0] > SPREAD_FLOOR > spreads[-1]
     assert computed(empty_cache) == []
+
+
+def test_a_trained_point_is_keyed_by_its_recipe_and_a_shipped_one_by_its_file(monkeypatch):
+    trained = point_entry(0.1).path
+    assert point_entry(0.1, ColdSettings(epochs=20)).path != trained
+    shipped = point_entry(1.0).path
+    assert point_entry(1.0, ColdSettings(epochs=20)).path == shipped  # its file says how
+    spec = REGISTRY[RECIPE]
+    other = replace(spec, training=replace(spec.training, lr=0.4))
+    monkeypatch.setitem(REGISTRY, RECIPE, other)
+    assert point_entry(0.1).path != trained
 
 
 # --- the Calibration page's section ---------------------------------------------------------

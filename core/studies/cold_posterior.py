@@ -375,18 +375,23 @@ def point_entry(temperature: float, settings: ColdSettings = ColdSettings()) -> 
 
     Returns:
         The entry, keyed by the shipped checkpoint's content at that temperature (if any),
-        else by the epochs it is trained for, and the measurement's settings.
+        else by the recipe it is trained with, and the measurement's settings.
     """
     name = shipped_at().get(temperature)
+    spec = REGISTRY[RECIPE]
+    recipe = {
+        "model": spec.model.to_dict(),
+        "training": asdict(replace(spec.training, temperature=temperature, epochs=settings.epochs)),
+        "train_subset": spec.train_subset,
+    }
     return cache_entry(
         STUDY,
         CACHE_VERSION,
         checkpoints=(name,) if name else (),
         settings={
             "part": "point",
-            "recipe": RECIPE,
             "temperature": temperature,
-            "epochs": None if name else settings.epochs,
+            "recipe": None if name else recipe,  # a shipped checkpoint's content is its recipe
             "n_samples": settings.n_samples,
             "seed": settings.seed,
             "spread": asdict(settings.spread),
