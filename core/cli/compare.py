@@ -14,7 +14,7 @@ import sys
 
 from core.catalogue import list_checkpoints
 from core.progress import text_progress
-from core.studies.comparison import OOD_SETS, comparison, save_comparison
+from core.studies.comparison import OOD_SETS, comparison, row_title, save_comparison
 from core.studies.ood import ood_datasets
 
 
@@ -35,8 +35,9 @@ def format_table(result: dict) -> str:
     for row in result["rows"]:
         auroc = "".join(f"{row['ood_auroc'].get(d, float('nan')):10.3f}" for d in sets)
         train = "" if row["train_seconds"] is None else f"{row['train_seconds']:9.0f}"
+        title = row_title(row)[:30]
         lines.append(
-            f"{row['title'][:30]:30s} {row['test_error']:6.2%} {row['nll']:6.3f} {row['ece']:6.3f}"
+            f"{title:30s} {row['test_error']:6.2%} {row['nll']:6.3f} {row['ece']:6.3f}"
             f"{auroc}{row['fgsm_accuracy']:9.1%}{row['predict_ms']:8.1f}{train}"
         )
     return "\n".join(lines)

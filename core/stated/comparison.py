@@ -7,7 +7,7 @@ Columns are named by the fields of a comparison row: ``test_error``, ``nll``, ``
 from __future__ import annotations
 
 from core.stated.registry import stated
-from core.studies.comparison import SET_TITLES, comparison_table, load_comparison
+from core.studies.comparison import SET_TITLES, comparison_table, load_comparison, row_title
 
 FIELDS = {
     "test_error": "test error (%)",
@@ -36,7 +36,7 @@ def _cells(field: str, dataset: str | None) -> dict[str, str]:
         raise FileNotFoundError("the lab has no stored comparison (benchmarks/comparison.json)")
     column = _column(field, dataset)
     table = comparison_table(result)
-    return {row["checkpoint"]: table[row["title"]][column] for row in result["rows"]}
+    return {row["checkpoint"]: table[row_title(row)][column] for row in result["rows"]}
 
 
 @stated("comparison")
