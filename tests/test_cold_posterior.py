@@ -37,6 +37,7 @@ from core.studies.cold_posterior import (
     spread_entry,
     stored_cold_posterior,
 )
+from core.studies.comparison import load_comparison, row_title
 
 PAGE = "../pages/calibration.py"
 SAMPLERS = [name for name, spec in REGISTRY.items() if is_sampler(spec)]
@@ -79,6 +80,14 @@ def test_a_sampler_calls_its_networks_posterior_samples_only_when_they_differ(na
         assert CLAIM not in text.lower(), f"{name}: MI {spread:.4f}, called {CLAIM}s: {text}"
     else:
         assert CAVEAT not in text, f"{name}: MI {spread:.4f} ≥ {SPREAD_FLOOR}, but: {text}"
+
+
+def test_the_home_pages_comparison_shows_the_caveat_with_the_cold_samplers_numbers():
+    rows = load_comparison()["rows"]
+    for row in rows:
+        if row["checkpoint"] in SAMPLERS and not samples_differ(row["checkpoint"]):
+            assert CAVEAT in row_title(row), row_title(row)
+    assert "sgld" in [row["checkpoint"] for row in rows]
 
 
 def test_the_floor_parts_the_cold_sgld_from_the_posterior_and_the_cyclical_sampler(empty_cache):
