@@ -18,6 +18,7 @@ from core.data.preprocess import mnist_style
 from core.data.upload import MAX_PIXELS, MAX_UPLOAD_MB, ImageError, read_image
 from core.evaluation.sweep import rotation_angles, rotation_sweep
 from core.evaluation.uncertainty import Thresholds, reasons, seeded_summary, verdict
+from core.studies.cold_posterior import spread_caveat
 
 CANVAS_KEY = "draw_canvas"
 CANVAS_START_KEY = "draw_canvas_start"
@@ -173,6 +174,9 @@ def show_details(name: str, model, summary) -> None:
     show_figure(figure, f"{name}_predictive")
     if model.sampling_note:
         st.caption(model.sampling_note)
+    caveat = ui.kept(spread_caveat, name, models=[name])
+    if caveat:
+        st.caption(caveat)
 
 
 @st.fragment

@@ -3,14 +3,16 @@
 Each page of the lab is run once, headless (Streamlit's AppTest, the sidebar's default models
 and each widget's default), on an empty cache and without the results shipped before; then
 every link of the teacher's guide is prepared (``python -m core prepare``) and every number the
-documents state is computed (``python -m core stated``); every result computed (OOD scores,
+documents state is computed (``python -m core stated``), with the cold-posterior study that the
+Calibration page reads but never computes (it trains SGLD at two temperatures: about 20 minutes
+more) and the spread of every shipped sampler's samples; every result computed (OOD scores,
 attack and pruning curves, calibration fits and tests, the guide's live bandit run, ...) is then
 copied into ``core.storage.cache.SHIPPED_DIR``, replacing what was there. A fresh clone's first
 visit reads them instead of computing (``tests/test_first_visit.py`` checks that it computes
 nothing).
 Results are keyed by the checkpoints' content: after promoting a checkpoint, run this again.
 
-    .venv/bin/python scripts/ship_results.py          # about 10 minutes on a 2-core laptop
+    .venv/bin/python scripts/ship_results.py          # about 30 minutes on a 2-core laptop
 """
 
 from __future__ import annotations
@@ -41,9 +43,11 @@ def main() -> int:
     from streamlit.testing.v1 import AppTest
 
     from app.main import PAGES
+    from core.catalogue import REGISTRY
     from core.prepare import prepare, read_guide
     from core.stated.documents import DOCUMENTS, compare
     from core.storage.cache import SHIPPED_DIR
+    from core.studies.cold_posterior import cold_posterior_study, is_sampler, sample_spread
 
     aside = SHIPPED_DIR.with_name(SHIPPED_DIR.name + ".old")
     if SHIPPED_DIR.exists():
@@ -61,6 +65,9 @@ def main() -> int:
         prepare(read_guide())
         for document in DOCUMENTS:  # and every number the documents state
             compare(document)
+        cold_posterior_study()
+        for name in (name for name, spec in REGISTRY.items() if is_sampler(spec)):
+            sample_spread(name)
         print(f"{'guide and documents':22s} {time.perf_counter() - start:7.1f} s", flush=True)
         for study in sorted(p for p in cache.iterdir() if p.is_dir() and p.name not in SKIPPED):
             target = SHIPPED_DIR / study.name

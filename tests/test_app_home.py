@@ -13,7 +13,7 @@ from core.catalogue import REGISTRY
 from core.evaluation.uncertainty import SCORES
 from core.methods import build_model
 from core.storage.checkpoints import save_checkpoint
-from core.studies.comparison import load_comparison, times_note
+from core.studies.comparison import load_comparison, row_title, times_note
 
 MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
 
@@ -48,8 +48,8 @@ def test_home_explains_and_links_every_page(checkpoint_dir):
     assert all(p.path.is_file() for p in PAGES)
     rows = load_comparison()["rows"]
     table = at.table[0].value
-    assert list(table.index) == [row["title"] for row in rows]
-    assert table.loc[rows[0]["title"], "test error (%)"] == f"{100 * rows[0]['test_error']:.2f}"
+    assert list(table.index) == [row_title(row) for row in rows]  # the registered titles now
+    assert table.loc[row_title(rows[0]), "test error (%)"] == f"{100 * rows[0]['test_error']:.2f}"
     assert "None" not in table.to_string() and "nan" not in table.to_string()
 
 

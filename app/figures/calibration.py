@@ -248,3 +248,59 @@ def shift_figure(
     yaxis = {"title": {"text": ytitle}, "rangemode": "tozero"}
     shapes = [vline(selected, dash="dot", color="grey")]
     return go.Figure(traces, layout(title, 320, xaxis, yaxis, shapes=shapes))
+
+
+def temperature_figure(
+    temperatures: np.ndarray,
+    values: np.ndarray,
+    title: str,
+    ytitle: str,
+    selected: float,
+    floor: float | None = None,
+    floor_note: str = "",
+) -> go.Figure:
+    """Plot one metric of SGLD against its temperature, the chosen temperature marked.
+
+    Args:
+        temperatures: The temperatures ``(K,)``, > 0 (a log axis, hottest on the left).
+        values: The metric at each temperature ``(K,)``.
+        title: The figure's title.
+        ytitle: Title of the metric axis.
+        selected: The temperature marked by a larger point.
+        floor: A level drawn as a dashed horizontal line (e.g. a minimum); None for none.
+        floor_note: The legend label of that line.
+
+    Returns:
+        The figure.
+    """
+    at = temperatures == selected
+    traces = [
+        go.Scatter(
+            x=temperatures.tolist(),  # a handful of points: plain numbers, not binary arrays
+            y=values.tolist(),
+            mode="lines+markers",
+            name=ytitle,
+            line={"color": color(0)},
+            showlegend=False,
+        ),
+        go.Scatter(
+            x=temperatures[at].tolist(),
+            y=values[at].tolist(),
+            mode="markers",
+            name=f"T = {number(selected)}",
+            marker={"color": color(1), "size": 13, "symbol": "diamond"},
+        ),
+    ]
+    if floor is not None:
+        traces.append(
+            go.Scatter(
+                x=[float(temperatures.max()), float(temperatures.min())],
+                y=[floor, floor],
+                mode="lines",
+                name=floor_note,
+                line={"color": "grey", "dash": "dash"},
+            )
+        )
+    xaxis = {"title": {"text": "temperature T (colder →)"}, "type": "log", "autorange": "reversed"}
+    yaxis = {"title": {"text": ytitle}, "rangemode": "tozero"}
+    return go.Figure(traces, layout(title, 300, xaxis, yaxis))

@@ -19,6 +19,7 @@ from core.studies.comparison import (
     OOD_SETS,
     comparison,
     load_comparison,
+    row_title,
     save_comparison,
     stored_times,
 )
@@ -42,8 +43,9 @@ def format_table(result: dict) -> str:
     for row in result["rows"]:
         auroc = "".join(f"{row['ood_auroc'].get(d, float('nan')):10.3f}" for d in sets)
         train = "" if row["train_seconds"] is None else f"{row['train_seconds']:9.0f}"
+        title = row_title(row)[:30]
         lines.append(
-            f"{row['title'][:30]:30s} {row['test_error']:6.2%} {row['nll']:6.3f} {row['ece']:6.3f}"
+            f"{title:30s} {row['test_error']:6.2%} {row['nll']:6.3f} {row['ece']:6.3f}"
             f"{auroc}{row['fgsm_accuracy']:9.1%}{row['predict_ms']:8.1f}{train}"
         )
     return "\n".join(lines)

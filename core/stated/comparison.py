@@ -7,7 +7,7 @@ Columns are named by the fields of a comparison row: ``test_error``, ``nll``, ``
 from __future__ import annotations
 
 from core.stated.registry import stated
-from core.studies.comparison import SET_TITLES, comparison_table, load_comparison
+from core.studies.comparison import SET_TITLES, comparison_table, load_comparison, row_title
 
 FIELDS = {
     "test_error": "test error (%)",
@@ -41,7 +41,7 @@ def _cells(field: str, dataset: str | None) -> dict[str, str]:
     """Checkpoint name → the Home table's text in one column."""
     column = _column(field, dataset)
     table = comparison_table(result := _stored())
-    return {row["checkpoint"]: table[row["title"]][column] for row in result["rows"]}
+    return {row["checkpoint"]: table[row_title(row)][column] for row in result["rows"]}
 
 
 @stated("comparison")

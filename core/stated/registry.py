@@ -22,6 +22,7 @@ SOURCE_MODULES = (
     "core.stated.active",
     "core.stated.bandits",
     "core.stated.calibration",
+    "core.stated.cold_posterior",
     "core.stated.comparison",
     "core.stated.drawing",
     "core.stated.models",

@@ -335,6 +335,23 @@ def table_cells(row: dict, sets: list[str]) -> dict[str, str]:
     }
 
 
+def row_title(row: dict) -> str:
+    """The title a comparison row is shown under: its model's registered title now.
+
+    The stored title is the one the model had when it was measured; a title changed since (a
+    caveat added, e.g. that a sampler's samples barely differ) must show with the numbers.
+
+    Args:
+        row: A row of a saved comparison.
+
+    Returns:
+        The registered title of ``row["checkpoint"]``, or the stored title for a model no
+        longer registered.
+    """
+    spec = REGISTRY.get(row["checkpoint"])
+    return spec.title if spec else row["title"]
+
+
 def comparison_table(result: dict) -> dict[str, dict[str, str]]:
     """The Home page's table of a saved comparison, every cell formatted.
 
@@ -345,7 +362,7 @@ def comparison_table(result: dict) -> dict[str, dict[str, str]]:
         Method title → column head → text, in the comparison's order.
     """
     sets = _rated_sets(result)
-    return {row["title"]: table_cells(row, sets) for row in result["rows"]}
+    return {row_title(row): table_cells(row, sets) for row in result["rows"]}
 
 
 def score_table(result: dict) -> dict[str, dict[str, str]]:
@@ -360,7 +377,7 @@ def score_table(result: dict) -> dict[str, dict[str, str]]:
     """
     sets = _rated_sets(result)
     return {
-        row["title"]: {
+        row_title(row): {
             SET_TITLES[d]: SCORES[row["ood_score"][d]].title if d in row["ood_score"] else "—"
             for d in sets
         }
