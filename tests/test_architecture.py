@@ -55,7 +55,8 @@ def test_only_the_cli_imports_the_cli():
     offenders = [
         str(p.relative_to(ROOT))
         for p in sources
-        if not module_name(p).startswith(("core.cli", "core.__main__"))
+        # the command lines: python -m core and the installed bnn-lab command
+        if not module_name(p).startswith(("core.cli", "core.__main__", "app.cli"))
         and any(i == "core.cli" or i.startswith("core.cli.") for i in imports_of(p))
     ]
     assert offenders == []
