@@ -1,4 +1,7 @@
-"""Entry point: ``streamlit run app/main.py`` from the repository root.
+"""Entry point: ``streamlit run app/main.py`` from the repository root (``bnn-lab serve`` runs it).
+
+``core`` and ``app`` import from the lab's install (``pip install -e .``, which
+``scripts/setup.sh`` does), since ``streamlit run`` puts only ``app/`` on the path.
 
 Sets up the page, the shared sidebar (:func:`app.ui.render_sidebar`) and navigation over the
 pages in :data:`PAGES`. Importing this module (e.g. ``from app.main import PAGES``) draws nothing.
@@ -6,15 +9,12 @@ pages in :data:`PAGES`. Importing this module (e.g. ``from app.main import PAGES
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from core import settings
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-if str(REPO_ROOT) not in sys.path:  # `streamlit run` puts only app/ on the path
-    sys.path.insert(0, str(REPO_ROOT))
 
 
 @dataclass(frozen=True)

@@ -20,19 +20,15 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 from dataclasses import replace
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import torch
 
-import torch  # noqa: E402
-
-from core.active.loop import ActiveLearner, load_active_data, round_accuracy  # noqa: E402
-from core.active.protocols import PROTOCOLS  # noqa: E402
-from core.cli.overrides import parse_value  # noqa: E402
-from core.storage.atomic import atomic_write_text  # noqa: E402
-from core.storage.paths import REPO_ROOT  # noqa: E402
+from core.active.loop import ActiveLearner, load_active_data, round_accuracy
+from core.active.protocols import PROTOCOLS
+from core.cli.overrides import parse_value
+from core.storage.atomic import atomic_write_text
+from core.storage.paths import REPO_ROOT
 
 
 def result_path(setting: str, tag: str = ""):

@@ -31,24 +31,21 @@ import argparse
 import dataclasses
 import json
 import statistics
-import sys
 from dataclasses import replace
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import torch
 
-import torch  # noqa: E402
-
-from core.active.loop import (  # noqa: E402
+from core.active.loop import (
     ActiveConfig,
     ActiveLearner,
     load_active_data,
     round_accuracy,
     run_entry,
 )
-from core.cli.overrides import parse_value  # noqa: E402
-from core.storage.atomic import atomic_write_text  # noqa: E402
-from core.storage.paths import REPO_ROOT  # noqa: E402
+from core.cli.overrides import parse_value
+from core.storage.atomic import atomic_write_text
+from core.storage.paths import REPO_ROOT
 
 VALIDATION = 100
 BENCHMARKS = REPO_ROOT / "benchmarks"

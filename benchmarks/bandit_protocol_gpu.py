@@ -20,18 +20,15 @@ import argparse
 import dataclasses
 import io
 import json
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import torch
 
-import torch  # noqa: E402
-
-from core.bandits.protocols import PROTOCOLS  # noqa: E402
-from core.bandits.runner import BanditRun  # noqa: E402
-from core.cli.overrides import suffix, with_overrides  # noqa: E402
-from core.storage.atomic import atomic_write_text  # noqa: E402
+from core.bandits.protocols import PROTOCOLS
+from core.bandits.runner import BanditRun
+from core.cli.overrides import suffix, with_overrides
+from core.storage.atomic import atomic_write_text
 
 PART_BYTES = 15 * 2**20  # the device tool fetches files of up to 16 MiB
 

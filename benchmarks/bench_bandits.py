@@ -18,18 +18,16 @@
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
 
+import torch
+
+from core.bandits.protocols import PROTOCOLS
+from core.bandits.runner import BanditRun, RunConfig
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO_ROOT))
-
-import torch  # noqa: E402
-
-from core.bandits.protocols import PROTOCOLS  # noqa: E402
-from core.bandits.runner import BanditRun, RunConfig  # noqa: E402
 
 
 def timed(config: RunConfig) -> tuple[float, BanditRun]:

@@ -31,22 +31,20 @@ import os
 import resource
 import sqlite3
 import statistics
-import sys
 import tempfile
 import threading
 import time
 import uuid
 from pathlib import Path
 
+import torch
+
+from core.classroom import export
+from core.classroom.report import model_report
+from core.classroom.store import DB_ENV, ClassStore, as_tensors, to_pixels
+from core.storage.checkpoints import CheckpointError, load_checkpoint
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO_ROOT))
-
-import torch  # noqa: E402
-
-from core.classroom import export  # noqa: E402
-from core.classroom.report import model_report  # noqa: E402
-from core.classroom.store import DB_ENV, ClassStore, as_tensors, to_pixels  # noqa: E402
-from core.storage.checkpoints import CheckpointError, load_checkpoint  # noqa: E402
 
 PAGE = REPO_ROOT / "pages" / "classroom.py"
 

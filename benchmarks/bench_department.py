@@ -14,7 +14,7 @@ training job waits to start, in-process vs through Ray.
 Run by hand (not a test); it starts PostgreSQL and a one-CPU Ray head on loopback as the tests
 do (``tests/cluster_util.py``), in scratch folders::
 
-    .venv/bin/python benchmarks/bench_department.py --json benchmarks/department.json
+    .venv/bin/python -m benchmarks.bench_department --json benchmarks/department.json
 """
 
 from __future__ import annotations
@@ -23,21 +23,18 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import tempfile
 import threading
 import time
 import uuid
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import torch
 
-import torch  # noqa: E402
-
-from core.classroom.store import ClassStore  # noqa: E402
-from core.jobs.queue import JobQueue  # noqa: E402
-from core.jobs.training import make_request  # noqa: E402
-from tests.cluster_util import new_database, postgres_cluster, ray_head  # noqa: E402
+from core.classroom.store import ClassStore
+from core.jobs.queue import JobQueue
+from core.jobs.training import make_request
+from tests.cluster_util import new_database, postgres_cluster, ray_head
 
 
 def submissions_per_second(url: str, writers: int, each: int) -> dict:

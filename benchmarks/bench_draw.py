@@ -1,6 +1,6 @@
 """Benchmark: the Draw page's rerun after a canvas message (not collected by pytest).
 
-    python benchmarks/bench_draw.py [--runs 20] [--samples 100] [--models bbb_mixture mlp]
+    python -m benchmarks.bench_draw [--runs 20] [--samples 100] [--models bbb_mixture mlp]
 
 Runs the app headless (``AppTest``), sets the canvas state the way the browser's message does
 (a new drawing each run, alternating "1" and "0") and times each full rerun: decoding the canvas
@@ -14,19 +14,17 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import time
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO_ROOT))
+import core.storage.checkpoints
+from core.catalogue import REGISTRY
+from core.methods import build_model
+from core.storage.checkpoints import checkpoint_path, save_checkpoint
+from core.storage.paths import cache_dir
+from tests.test_app_draw import MAIN, canvas_state
 
-import core.storage.checkpoints  # noqa: E402
-from core.catalogue import REGISTRY  # noqa: E402
-from core.methods import build_model  # noqa: E402
-from core.storage.checkpoints import checkpoint_path, save_checkpoint  # noqa: E402
-from core.storage.paths import cache_dir  # noqa: E402
-from tests.test_app_draw import MAIN, canvas_state  # noqa: E402
+REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def checkpoint_folder(names: list[str]) -> Path:

@@ -12,8 +12,8 @@ machine. Writes ``benchmarks/teaching-first-visits.json``; ``--write-guide`` als
 table into ``docs/teaching.md`` between its ``first-visits`` markers::
 
     export BNN_DATA_PATH=/path/to/datasets
-    .venv/bin/python benchmarks/bench_first_visits.py --write-guide      # about 12 minutes
-    .venv/bin/python benchmarks/bench_first_visits.py --no-prepare       # the times without it
+    .venv/bin/python -m benchmarks.bench_first_visits --write-guide      # about 12 minutes
+    .venv/bin/python -m benchmarks.bench_first_visits --no-prepare       # the times without it
 
 Needs Debian's Chromium (``/usr/bin/chromium``) and the test requirements (Playwright).
 """
@@ -33,13 +33,9 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
-
-from core.prepare import guide_url, read_guide  # noqa: E402
-from core.stated.guide import GUIDE, GuideLink  # noqa: E402
-from scripts.screenshots import (  # noqa: E402
+from core.prepare import guide_url, read_guide
+from core.stated.guide import GUIDE, GuideLink
+from scripts.screenshots import (
     CHART,
     HEIGHT,
     IDLE,
@@ -48,7 +44,9 @@ from scripts.screenshots import (  # noqa: E402
     WIDTH,
     wait_idle,
 )
-from tests.browser_util import chromium_page, serve_app  # noqa: E402
+from tests.browser_util import chromium_page, serve_app
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 OUT = REPO_ROOT / "benchmarks" / "teaching-first-visits.json"
 BEGIN, END = "<!-- first-visits:begin -->", "<!-- first-visits:end -->"

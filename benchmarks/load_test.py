@@ -21,8 +21,8 @@ or repeat, and no job's progress goes back.
 
 Run by hand (not a test)::
 
-    .venv/bin/python benchmarks/load_test.py --students 30 --json benchmarks/load-30.json
-    .venv/bin/python benchmarks/load_test.py --students 30 --replicas 2 --database postgresql \
+    .venv/bin/python -m benchmarks.load_test --students 30 --json benchmarks/load-30.json
+    .venv/bin/python -m benchmarks.load_test --students 30 --replicas 2 --database postgresql \
         --jobs 10 --ray --json benchmarks/department-load.json
 
 It serves ``app/main.py`` on free loopback ports with a scratch class database, models folder
@@ -39,25 +39,23 @@ import math
 import os
 import random
 import statistics
-import sys
 import tempfile
 import threading
 import time
 from contextlib import ExitStack
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO_ROOT))
+from playwright.async_api import TimeoutError as PlaywrightTimeout
 
-from playwright.async_api import TimeoutError as PlaywrightTimeout  # noqa: E402
-
-from tests.browser_util import (  # noqa: E402
+from tests.browser_util import (
     _TIMING_SCRIPT,
     CHROMIUM,
     CHROMIUM_ARGS,
     serve_app_process,
 )
-from tests.cluster_util import new_database, postgres_cluster, ray_head  # noqa: E402
+from tests.cluster_util import new_database, postgres_cluster, ray_head
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
 
 IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 FAILURE = "[data-testid='stException'], [data-testid='stAlertContentError']"

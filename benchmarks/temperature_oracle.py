@@ -15,32 +15,28 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import torch
 
-import torch  # noqa: E402
-
-from core.catalogue import list_checkpoints  # noqa: E402
-from core.engine.device import default_device  # noqa: E402
-from core.evaluation.calibration import (  # noqa: E402
+from core.catalogue import list_checkpoints
+from core.engine.device import default_device
+from core.evaluation.calibration import (
     calibration_metrics,
     ece_noise_floor,
     fit_temperature,
     tempered,
 )
-from core.storage.atomic import atomic_write_text  # noqa: E402
-from core.storage.checkpoints import load_checkpoint  # noqa: E402
-from core.storage.paths import REPO_ROOT  # noqa: E402
-from core.studies.calibration import (  # noqa: E402
+from core.storage.atomic import atomic_write_text
+from core.storage.checkpoints import load_checkpoint
+from core.storage.paths import REPO_ROOT
+from core.studies.calibration import (
     NOISE_SEED,
     predictive,
     task_dataset,
     temperature_fit,
     validation_split,
 )
-from core.studies.evaluations import evaluate_dataset  # noqa: E402
+from core.studies.evaluations import evaluate_dataset
 
 RESULT = REPO_ROOT / "benchmarks" / "calibration-temperature-oracle.json"
 N_SAMPLES = 100  # passes per prediction, as in ``core calibration``

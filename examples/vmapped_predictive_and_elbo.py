@@ -6,15 +6,10 @@ loop it replaces with ``torch.allclose``. It needs no data and no checkpoint: a 
 network and random images show the mechanics.
 """
 
-import sys
-from pathlib import Path
+import torch
+from torch.func import vmap
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import torch  # noqa: E402
-from torch.func import vmap  # noqa: E402
-
-from core import ModelConfig, build_model, minibatch_objective, predictive_samples, summarize  # noqa: E402
+from core import ModelConfig, build_model, minibatch_objective, predictive_samples, summarize
 
 torch.manual_seed(0)
 

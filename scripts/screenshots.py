@@ -20,8 +20,8 @@ status is then 1. The servers' output goes to ``.pytest_cache/streamlit-<port>.l
 Run from the repository root (extra datasets through ``BNN_DATA_PATH``, as for the app)::
 
     export BNN_CACHE_DIR=$(mktemp -d) BNN_DATA_PATH=../shared/datasets
-    .venv/bin/python scripts/screenshots.py
-    .venv/bin/python scripts/screenshots.py --pages draw,ood --out /tmp/shots
+    .venv/bin/python -m scripts.screenshots
+    .venv/bin/python -m scripts.screenshots --pages draw,ood --out /tmp/shots
 
 ``--format auto`` (the default) saves PNGs unless they add up to more than 4 MB, and JPEGs of
 quality 80 then (``docs/teaching.md`` and ``docs/index.md`` link the ``.png`` files); ``png`` or
@@ -36,12 +36,10 @@ import sys
 import time
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
+from app.main import PAGES
+from tests.browser_util import chromium_page, serve_app
 
-from app.main import PAGES  # noqa: E402
-from tests.browser_util import chromium_page, serve_app  # noqa: E402
+REPO_ROOT = Path(__file__).resolve().parent.parent
 
 WIDTH, HEIGHT = 1920, 1080
 PAGE_TIMEOUT_S = 300.0

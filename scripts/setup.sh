@@ -2,7 +2,9 @@
 # Set up everything the lab needs on a fresh machine, offline-capable, idempotent:
 #   1. a virtual environment in .venv with the pinned requirements
 #      (requirements-dev.txt too when called with --dev),
-#   2. MNIST and FashionMNIST in the data folder (python -m core data).
+#   2. the lab itself installed editable (pip install -e .): the bnn-lab command, and core and
+#      app importable wherever Python starts (streamlit run app/main.py),
+#   3. MNIST and FashionMNIST in the data folder (python -m core data).
 # Re-running is cheap: pip is skipped while the requirement files are unchanged, and an existing
 # .venv is reused when it works. A broken one (dangling link, no bin/python, a python that
 # cannot import torch) is named in one line and recreated.
@@ -56,6 +58,16 @@ if [ ! -f "$stamp" ]; then
   .venv/bin/python -c "import torchvision.ops, torchvision.datasets; torchvision.ops.nms" \
     || { echo "torchvision cannot load its compiled ops against this torch" >&2; exit 1; }
   touch "$stamp"
+fi
+
+# The lab, editable, without its dependencies (the pinned requirements above are they); pip
+# builds it with setuptools from the index (pyproject.toml's [build-system]). Again when
+# pyproject.toml changes or bnn-lab is missing.
+lab_stamp=.venv/.installed-lab-$(sha256sum pyproject.toml | cut -c1-16)
+if [ ! -f "$lab_stamp" ] || [ ! -x .venv/bin/bnn-lab ]; then
+  echo "== installing the lab (pip install -e .)"
+  .venv/bin/python -m pip install --disable-pip-version-check -q --no-deps -e .
+  touch "$lab_stamp"
 fi
 
 echo "== preparing datasets"

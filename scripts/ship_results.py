@@ -19,13 +19,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO_ROOT))
 SKIPPED = {"native"}  # compiled kernels: per machine, never shipped
 
 

@@ -3,16 +3,13 @@
 whole run without burning the machine's cores for minutes."""
 
 import runpy
-import sys
 from pathlib import Path
 
+import torch
+
+from core.active import loop
+
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-import torch  # noqa: E402
-
-from core.active import loop  # noqa: E402
 
 SHORT = {"budget": 60, "candidates": 300, "train_steps": 40, "test_size": 500, "n_samples": 8}
 """Five rounds from 20 to 60 labels."""

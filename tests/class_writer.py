@@ -1,6 +1,6 @@
 """One writer process of the multi-process class-database test (run as a script, not collected).
 
-    python tests/class_writer.py DB_URL OUT_FILE WRITER THREADS EACH SHARED
+    python -m tests.class_writer DB_URL OUT_FILE WRITER THREADS EACH SHARED
 
 ``THREADS`` threads each send ``EACH`` drawings of their own plus, after each, one of the
 ``SHARED`` submission ids every writer also sends (a double click seen by several processes).
@@ -20,13 +20,10 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import torch
 
-import torch  # noqa: E402
-
-from core.classroom.store import ClassStore  # noqa: E402
+from core.classroom.store import ClassStore
 
 
 def shared_ids(n: int) -> list[str]:

@@ -1,6 +1,6 @@
 """A server process's training worker for the job-store tests (run as a script, not collected).
 
-    python tests/job_worker.py DB_URL
+    python -m tests.job_worker DB_URL
 
 Starts a :class:`~core.jobs.JobQueue` on the database whose runner reports progress and then
 trains forever (until cancelled), so that the test can kill the process while a job runs.
@@ -10,11 +10,8 @@ from __future__ import annotations
 
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from core.jobs import JobQueue, TrainOutcome  # noqa: E402
+from core.jobs import JobQueue, TrainOutcome
 
 
 def forever(request, *, progress, on_epoch, on_step, cancel, directory) -> TrainOutcome:

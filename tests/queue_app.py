@@ -3,17 +3,14 @@ the queue's limits (``streamlit run tests/queue_app.py``): jobs stay queued or r
 long as the test needs, and no training burns the machine's cores."""
 
 import runpy
-import sys
 from pathlib import Path
 
 import streamlit as st
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from core.jobs import JobQueue, set_training_queue
+from tests.job_worker import forever
 
-from core.jobs import JobQueue, set_training_queue  # noqa: E402
-from tests.job_worker import forever  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @st.cache_resource

@@ -17,10 +17,8 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from core.jobs import JobQueue, make_request  # noqa: E402
-from core.storage.checkpoints import list_user_checkpoints  # noqa: E402
+from core.jobs import JobQueue, make_request
+from core.storage.checkpoints import list_user_checkpoints
 
 SMALL = {"n_train": 1000, "n_test": 200, "n_eval_samples": 1}
 

@@ -30,7 +30,9 @@ from tests.browser_util import free_port
 from tests.class_writer import drawing_of, own_id, run_threads, shared_ids
 from tests.cluster_util import new_database, restartable_postgres
 
-WRITER = Path(__file__).resolve().parent / "class_writer.py"
+ROOT = Path(__file__).resolve().parent.parent
+WRITER = [sys.executable, "-m", "tests.class_writer"]
+"""A writer process's command, run in ROOT (``tests`` imports from there, not installed)."""
 DEADLINE_S = 600  # generous: start-up of five interpreters on a loaded two-core machine
 
 
@@ -64,8 +66,7 @@ def test_writer_processes_one_killed_mid_burst_lose_no_confirmed_drawing(lab_db,
     logs = {w: tmp_path / f"writer-{w}.log" for w in (*survivors, victim)}
     procs = {
         w: subprocess.Popen(
-            [sys.executable, str(WRITER), url, str(log), str(w), str(threads), str(each)]
-            + [str(n_shared)]
+            [*WRITER, url, str(log), str(w), str(threads), str(each), str(n_shared)], cwd=ROOT
         )
         for w, log in logs.items()
     }
@@ -144,8 +145,8 @@ def test_a_postgresql_restart_of_3_s_mid_burst_fails_and_doubles_no_submission(t
         ClassStore(url).count()  # the table exists before the burst
         procs = [
             subprocess.Popen(
-                [sys.executable, str(WRITER), url, str(log), str(w), str(threads), str(each)]
-                + [str(n_shared)]
+                [*WRITER, url, str(log), str(w), str(threads), str(each), str(n_shared)],
+                cwd=ROOT,
             )
             for w, log in enumerate(logs)
         ]

@@ -22,7 +22,9 @@ from core.training import EpochStats, StepStats
 from tests.cluster_util import new_database, restartable_postgres
 from tests.test_jobs import Gate, wait_for
 
-WORKER = Path(__file__).resolve().parent / "job_worker.py"
+ROOT = Path(__file__).resolve().parent.parent
+WORKER = [sys.executable, "-m", "tests.job_worker"]
+"""A server process's command, run in ROOT (``tests`` imports from there, not installed)."""
 
 
 def test_two_replicas_share_one_queue_and_each_job_runs_once(lab_db, tmp_path):
@@ -54,7 +56,7 @@ def test_two_replicas_share_one_queue_and_each_job_runs_once(lab_db, tmp_path):
 def test_a_cancel_reaches_a_job_that_another_server_process_trains(lab_db, tmp_path):
     here = JobQueue(workers=1, threads=1, directory=tmp_path, url=lab_db)  # starts no worker
     job_id = here.store.add(_owned("far", Visitor("anna")))
-    server = subprocess.Popen([sys.executable, str(WORKER), lab_db])
+    server = subprocess.Popen([*WORKER, lab_db], cwd=ROOT)
     try:
         wait_for(lambda: here.get(job_id).fraction == 0.25, timeout=120)
         assert here.get(job_id).worker != PROCESS  # the other process trains it
@@ -125,7 +127,7 @@ def test_a_killed_server_fails_its_running_job_and_keeps_the_queued_one(lab_db, 
     store = JobStore(lab_db)
     running = store.add(make_request("running", "mlp"))
     waiting = store.add(make_request("waiting", "mlp"))
-    server = subprocess.Popen([sys.executable, str(WORKER), lab_db])
+    server = subprocess.Popen([*WORKER, lab_db], cwd=ROOT)
     try:
         wait_for(lambda: store.get(running).fraction == 0.25, timeout=120)
         assert store.get(waiting).status is JobStatus.QUEUED  # one worker

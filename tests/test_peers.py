@@ -3,13 +3,10 @@ peer libraries only where installed (requirements-peers.txt, never needed by the
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from core.studies import peers
 
-peers.add_peer_site(os.environ.get("BNN_PEER_SITE"))
 AVAILABLE = peers.available_peers()
 
 
@@ -46,7 +43,7 @@ def test_peer_sigma_gradients_are_wrong_with_several_samples(library):
     if AVAILABLE[library]:
         pytest.skip(
             f"{library} not importable ({AVAILABLE[library]}); install requirements-peers.txt "
-            "(e.g. pip install --target DIR) and set BNN_PEER_SITE=DIR"
+            "(e.g. pip install --target DIR --no-deps) and set PYTHONPATH=DIR"
         )
     one = peers.gradient_check(library, 1)
     assert one["rho_rel_error"] < 1e-5 and one["mu_rel_error"] < 1e-5  # right with S = 1

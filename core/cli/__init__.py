@@ -61,20 +61,29 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {text} (see {self.prog} --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(
+    prog: str = "python -m core", epilog: str | None = None
+) -> argparse.ArgumentParser:
     """Build the ``python -m core`` parser with every command of :data:`COMMANDS`.
+
+    Args:
+        prog: The program's name in usage and error lines (``bnn-lab`` for the installed
+            command, :mod:`app.cli`).
+        epilog: Text after the commands in ``--help``.
 
     Returns:
         The parser; each sub-command sets ``func``, the function that runs it.
     """
-    parser = OneLineParser(prog="python -m core", description=__doc__)
+    parser = OneLineParser(prog=prog, description=__doc__, epilog=epilog)
     subparsers = parser.add_subparsers(dest="command", required=True)
     for module in COMMANDS:
         module.register(subparsers)
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(
+    argv: list[str] | None = None, prog: str = "python -m core", epilog: str | None = None
+) -> int:
     """Run one command of the lab's command line.
 
     A bad command line ends in one ``error:`` line (:class:`OneLineParser`) and foreseen
@@ -83,13 +92,15 @@ def main(argv: list[str] | None = None) -> int:
 
     Args:
         argv: The arguments after ``python -m core``; None reads ``sys.argv``.
+        prog: The program's name in usage and error lines.
+        epilog: Text after the commands in ``--help``.
 
     Returns:
         The exit code: the command's own, 2 for a bad command line (0 after ``--help``), 1 after
         a foreseen failure, 130 when interrupted.
     """
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser(prog, epilog).parse_args(argv)
     except SystemExit as exc:  # argparse's exit after an error or --help
         return int(exc.code or 0)
     try:

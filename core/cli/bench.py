@@ -87,8 +87,8 @@ def cmd_peers(args) -> int:
     """Time bayesian-torch and blitz beside ours and check their multi-sample gradients.
 
     Args:
-        args: The parsed command line (``samples``, ``steps``, ``repeats``, ``peer_site``,
-            ``threads``, ``save``).
+        args: The parsed command line (``samples``, ``steps``, ``repeats``, ``threads``,
+            ``save``).
 
     Returns:
         The exit code: 0, or 1 when no peer library imports.
@@ -100,7 +100,6 @@ def cmd_peers(args) -> int:
     from core.studies import peers
     from core.studies.training_speed import bench_dir
 
-    peers.add_peer_site(args.peer_site)
     missing = {name: why for name, why in peers.available_peers().items() if why}
     present = tuple(name for name in peers.PEERS if name not in missing)
     for name, why in missing.items():
@@ -247,5 +246,4 @@ def register(subparsers) -> None:
         help="time bayesian-torch and blitz beside ours and check their S-sample gradients "
         "(needs requirements-peers.txt; --save writes benchmarks/peers-<device>-<date>.json)",
     )
-    p.add_argument("--peer-site", default="", help="folder of `pip install --target` of the peers")
     p.set_defaults(func=cmd_bench)

@@ -15,7 +15,8 @@ noise each sample actually used (cloned right after each pass), and compares the
 training step of each library on the same network, batch and S as ours, in the same process.
 
 The libraries are optional (``requirements-peers.txt``), never needed by the app or CI: they
-are imported only here, after :func:`add_peer_site` put their install folder on ``sys.path``.
+are imported only here, from the environment or from a ``pip install --target`` folder on
+``PYTHONPATH``.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from __future__ import annotations
 import importlib
 import json
 import math
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -39,16 +39,6 @@ PEERS = {"bayesian-torch": "bayesian_torch", "blitz": "blitz"}
 """Display name → import name of the peer libraries (pinned in ``requirements-peers.txt``)."""
 INIT_RHO = math.log(math.expm1(1e-3))
 """Initial ρ of every network (σ = 1e-3, our default ``init_sigma``)."""
-
-
-def add_peer_site(site: str | Path | None) -> None:
-    """Put a ``pip install --target`` folder of the peers on ``sys.path`` (this process only).
-
-    Args:
-        site: The folder, or None/"" to do nothing.
-    """
-    if site and str(site) not in sys.path:
-        sys.path.append(str(site))
 
 
 def available_peers() -> dict[str, str | None]:
