@@ -62,8 +62,10 @@ from core.training import EpochStats, cuda_graphs_enabled, train
 def cmd_list(args) -> int:
     """Run ``python -m core list``: print each registered checkpoint and whether it loads.
 
-    User-trained models found in the user-model folder are listed after them, by the name
-    pages and commands know them by (``user:NAME``), with their task and test error. A model
+    A shipped model's test error is the one ``python -m core evaluate`` prints (100 passes
+    seeded with 0, read from its shipped evaluation). User-trained models found in the
+    user-model folder are listed after them, by the name pages and commands know them by
+    (``user:NAME``), with their task and the test error measured when training ended. A model
     whose training did not finish is marked ``partial: D of N epochs``.
 
     Args:
@@ -73,7 +75,10 @@ def cmd_list(args) -> int:
         The exit code: 0.
     """
     for info in list_checkpoints():
-        print(f"{info.spec.name:20s} {info.spec.title:36s} {_status(info)}")
+        status = _status(info)
+        if info.available:  # the seeded evaluation `core evaluate` prints, not training's own
+            status = f"test error {test_metrics(info.spec.name)['test_error']:.2%}"
+        print(f"{info.spec.name:20s} {info.spec.title:36s} {status}")
     user = list_user_checkpoints()
     if user:
         print(f"\nuser-trained models in {user_model_dir()}:")
