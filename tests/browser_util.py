@@ -248,12 +248,14 @@ def wait_for_script(page, timeout_ms: float = WAIT_MS) -> None:
     )
 
 
-def wait_for_enabled(page, label: str) -> None:
-    """Wait until the button labelled ``label`` is enabled (the run that enables it is over)."""
+def wait_for_enabled(page, label: str, timeout_ms: float | None = None) -> None:
+    """Wait until the button labelled ``label`` is enabled (the run that enables it is over);
+    ``timeout_ms``: Playwright's default when None."""
     page.wait_for_function(
         "label => ![...document.querySelectorAll('button')].find("
         "b => b.innerText.trim() === label).disabled",
         arg=label,
+        timeout=timeout_ms,
     )
 
 
@@ -521,8 +523,8 @@ def send_to_class(
                 panel.click()
         wait_for_text(page, in_use)
         choose_class_label(page, str(label), tap=tap)
-        wait_for_enabled(page, "Submit")
-        try:
+        try:  # a late canvas update starts the drawing's panel afresh: no digit picked
+            wait_for_enabled(page, "Submit", timeout_ms=30_000)
             press(page, submit, tap=tap, timeout_ms=30_000)
             break
         except PlaywrightTimeout:

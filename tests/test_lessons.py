@@ -370,15 +370,28 @@ def header(rows: dict[str, list[str]]) -> list[str]:
     return [first, *rows[first]]
 
 
-def start_training(page, link: str, job: int | None = None) -> None:
+def start_training(page, link: str, job: int | None = None, tries: int = 3) -> None:
     """Open the Train page's ``link`` (settings in it), press Start training and wait until
-    the page shows the new job (``Job #job`` when given)."""
+    the page shows the new job (``Job #job`` when given).
+
+    A polling page sends messages of its own, so a press can look sent and still be lost: it
+    is pressed again only while the job store has no job of the link's model name."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    from core.jobs import JobStore
+
+    name = link_setting(link, "train_name")
+    store = JobStore()
     page.goto(link)
     wait_for_text(page, START_TRAINING)
     wait_for_script(page)
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
-    press(page, page.get_by_role("button", name=START_TRAINING))
+    for _ in range(tries):
+        press(page, page.get_by_role("button", name=START_TRAINING))
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not any(j.request.name == name for j in store.jobs()):
+            time.sleep(0.5)
+        if any(j.request.name == name for j in store.jobs()):
+            break
     try:
         wait_for_polled_text(page, f"Job #{job}" if job else "Job #")
     except PlaywrightTimeout as exc:  # say what the page showed instead
