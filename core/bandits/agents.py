@@ -428,8 +428,10 @@ class AgentGroup:
 
     @property
     def thompson_draws(self) -> int:
-        """Posterior draws a decision averages (:attr:`ModelSettings.thompson_draws`, or 1
-        for a family that acts on one network)."""
+        """Posterior draws a decision averages.
+
+        :attr:`ModelSettings.thompson_draws`, or 1 for a family that acts on one network.
+        """
         return self.settings.thompson_draws if self.family in DRAWN_FAMILIES else 1
 
     def weight_sigma(self) -> torch.Tensor | None:
