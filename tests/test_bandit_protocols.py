@@ -195,6 +195,36 @@ def test_an_ablation_is_named_and_titled_by_its_protocol_and_what_it_changes():
     assert reference_name(other).startswith("mushroom-50000-updates_per_step64")
 
 
+@pytest.mark.parametrize(
+    ("agents", "sets", "name", "title"),
+    [
+        (
+            ("bbb",),
+            {"thompson_draws": 2},
+            "mushroom-50000-blundell2015-agentsbbb-thompson_draws2.json",
+            "with each decision averaging 2 posterior draws (BBB Thompson only)",
+        ),
+        (
+            BLUNDELL.config.agents,
+            {"standardise_rewards": True, "noise_sigma": 1.0},
+            "mushroom-50000-blundell2015-noise_sigma1-standardise_rewardsTrue.json",
+            "with the rewards standardised (their mean subtracted, divided by their spread), "
+            "a likelihood σ of 12.3 reward units",
+        ),
+    ],
+    ids=["two-draws", "standardised"],
+)
+def test_the_two_last_ablations_are_named_and_titled_for_students(agents, sets, name, title):
+    from core.bandits.store import reference_name
+    from pages.bandits import run_title
+
+    model = dataclasses.replace(BLUNDELL.config.model, **sets)
+    config = dataclasses.replace(BLUNDELL.config, agents=agents, model=model)
+    assert reference_name(config) == name
+    result = {"settings": config.to_dict(), "env": {"title": "Mushroom"}, "steps_done": 50_000}
+    assert run_title(result).endswith("§5.3 and Figure 5 " + title)
+
+
 def test_the_page_says_why_bbb_lost_the_protocol_and_points_to_the_run_where_it_won():
     from core.bandits.store import beside_protocol, load_references
     from pages.bandits import bbb_verdict

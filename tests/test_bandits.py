@@ -46,6 +46,7 @@ from core.bandits.store import (
     reference_name,
     run_bandit,
     save_reference,
+    truncated,
 )
 from core.cli import bandit as bandit_cli
 from core.data import DatasetUnavailable
@@ -635,6 +636,31 @@ def same_state(a, b) -> bool:
     if isinstance(a, list | tuple):
         return len(a) == len(b) and all(same_state(x, y) for x, y in zip(a, b, strict=True))
     return a == b
+
+
+def test_a_result_cut_to_its_first_steps_is_the_result_of_a_run_stopped_there():
+    config = RunConfig(env="mushroom", agents=("bbb", "eps5"), steps=512, seeds=3, model=NATIVE)
+    whole = BanditRun(config)
+    whole.advance()
+    full = whole.result(with_snapshot=False)
+    stopped = BanditRun(config)
+    stopped.advance(400)
+    expected = stopped.result(with_snapshot=False)
+    cut = truncated(full, 400)
+    assert full["record_steps"][-2:] == [510, 512]  # every 5 steps, and the last
+    for key in ("steps_done", "record_steps", "sigma_steps"):
+        assert cut[key] == expected[key]
+    assert cut["agents"]["bbb"]["sigma"] and cut["agents"]["bbb"]["final"]
+    for name, agent in cut["agents"].items():
+        assert agent.keys() == expected["agents"][name].keys()
+        for key in ("curves", "final", "sigma"):
+            assert agent.get(key) == expected["agents"][name].get(key)
+        for key in ("mean", "std", "per_step"):
+            assert agent[key] == pytest.approx(expected["agents"][name][key])
+    assert cut["seconds"] == pytest.approx(full["seconds"] * 400 / 512)
+    assert truncated(full, 512) is full
+    with pytest.raises(ValueError, match="no point at step 401"):
+        truncated(full, 401)
 
 
 def test_reference_runs_are_saved_and_listed(folders):
