@@ -32,6 +32,7 @@ import torch  # noqa: E402
 
 from core.bandits.protocols import PROTOCOLS  # noqa: E402
 from core.bandits.runner import BanditRun  # noqa: E402
+from core.bandits.store import save_reference, truncated  # noqa: E402
 from core.cli.overrides import suffix, with_overrides  # noqa: E402
 from core.storage.atomic import atomic_write, atomic_write_text  # noqa: E402
 
@@ -72,6 +73,12 @@ def main() -> None:
     parser.add_argument("--agents", help="a subset of the protocol's agents, e.g. bbb")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument(
+        "--reference",
+        action="store_true",
+        help="also store the result as a stored run of the Bandits page at every save "
+        "(benchmarks/bandits/; an unfinished run up to its last recorded curve point)",
+    )
     args = parser.parse_args()
     start = time.monotonic()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -101,6 +108,8 @@ def main() -> None:
         rate = (run.step - before) / (time.monotonic() - t0)
         result = run.result(with_snapshot=False)
         atomic_write_text(result_path, json.dumps(result))
+        if args.reference and run.step >= run.every:
+            save_reference(truncated(result, run.step - run.step % run.every))
         means = {name: round(agent["mean"]) for name, agent in result["agents"].items()}
         left = (config.steps - run.step) / max(rate, 1e-9)
         print(

@@ -22,6 +22,32 @@ def bandit_regret(run: str, agent: str, statistic: str = "mean") -> str:
     return f"{load_references()[run]['agents'][agent][statistic]:,.0f}"
 
 
+@stated("bandit_regret_at")
+def bandit_regret_at(run: str, agent: str, step: str) -> str:
+    """An agent's cumulative regret at a step of a stored run, mean over seeds, as its curve.
+
+    e.g. ``bandit_regret_at mushroom-50000-blundell2015.json greedy 10000`` → ``2,781``.
+
+    Raises:
+        ValueError: If the run recorded no point at that step.
+    """
+    result = load_references()[run]
+    if int(step) not in result["record_steps"]:
+        raise ValueError(f"{run} recorded no point at step {step}")
+    at = result["record_steps"].index(int(step))
+    curves = result["agents"][agent]["curves"]
+    return f"{sum(curve[at] for curve in curves) / len(curves):,.0f}"
+
+
+@stated("bandit_steps")
+def bandit_steps(run: str) -> str:
+    """The steps a stored run has done (fewer than its settings' for an unfinished run).
+
+    e.g. ``bandit_steps mushroom-50000.json`` → ``50,000``.
+    """
+    return f"{load_references()[run]['steps_done']:,}"
+
+
 @stated("bandit_live")
 def bandit_live(query: str, agent: str, statistic: str = "mean") -> str:
     """An agent's final cumulative regret in a link's live run, as the page's table shows it.

@@ -11,7 +11,11 @@ from core.stated.registry import value
 from core.storage.atomic import atomic_write_text
 from core.storage.paths import REPO_ROOT
 
-DOCUMENTS = (REPO_ROOT / "docs" / "teaching.md", REPO_ROOT / "README.md")
+DOCUMENTS = (
+    REPO_ROOT / "docs" / "teaching.md",
+    REPO_ROOT / "README.md",
+    REPO_ROOT / "docs" / "bandits.md",
+)
 """The documents whose numbers are generated: ``python -m core stated`` checks these."""
 
 
