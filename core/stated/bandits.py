@@ -8,7 +8,9 @@ from __future__ import annotations
 from urllib.parse import parse_qsl
 
 from core.bandits.live import link_config
-from core.bandits.store import load_references, run_bandit
+from core.bandits.protocols import PROTOCOLS, protocol_ablation
+from core.bandits.runner import RunConfig
+from core.bandits.store import load_references, reference_name, run_bandit, truncated
 from core.stated.registry import stated
 
 
@@ -46,6 +48,26 @@ def bandit_steps(run: str) -> str:
     e.g. ``bandit_steps mushroom-50000.json`` → ``50,000``.
     """
     return f"{load_references()[run]['steps_done']:,}"
+
+
+@stated("bandit_protocol_at")
+def bandit_protocol_at(run: str, agent: str) -> str:
+    """An agent's mean regret in its protocol's stored run, at the steps an ablation has done.
+
+    What the page shows beside the ablation, an unfinished one included.
+
+    e.g. ``bandit_protocol_at mushroom-50000-blundell2015-agentsbbb-lr0.0001.json bbb`` →
+    ``34,708``.
+
+    Raises:
+        ValueError: If the run is no ablation of a protocol.
+    """
+    references = load_references()
+    ablation = protocol_ablation(RunConfig.from_dict(references[run]["settings"]))
+    if ablation is None:
+        raise ValueError(f"{run} is no ablation of a protocol")
+    protocol = references[reference_name(PROTOCOLS[ablation[0]].config)]
+    return f"{truncated(protocol, references[run]['steps_done'])['agents'][agent]['mean']:,.0f}"
 
 
 @stated("bandit_live")
