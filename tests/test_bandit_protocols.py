@@ -250,3 +250,18 @@ def test_the_page_says_why_bbb_lost_the_protocol_and_points_to_the_run_where_it_
     verdict = bbb_verdict(beside_protocol(stored[wide], stored))
     assert "hardly learned which mushrooms to eat" in verdict and "widens" not in verdict
     assert "hardly learned" not in protocol
+
+
+def test_the_stated_bandit_numbers_read_the_stored_curves_at_a_step():
+    from core.stated.registry import value
+
+    protocol = "mushroom-50000-blundell2015.json"
+    assert value(f"bandit_regret_at {protocol} greedy 10000") == "2,781"  # the docs' table
+    assert value(f"bandit_regret_at {protocol} bbb 50000") == value(f"bandit_regret {protocol} bbb")
+    with pytest.raises(ValueError, match="no point at step 10001"):
+        value(f"bandit_regret_at {protocol} bbb 10001")
+    assert value(f"bandit_steps {protocol}") == "50,000"
+    ablation = "mushroom-50000-blundell2015-agentsbbb-lr0.0001.json"
+    assert value(f"bandit_protocol_at {ablation} eps1") == "16,044"
+    with pytest.raises(ValueError, match="no ablation"):
+        value("bandit_protocol_at mushroom-50000.json greedy")
