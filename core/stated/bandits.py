@@ -70,6 +70,16 @@ def bandit_protocol_at(run: str, agent: str) -> str:
     return f"{truncated(protocol, references[run]['steps_done'])['agents'][agent]['mean']:,.0f}"
 
 
+@stated("bandit_sigma")
+def bandit_sigma(run: str, agent: str = "bbb") -> str:
+    """An agent's mean posterior σ of the weights, mean over seeds, at a stored run's last record.
+
+    e.g. ``bandit_sigma mushroom-50000-blundell2015.json`` → ``0.266``.
+    """
+    runs = load_references()[run]["agents"][agent]["sigma"]
+    return f"{sum(r[-1] for r in runs) / len(runs):.3f}"
+
+
 @stated("bandit_live")
 def bandit_live(query: str, agent: str, statistic: str = "mean") -> str:
     """An agent's final cumulative regret in a link's live run, as the page's table shows it.
