@@ -264,5 +264,6 @@ def test_the_stated_bandit_numbers_read_the_stored_curves_at_a_step():
     assert value(f"bandit_sigma {protocol}") == "0.266"  # BBB's σ at 50,000 in the docs
     ablation = "mushroom-50000-blundell2015-agentsbbb-lr0.0001.json"
     assert value(f"bandit_protocol_at {ablation} eps1") == "16,044"
+    assert value(f"bandit_protocol_sigma_at {ablation}") == "0.266"
     with pytest.raises(ValueError, match="no ablation"):
         value("bandit_protocol_at mushroom-50000.json greedy")

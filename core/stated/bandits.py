@@ -51,10 +51,11 @@ def bandit_steps(run: str) -> str:
 
 
 @stated("bandit_protocol_at")
-def bandit_protocol_at(run: str, agent: str) -> str:
+def bandit_protocol_at(run: str, agent: str, statistic: str = "mean") -> str:
     """An agent's mean regret in its protocol's stored run, at the steps an ablation has done.
 
-    What the page shows beside the ablation, an unfinished one included.
+    What the page shows beside the ablation, an unfinished one included; ``statistic`` ``std``
+    for its spread over seeds.
 
     e.g. ``bandit_protocol_at mushroom-50000-blundell2015-agentsbbb-lr0.0001.json bbb`` →
     ``34,708``.
@@ -67,7 +68,25 @@ def bandit_protocol_at(run: str, agent: str) -> str:
     if ablation is None:
         raise ValueError(f"{run} is no ablation of a protocol")
     protocol = references[reference_name(PROTOCOLS[ablation[0]].config)]
-    return f"{truncated(protocol, references[run]['steps_done'])['agents'][agent]['mean']:,.0f}"
+    cut = truncated(protocol, references[run]["steps_done"])
+    return f"{cut['agents'][agent][statistic]:,.0f}"
+
+
+@stated("bandit_protocol_sigma_at")
+def bandit_protocol_sigma_at(run: str) -> str:
+    """BBB's mean posterior σ in its protocol's stored run, at an ablation's last record of it.
+
+    e.g. ``bandit_protocol_sigma_at mushroom-50000-blundell2015-agentsbbb-lr0.0001.json`` →
+    ``0.266``.
+    """
+    references = load_references()
+    ablation = protocol_ablation(RunConfig.from_dict(references[run]["settings"]))
+    if ablation is None:
+        raise ValueError(f"{run} is no ablation of a protocol")
+    protocol = references[reference_name(PROTOCOLS[ablation[0]].config)]
+    at = protocol["sigma_steps"].index(references[run]["sigma_steps"][-1])
+    runs = protocol["agents"]["bbb"]["sigma"]
+    return f"{sum(r[at] for r in runs) / len(runs):.3f}"
 
 
 @stated("bandit_sigma")
