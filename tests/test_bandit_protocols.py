@@ -215,7 +215,7 @@ def test_an_ablation_is_named_and_titled_by_its_protocol_and_what_it_changes():
     ids=["two-draws", "standardised"],
 )
 def test_the_two_last_ablations_are_named_and_titled_for_students(agents, sets, name, title):
-    from core.bandits.store import reference_name
+    from core.bandits.store import load_references, reference_name
     from pages.bandits import run_title
 
     model = dataclasses.replace(BLUNDELL.config.model, **sets)
@@ -223,6 +223,9 @@ def test_the_two_last_ablations_are_named_and_titled_for_students(agents, sets, 
     assert reference_name(config) == name
     result = {"settings": config.to_dict(), "env": {"title": "Mushroom"}, "steps_done": 50_000}
     assert run_title(result).endswith("§5.3 and Figure 5 " + title)
+    stored = load_references()[name]  # stored for the page, as far as it ran
+    assert RunConfig.from_dict(stored["settings"]) == config
+    assert set(stored["agents"]) == set(agents) and stored["steps_done"] >= 250
 
 
 def test_the_page_says_why_bbb_lost_the_protocol_and_points_to_the_run_where_it_won():
