@@ -24,6 +24,15 @@ def bandit_regret(run: str, agent: str, statistic: str = "mean") -> str:
     return f"{load_references()[run]['agents'][agent][statistic]:,.0f}"
 
 
+@stated("bandit_per_step")
+def bandit_per_step(run: str, agent: str) -> str:
+    """An agent's regret per step over a stored run (mean over seeds), to two decimals.
+
+    e.g. ``bandit_per_step mushroom-50000-blundell2015.json bbb`` → ``0.69``.
+    """
+    return f"{load_references()[run]['agents'][agent]['per_step']:.2f}"
+
+
 @stated("bandit_regret_at")
 def bandit_regret_at(run: str, agent: str, step: str) -> str:
     """An agent's cumulative regret at a step of a stored run, mean over seeds, as its curve.
