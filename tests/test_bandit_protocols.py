@@ -265,6 +265,7 @@ def test_the_stated_bandit_numbers_read_the_stored_curves_at_a_step():
         value(f"bandit_regret_at {protocol} bbb 10001")
     assert value(f"bandit_steps {protocol}") == "50,000"
     assert value(f"bandit_per_step {protocol} bbb") == "0.69"  # 34,708 / 50,000
+    assert value(f"bandit_per_step_last {protocol} bbb") == "0.518"  # the docs' table
     assert value(f"bandit_sigma {protocol}") == "0.266"  # BBB's σ at 50,000 in the docs
     ablation = "mushroom-50000-blundell2015-agentsbbb-lr0.0001.json"
     assert value(f"bandit_protocol_at {ablation} eps1") == "16,044"

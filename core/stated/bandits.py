@@ -33,6 +33,19 @@ def bandit_per_step(run: str, agent: str) -> str:
     return f"{load_references()[run]['agents'][agent]['per_step']:.2f}"
 
 
+@stated("bandit_per_step_last")
+def bandit_per_step_last(run: str, agent: str, steps: str = "5000") -> str:
+    """An agent's regret per step over a stored run's last ``steps`` steps (mean over seeds).
+
+    e.g. ``bandit_per_step_last mushroom-50000-blundell2015.json bbb`` → ``0.518``.
+    """
+    result = load_references()[run]
+    marks, curves = result["record_steps"], result["agents"][agent]["curves"]
+    start = marks.index(result["steps_done"] - int(steps))
+    gained = sum(curve[-1] - curve[start] for curve in curves) / len(curves)
+    return f"{gained / int(steps):.3f}"
+
+
 @stated("bandit_regret_at")
 def bandit_regret_at(run: str, agent: str, step: str) -> str:
     """An agent's cumulative regret at a step of a stored run, mean over seeds, as its curve.
