@@ -2,12 +2,14 @@
 
 A lent GPU comes for minutes, so this runs ``core bandit --protocol NAME`` on it with a deadline:
 every ``--every`` seconds it writes the result so far (curves, posterior σ, seconds) as JSON,
-and at the deadline also the run's state, in parts small enough to be fetched, from which a
-later call continues (``--resume``) to the result an uninterrupted run gives.
+and at the deadline (and every ``--state-every`` seconds) also the run's state, in parts small
+enough to be fetched, into ``--state`` (by default ``--out``), from which a later call continues
+(``--resume``) to the result an uninterrupted run gives.
 
     python benchmarks/bandit_protocol_gpu.py --protocol blundell2015 --seconds 480 --out $OUT
     python benchmarks/bandit_protocol_gpu.py --protocol blundell2015 --resume DIR --out $OUT
     python benchmarks/bandit_protocol_gpu.py --agents bbb --set prior=gaussian --out DIR  # ablation
+    python benchmarks/bandit_protocol_gpu.py --device cpu --seconds 6000 --state STATE --out DIR
 
 An ablation (``--set`` of a reward-model setting, ``--agents`` a subset) keeps every other
 setting, the seeds of each agent family and of the environments: its runs pair with the
@@ -27,8 +29,9 @@ import torch
 
 from core.bandits.protocols import PROTOCOLS
 from core.bandits.runner import BanditRun
+from core.bandits.store import save_reference, truncated
 from core.cli.overrides import suffix, with_overrides
-from core.storage.atomic import atomic_write_text
+from core.storage.atomic import atomic_write, atomic_write_text
 
 PART_BYTES = 15 * 2**20  # the device tool fetches files of up to 16 MiB
 
@@ -41,7 +44,7 @@ def save_state(run: BanditRun, folder: Path) -> list[Path]:
     paths = []
     for i, start in enumerate(range(0, len(data), PART_BYTES)):
         path = folder / f"state.part{i}"
-        path.write_bytes(data[start : start + PART_BYTES])
+        atomic_write(path, lambda f, s=start: f.write(data[s : s + PART_BYTES]))
         paths.append(path)
     return paths
 
@@ -60,12 +63,25 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=480.0, help="stop after this long")
     parser.add_argument("--every", type=float, default=60.0, help="seconds between saves")
     parser.add_argument("--resume", type=Path, help="folder of a saved state to continue")
+    parser.add_argument("--state", type=Path, help="folder for the state (default: --out)")
+    parser.add_argument(
+        "--state-every", type=float, help="seconds between saves of the state (default: at the end)"
+    )
     parser.add_argument("--agents", help="a subset of the protocol's agents, e.g. bbb")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument(
+        "--reference",
+        action="store_true",
+        help="also store the result as a stored run of the Bandits page at every save "
+        "(benchmarks/bandits/; an unfinished run up to its last recorded curve point)",
+    )
     args = parser.parse_args()
     start = time.monotonic()
     args.out.mkdir(parents=True, exist_ok=True)
+    state_dir = args.state or args.out
+    state_dir.mkdir(parents=True, exist_ok=True)
+    state_saved = start
     config = PROTOCOLS[args.protocol].config
     model = with_overrides(config.model, args.set)
     if args.device != "cpu":  # the compiled kernel is the CPU's; a GPU runs PyTorch's models
@@ -89,6 +105,8 @@ def main() -> None:
         rate = (run.step - before) / (time.monotonic() - t0)
         result = run.result(with_snapshot=False)
         atomic_write_text(result_path, json.dumps(result))
+        if args.reference and run.step >= run.every:
+            save_reference(truncated(result, run.step - run.step % run.every))
         means = {name: round(agent["mean"]) for name, agent in result["agents"].items()}
         left = (config.steps - run.step) / max(rate, 1e-9)
         print(
@@ -96,8 +114,11 @@ def main() -> None:
             f"regret {means}  ~{left / 60:.0f} min to go",
             flush=True,
         )
+        if args.state_every and not run.done and time.monotonic() - state_saved >= args.state_every:
+            save_state(run, state_dir)
+            state_saved = time.monotonic()
     if not run.done:
-        parts = save_state(run, args.out)
+        parts = save_state(run, state_dir)
         print(f"saved the state in {len(parts)} parts to continue with --resume", flush=True)
     print(
         f"ran steps {first:,}..{run.step:,} of {config.steps:,} in {time.monotonic() - start:.0f} s"

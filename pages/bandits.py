@@ -89,16 +89,29 @@ SETTING_WORDS: dict[str, Callable[[Any, RunConfig], str]] = {
     "reward_scale": lambda v, c: (
         "the rewards as they are" if v == 1 else f"the rewards divided by {v:g}"
     ),
+    "standardise_rewards": lambda v, c: (
+        "the rewards standardised (their mean subtracted, divided by their spread)"
+        if v
+        else "the rewards divided by a fixed scale"
+    ),
     "noise_sigma": lambda v, c: likelihood_words(v, c),
+    "thompson_draws": lambda v, c: (
+        f"each decision averaging {v} posterior draws" if v > 1 else "one posterior draw a decision"
+    ),
 }
 
 
 def likelihood_words(noise_sigma: float, config: RunConfig) -> str:
-    """BBB's likelihood σ in reward units (the networks see rewards divided by the scale)."""
+    """BBB's likelihood σ in reward units (the networks see rewards divided by the scale, or
+    standardised: divided by their spread)."""
     if config.env != "mushroom":
         return f"noise_sigma = {noise_sigma}"
-    sigma = noise_sigma * (config.model.reward_scale or MushroomBandit.reward_scale)
-    return f"a likelihood σ of {sigma:g} reward unit{'' if sigma == 1 else 's'}"
+    if config.model.standardise_rewards:
+        scale = MushroomBandit().reward_moments()[1]
+    else:
+        scale = config.model.reward_scale or MushroomBandit.reward_scale
+    sigma = noise_sigma * scale
+    return f"a likelihood σ of {sigma:.3g} reward unit{'' if sigma == 1 else 's'}"
 
 
 def power_of_e(value: float) -> str:

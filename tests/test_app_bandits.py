@@ -4,6 +4,8 @@ resume, results cached by settings, the shared process state left alone."""
 from __future__ import annotations
 
 import dataclasses
+import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -13,7 +15,14 @@ from streamlit.testing.v1 import AppTest
 from app.figures.bandits import format_seconds
 from core.bandits.protocols import PROTOCOLS
 from core.bandits.runner import BanditRun, RunConfig
-from core.bandits.store import cached_result, load_references, run_bandit, save_reference
+from core.bandits.store import (
+    cached_result,
+    load_references,
+    reference_dir,
+    run_bandit,
+    save_reference,
+    truncated,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = str(ROOT / "pages" / "bandits.py")
@@ -225,6 +234,28 @@ def test_a_bbb_only_ablation_is_shown_beside_the_protocols_other_agents(stored):
     assert not at.exception, at.exception
     assert at.info[0].value.startswith("Least regret in this run: **")
     assert "(the paper's settings)" not in " ".join(at.dataframe[0].value["agent"])
+
+
+def test_an_unfinished_bbb_only_ablation_is_shown_beside_the_protocols_same_steps(folders):
+    """A stored ablation stopped at step 10,000 meets the protocol's other agents at 10,000."""
+
+    shipped = ROOT / "benchmarks" / "bandits"
+    reference_dir().mkdir(parents=True)
+    shutil.copy(shipped / "mushroom-50000-blundell2015.json", reference_dir())
+    name = "mushroom-50000-blundell2015-agentsbbb-kl_dataseen.json"
+    stopped = truncated(json.loads((shipped / name).read_text()), 10_000)
+    (reference_dir() / name).write_text(json.dumps(stopped))
+    at = run_page(bandit_reference=name)
+    select = at.selectbox(key="bandit_reference")
+    assert select.value == name
+    assert select.options[1].startswith("Mushroom, 10,000 of 50,000 steps × 5 seeds")
+    table = at.dataframe[0].value.set_index("agent")["cumulative regret (mean)"]
+    protocol = load_references()["mushroom-50000-blundell2015.json"]["agents"]
+    greedy = sum(curve[39] for curve in protocol["greedy"]["curves"]) / 5  # step 10,000
+    assert table["Greedy MLP (the paper's settings)"] == round(greedy, 1)
+    assert round(greedy) == 2_781  # docs/bandits.md's table at step 10,000
+    assert table["BBB Thompson"] == round(stopped["agents"]["bbb"]["mean"], 1)
+    assert any(m.value.startswith("After 10,000 steps, the cumulative regret") for m in at.markdown)
 
 
 def test_a_finished_runs_link_shows_its_result_at_once_with_its_size_and_time(folders):

@@ -195,6 +195,39 @@ def test_an_ablation_is_named_and_titled_by_its_protocol_and_what_it_changes():
     assert reference_name(other).startswith("mushroom-50000-updates_per_step64")
 
 
+@pytest.mark.parametrize(
+    ("agents", "sets", "name", "title"),
+    [
+        (
+            ("bbb",),
+            {"thompson_draws": 2},
+            "mushroom-50000-blundell2015-agentsbbb-thompson_draws2.json",
+            "with each decision averaging 2 posterior draws (BBB Thompson only)",
+        ),
+        (
+            BLUNDELL.config.agents,
+            {"standardise_rewards": True, "noise_sigma": 1.0},
+            "mushroom-50000-blundell2015-noise_sigma1-standardise_rewardsTrue.json",
+            "with the rewards standardised (their mean subtracted, divided by their spread), "
+            "a likelihood σ of 12.3 reward units",
+        ),
+    ],
+    ids=["two-draws", "standardised"],
+)
+def test_the_two_last_ablations_are_named_and_titled_for_students(agents, sets, name, title):
+    from core.bandits.store import load_references, reference_name
+    from pages.bandits import run_title
+
+    model = dataclasses.replace(BLUNDELL.config.model, **sets)
+    config = dataclasses.replace(BLUNDELL.config, agents=agents, model=model)
+    assert reference_name(config) == name
+    result = {"settings": config.to_dict(), "env": {"title": "Mushroom"}, "steps_done": 50_000}
+    assert run_title(result).endswith("§5.3 and Figure 5 " + title)
+    stored = load_references()[name]  # stored for the page, as far as it ran
+    assert RunConfig.from_dict(stored["settings"]) == config
+    assert set(stored["agents"]) == set(agents) and stored["steps_done"] >= 250
+
+
 def test_the_page_says_why_bbb_lost_the_protocol_and_points_to_the_run_where_it_won():
     from core.bandits.store import beside_protocol, load_references
     from pages.bandits import bbb_verdict
@@ -220,3 +253,22 @@ def test_the_page_says_why_bbb_lost_the_protocol_and_points_to_the_run_where_it_
     verdict = bbb_verdict(beside_protocol(stored[wide], stored))
     assert "hardly learned which mushrooms to eat" in verdict and "widens" not in verdict
     assert "hardly learned" not in protocol
+
+
+def test_the_stated_bandit_numbers_read_the_stored_curves_at_a_step():
+    from core.stated.registry import value
+
+    protocol = "mushroom-50000-blundell2015.json"
+    assert value(f"bandit_regret_at {protocol} greedy 10000") == "2,781"  # the docs' table
+    assert value(f"bandit_regret_at {protocol} bbb 50000") == value(f"bandit_regret {protocol} bbb")
+    with pytest.raises(ValueError, match="no point at step 10001"):
+        value(f"bandit_regret_at {protocol} bbb 10001")
+    assert value(f"bandit_steps {protocol}") == "50,000"
+    assert value(f"bandit_per_step {protocol} bbb") == "0.69"  # 34,708 / 50,000
+    assert value(f"bandit_per_step_last {protocol} bbb") == "0.518"  # the docs' table
+    assert value(f"bandit_sigma {protocol}") == "0.266"  # BBB's σ at 50,000 in the docs
+    ablation = "mushroom-50000-blundell2015-agentsbbb-lr0.0001.json"
+    assert value(f"bandit_protocol_at {ablation} eps1") == "16,044"
+    assert value(f"bandit_protocol_sigma_at {ablation}") == "0.266"
+    with pytest.raises(ValueError, match="no ablation"):
+        value("bandit_protocol_at mushroom-50000.json greedy")

@@ -46,6 +46,7 @@ from core.bandits.store import (
     reference_name,
     run_bandit,
     save_reference,
+    truncated,
 )
 from core.cli import bandit as bandit_cli
 from core.data import DatasetUnavailable
@@ -465,6 +466,96 @@ def test_the_reward_scale_divides_what_networks_learn_and_multiplies_what_they_p
         ModelSettings(reward_scale=0.0)
 
 
+@pytest.mark.parametrize("engine", ["torch", "native"])
+def test_standardised_rewards_subtract_and_divide_by_the_rewards_mean_and_std(engine):
+    """The networks learn (r − m)/s and predict s·f + m, m and s the mushroom's closed forms."""
+    p = 4208 / 8124
+    mean = 0.5 * (p * 5 + (1 - p) * -15)  # eat: 5, or 5 / −35 with odds ½; pass: 0
+    std = (0.5 * (p * 25 + (1 - p) * (25 + 1225) / 2) - mean**2) ** 0.5
+    assert MushroomBandit().reward_moments() == pytest.approx((mean, std))
+    assert (round(mean, 2), round(std, 1)) == (-2.32, 12.3)
+
+    def learned_and_predicted(standardise: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        model = dataclasses.replace(NATIVE, engine=engine, standardise_rewards=standardise)
+        run = BanditRun(RunConfig(env="mushroom", agents=("bbb",), seeds=3, model=model))
+        group = run.groups[0][0]
+        contexts = run.env.data.features[:3]
+        untrained = group.sample_rewards(0, contexts, 1, generator(0))
+        group.update(contexts, torch.tensor([0, 0, 1]), torch.tensor([5.0, -35.0, 0.0]))
+        return group.buffer.rewards[:, 0], untrained
+
+    learned, predicted = learned_and_predicted(True)
+    divided, predicted_divided = learned_and_predicted(False)
+    expected = (torch.tensor([5.0, -35.0, 0.0]) - mean) / std
+    torch.testing.assert_close(learned, expected)
+    assert divided.tolist() == [1.0, -7.0, 0.0]
+    # one network (the same weights and noise), read in reward units either way
+    torch.testing.assert_close((predicted - mean) / std, predicted_divided / 5)
+    with pytest.raises(ValueError, match="standardised rewards"):
+        ModelSettings(standardise_rewards=True, reward_scale=5.0)
+
+
+@pytest.mark.parametrize("env", [MushroomBandit(), WheelBandit(0.5)], ids=["mushroom", "wheel"])
+def test_reward_moments_are_those_of_rewards_under_uniform_actions(env):
+    steps = env.draw(200_000, generator(3))
+    actions = torch.randint(env.n_actions, (200_000,), generator=generator(4))
+    rewards = steps.rewards.gather(1, actions[:, None])[:, 0]
+    mean, std = env.reward_moments()
+    assert rewards.mean().item() == pytest.approx(mean, abs=4 * std / 447)
+    assert rewards.std().item() == pytest.approx(std, rel=0.02)
+
+
+def test_standardised_rewards_leave_the_regret_in_reward_units():
+    model = dataclasses.replace(NATIVE, standardise_rewards=True, noise_sigma=1.0)
+    run = BanditRun(RunConfig(env="mushroom", agents=("bbb", "eps5"), steps=40, model=model))
+    run.advance()
+    assert set(run.regret.unique().tolist()) <= {0.0, 5.0, 15.0}  # the mushroom's regrets
+    assert run.regret.sum() > 0
+
+
+@pytest.mark.parametrize("engine", ["torch", "native"])
+def test_a_thompson_decision_averages_thompson_draws_posterior_draws(engine):
+    """With 2 draws the action is the argmax of the mean of two sampled networks' rewards."""
+    env = MushroomBandit()
+    contexts = env.data.features[torch.arange(0, 8124, 400)]  # 21 mushrooms, one run each
+    runs = len(contexts)
+    model = dataclasses.replace(NATIVE, engine=engine, hidden=(16, 16))
+    one = BanditRun(RunConfig(env="mushroom", agents=("bbb",), seeds=runs, model=model))
+    model = dataclasses.replace(model, thompson_draws=2)
+    two = BanditRun(RunConfig(env="mushroom", agents=("bbb",), seeds=runs, model=model))
+    bbb1, bbb2 = one.groups[0][0], two.groups[0][0]
+    state = bbb2.generator.get_state()
+    if engine == "native":
+        assert torch.equal(bbb1.theta, bbb2.theta)  # the same networks
+        seed = int(torch.randint(2**62, (), generator=torch.Generator().set_state(state)))
+        draws = [bbb1.kernel.values(bbb1.theta, contexts, seed + j, True) for j in (0, 1)]
+    else:
+        x = bbb1._all_actions(contexts)
+        drawing = torch.Generator().set_state(state)
+        draws = [bbb1._values(bbb1.params, x, drawing) for _ in (0, 1)]
+    assert (draws[0].argmax(-1) != draws[1].argmax(-1)).any()  # the two draws disagree
+    expected = ((draws[0] + draws[1]) / 2).argmax(-1)
+    assert torch.equal(bbb2.act(contexts), expected)
+    bbb1.generator.set_state(state)
+    assert torch.equal(bbb1.act(contexts), draws[0].argmax(-1))  # one draw: the first alone
+
+    # averaging draws narrows what a decision explores; a greedy network has nothing to average
+    spread = []
+    for group in (bbb1, bbb2):
+        actions = torch.stack([group.act(contexts) for _ in range(200)]).float()
+        spread.append((actions.mean(0) * (1 - actions.mean(0))).sum())
+    assert spread[1] < spread[0]
+    greedy = [
+        BanditRun(RunConfig(env="mushroom", agents=("eps5",), seeds=runs, model=m)).groups[0][0]
+        for m in (dataclasses.replace(model, thompson_draws=1), model)
+    ]
+    assert greedy[1].thompson_draws == 1
+    assert torch.equal(greedy[0].act(contexts), greedy[1].act(contexts))
+    assert torch.equal(greedy[0].generator.get_state(), greedy[1].generator.get_state())
+    with pytest.raises(ValueError, match="Thompson draws"):
+        ModelSettings(thompson_draws=0)
+
+
 def test_kl_factors_share_a_steps_complexity_cost_as_blundell_section_3_4():
     assert torch.equal(kl_factors(5, "constant"), torch.ones(5, dtype=torch.float64))
     geometric = kl_factors(4, "geometric")  # U·π_i, π_i = 2^(U−i)/(2^U − 1)
@@ -545,6 +636,31 @@ def same_state(a, b) -> bool:
     if isinstance(a, list | tuple):
         return len(a) == len(b) and all(same_state(x, y) for x, y in zip(a, b, strict=True))
     return a == b
+
+
+def test_a_result_cut_to_its_first_steps_is_the_result_of_a_run_stopped_there():
+    config = RunConfig(env="mushroom", agents=("bbb", "eps5"), steps=512, seeds=3, model=NATIVE)
+    whole = BanditRun(config)
+    whole.advance()
+    full = whole.result(with_snapshot=False)
+    stopped = BanditRun(config)
+    stopped.advance(400)
+    expected = stopped.result(with_snapshot=False)
+    cut = truncated(full, 400)
+    assert full["record_steps"][-2:] == [510, 512]  # every 5 steps, and the last
+    for key in ("steps_done", "record_steps", "sigma_steps"):
+        assert cut[key] == expected[key]
+    assert cut["agents"]["bbb"]["sigma"] and cut["agents"]["bbb"]["final"]
+    for name, agent in cut["agents"].items():
+        assert agent.keys() == expected["agents"][name].keys()
+        for key in ("curves", "final", "sigma"):
+            assert agent.get(key) == expected["agents"][name].get(key)
+        for key in ("mean", "std", "per_step"):
+            assert agent[key] == pytest.approx(expected["agents"][name][key])
+    assert cut["seconds"] == pytest.approx(full["seconds"] * 400 / 512)
+    assert truncated(full, 512) is full
+    with pytest.raises(ValueError, match="no point at step 401"):
+        truncated(full, 401)
 
 
 def test_reference_runs_are_saved_and_listed(folders):

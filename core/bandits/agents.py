@@ -107,6 +107,11 @@ AGENTS = {
 """Agent name → spec, in display order."""
 
 
+DRAWN_FAMILIES = ("bbb", "dropout", "ensemble")
+"""Families whose decision is a fresh posterior draw (weights, mask, member), which
+:attr:`ModelSettings.thompson_draws` repeats; the others act on one network (the greedy MLP,
+SGLD's current weights)."""
+
 ENGINES = ("torch", "native")
 """Who trains the reward networks (:attr:`ModelSettings.engine`)."""
 KL_DATA = ("buffer", "seen")
@@ -156,6 +161,17 @@ class ModelSettings:
             networks' outputs multiplied by it; None takes the environment's own
             ``reward_scale`` (5 for the mushroom, 10 for the wheel), 1 trains on the rewards
             as they are.
+        standardise_rewards: The networks learn the rewards standardised, (r − m)/s with m
+            and s the mean and standard deviation of the environment's reward under uniformly
+            random actions (its closed-form :meth:`reward_moments`: m = −2.32, s = 12.3 for the
+            mushroom), and their outputs are mapped back by s·f + m; ``noise_sigma`` is then in
+            units of s, so ``noise_sigma=1`` is a likelihood as wide as the rewards' spread.
+            Needs ``reward_scale=None``; False (the default) divides by ``reward_scale`` only.
+        thompson_draws: Posterior draws a Thompson decision averages: each network's sampled
+            rewards of every action are averaged over this many independent draws (weights,
+            dropout masks, members) and the action of the highest average is taken. 1 (the
+            default) is Thompson sampling; a point estimate (the greedy networks, SGLD's
+            current weights) ignores it.
         prior: BBB's weight prior: ``"gaussian"`` N(0, prior_sigma²) or ``"mixture"``, the
             scale mixture prior_pi·N(0, prior_sigma1²) + (1 − prior_pi)·N(0, prior_sigma2²)
             of Blundell et al. (2015).
@@ -198,6 +214,8 @@ class ModelSettings:
     optimizer: str = "adam"
     noise_sigma: float = 1.0
     reward_scale: float | None = None
+    standardise_rewards: bool = False
+    thompson_draws: int = 1
     prior: str = "gaussian"
     prior_sigma: float = 1.0
     prior_pi: float = 0.5
@@ -218,9 +236,17 @@ class ModelSettings:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))
-        sizes = (self.buffer_size, self.batch_size, self.updates_per_step, self.members)
+        sizes = (
+            self.buffer_size,
+            self.batch_size,
+            self.updates_per_step,
+            self.members,
+            self.thompson_draws,
+        )
         if min(sizes) < 1 or not self.hidden or min(self.hidden) < 1:
-            raise ValueError("buffer, batch, updates, members and hidden widths must be ≥ 1")
+            raise ValueError(
+                "buffer, batch, updates, members, Thompson draws and hidden widths must be ≥ 1"
+            )
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
         positive = (self.lr, self.sgld_lr, self.noise_sigma, self.prior_sigma, self.init_sigma)
@@ -230,6 +256,8 @@ class ModelSettings:
             )
         if self.reward_scale is not None and self.reward_scale <= 0:
             raise ValueError(f"reward_scale must be > 0 or None, got {self.reward_scale}")
+        if self.standardise_rewards and self.reward_scale is not None:
+            raise ValueError("standardised rewards set their own scale: leave reward_scale None")
         if min(self.linear_lambda, self.linear_a0, self.linear_b0) <= 0:
             raise ValueError("linear_lambda, linear_a0 and linear_b0 must be > 0")
         if self.prior not in ("gaussian", "mixture"):
@@ -307,6 +335,9 @@ class AgentGroup:
         n_actions: Actions A of the environment.
         seed_index: Seed of each run, ``(n_runs,)``.
         generator: The group's own source of randomness.
+        reward_scale: What the networks' targets are divided by (reward units per unit).
+        reward_shift: What is subtracted from a reward before the division (0 unless the
+            rewards are standardised).
     """
 
     family = ""
@@ -326,7 +357,8 @@ class AgentGroup:
         Args:
             specs: The agents, all of this group's family.
             n_seeds: Runs per agent.
-            env: The environment (its sizes and reward scale, unless ``settings`` sets one).
+            env: The environment (its sizes and reward scale, unless ``settings`` sets one,
+                or its reward moments for standardised rewards).
             settings: Reward model and training settings.
             seed: Seed of the group's generator.
             device: Where the reward networks compute (the random and linear agents always
@@ -338,6 +370,9 @@ class AgentGroup:
         self.n_runs = len(self.specs) * n_seeds
         self.n_actions, self.context_dim = env.n_actions, env.context_dim
         scale = env.reward_scale if settings.reward_scale is None else settings.reward_scale
+        self.reward_shift = 0.0
+        if settings.standardise_rewards:
+            self.reward_shift, scale = env.reward_moments()
         self.reward_scale = float(scale)
         self.settings = settings
         self.seed_index = torch.arange(self.n_runs) % n_seeds
@@ -379,6 +414,25 @@ class AgentGroup:
             state: What :meth:`state_dict` returned.
         """
         self.generator.set_state(state["generator"])
+
+    def targets(self, rewards: torch.Tensor) -> torch.Tensor:
+        """What the reward networks learn for rewards: ``(r − reward_shift)/reward_scale``.
+
+        Args:
+            rewards: Realised rewards (reward units).
+
+        Returns:
+            The targets, shaped like ``rewards``.
+        """
+        return (rewards - self.reward_shift) / self.reward_scale
+
+    @property
+    def thompson_draws(self) -> int:
+        """Posterior draws a decision averages.
+
+        :attr:`ModelSettings.thompson_draws`, or 1 for a family that acts on one network.
+        """
+        return self.settings.thompson_draws if self.family in DRAWN_FAMILIES else 1
 
     def weight_sigma(self) -> torch.Tensor | None:
         """Each run's mean posterior standard deviation of its weights.
@@ -669,6 +723,9 @@ class NeuralGroup(AgentGroup):
     def act(self, contexts: torch.Tensor) -> torch.Tensor:
         """Thompson draw (or greedy value) of every action, then the best; ε explores.
 
+        A Thompson decision averages ``thompson_draws`` draws (each seeded from the group's
+        generator in turn) before the best is taken.
+
         Args:
             contexts: ``(n_runs, context_dim)``.
 
@@ -677,7 +734,9 @@ class NeuralGroup(AgentGroup):
         """
         with self._on_device():
             x = self._all_actions(contexts.to(self.device))
-            actions = self._values(self.params, x, self.generator).argmax(-1).cpu()
+            draws = self.thompson_draws
+            values = sum(self._values(self.params, x, self.generator) for _ in range(draws))
+            actions = (values / draws).argmax(-1).cpu()
         return self._explore(actions)
 
     def _explore(self, actions: torch.Tensor) -> torch.Tensor:
@@ -747,7 +806,7 @@ class NeuralGroup(AgentGroup):
             self.buffer.add(
                 contexts.to(self.device),
                 actions.to(self.device),
-                (rewards / self.reward_scale).to(self.device),
+                self.targets(rewards).to(self.device),
             )
             self.procedure.resize(self.buffer.size)
             self._n_data.fill_(self.kl_n)
@@ -824,7 +883,8 @@ class NeuralGroup(AgentGroup):
             x = self._all_actions(contexts.to(self.device))
             x = x.reshape(1, n_inputs * self.n_actions, -1).expand(n_samples, -1, -1)
             values = self._values(params, x, generator).cpu()
-        return values.view(n_samples, n_inputs, self.n_actions) * self.reward_scale
+        values = values.view(n_samples, n_inputs, self.n_actions)
+        return values * self.reward_scale + self.reward_shift
 
 
 class LinearGroup(AgentGroup):

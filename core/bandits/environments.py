@@ -130,6 +130,15 @@ class Environment(Protocol):
         """
         ...
 
+    def reward_moments(self) -> tuple[float, float]:
+        """Closed-form mean and standard deviation of a reward under uniformly random actions.
+
+        Returns:
+            ``(mean, std)`` of the realised reward of a fresh context and a uniform action
+            (reward units; what standardised rewards subtract and divide by).
+        """
+        ...
+
     def settings(self) -> dict:
         """The parameters that define the environment, JSON-serialisable.
 
@@ -280,6 +289,21 @@ class MushroomBandit:
         p = self.p_edible()
         return 0.5 * (p * EDIBLE_REWARD + (1 - p) * (0.0 - sum(POISON_REWARDS) / 2))
 
+    def reward_moments(self) -> tuple[float, float]:
+        """Mean and standard deviation of a reward under uniform actions: eat or pass, ½ each.
+
+        Eating pays 5 for an edible mushroom and 5 or −35 with equal odds for a poisonous one;
+        passing pays 0. On the UCI set: mean −2.32, standard deviation 12.3.
+
+        Returns:
+            ``(mean, std)`` (reward units).
+        """
+        p = self.p_edible()
+        eat = [(p, EDIBLE_REWARD)] + [((1 - p) / len(POISON_REWARDS), r) for r in POISON_REWARDS]
+        mean = 0.5 * sum(w * r for w, r in eat)
+        second = 0.5 * sum(w * r**2 for w, r in eat)
+        return mean, math.sqrt(second - mean**2)
+
     def settings(self) -> dict:
         """The environment's parameters.
 
@@ -390,6 +414,22 @@ class WheelBandit:
         inside = 4 * gap / 5
         outside = ((WHEEL_LARGE_MEAN - WHEEL_SAFE_MEAN) + 3 * (WHEEL_LARGE_MEAN - 1.0)) / 5
         return self.delta**2 * inside + (1 - self.delta**2) * outside
+
+    def reward_moments(self) -> tuple[float, float]:
+        """Mean and standard deviation of a reward under uniform arms, over the disk.
+
+        The safe arm pays 1.2; inside δ (probability δ²) the four others pay 1.0, outside it
+        the quadrant's arm pays 50 and three pay 1.0; every reward has noise of σ = 0.01.
+
+        Returns:
+            ``(mean, std)`` (reward units).
+        """
+        inside = [WHEEL_SAFE_MEAN] + [WHEEL_OTHER_MEAN] * 4
+        outside = [WHEEL_SAFE_MEAN, WHEEL_LARGE_MEAN] + [WHEEL_OTHER_MEAN] * 3
+        p = self.delta**2
+        mean = (p * sum(inside) + (1 - p) * sum(outside)) / 5
+        second = (p * sum(m**2 for m in inside) + (1 - p) * sum(m**2 for m in outside)) / 5
+        return mean, math.sqrt(second - mean**2 + WHEEL_NOISE**2)
 
     def settings(self) -> dict:
         """The environment's parameters.

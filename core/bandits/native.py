@@ -114,6 +114,9 @@ class NativeGroup(NeuralGroup):
     def act(self, contexts: torch.Tensor) -> torch.Tensor:
         """One posterior draw (BBB) or the weights (MLP) per run, the best action; ε explores.
 
+        BBB's decision averages ``thompson_draws`` weight draws, draw j seeded by the
+        decision's seed + j (one seed from the group's generator, as for one draw).
+
         Args:
             contexts: ``(n_runs, context_dim)``.
 
@@ -122,10 +125,14 @@ class NativeGroup(NeuralGroup):
         """
         self.flush()
         seed = int(torch.randint(2**62, (), generator=self.generator))
-        values = self.kernel.values(
-            self.theta, contexts, seed, self.bayesian, torch.get_num_threads()
+        draws = self.thompson_draws
+        values = sum(
+            self.kernel.values(
+                self.theta, contexts, seed + j, self.bayesian, torch.get_num_threads()
+            )
+            for j in range(draws)
         )
-        return self._explore(values.argmax(-1))
+        return self._explore((values / draws).argmax(-1))
 
     def update(self, contexts: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor):
         """Store the interactions and prepare the step's ``updates_per_step`` updates.
@@ -141,7 +148,7 @@ class NativeGroup(NeuralGroup):
         self.flush()
         s = self.settings
         slot = self.buffer.next_slot
-        self.buffer.add(contexts, actions, rewards / self.reward_scale)
+        self.buffer.add(contexts, actions, self.targets(rewards))
         inputs, count, most = self.kernel.compact(contexts, self.stride)
         if most > self.stride:  # a context with more non-zeros than the rows have room for
             self._compact_buffer(most)

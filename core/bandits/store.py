@@ -272,6 +272,53 @@ def load_references() -> dict[str, dict]:
     return dict(sorted(results.items(), key=key))
 
 
+def truncated(result: dict, step: int) -> dict:
+    """A result cut to its first ``step`` steps, as if the run had stopped there.
+
+    Args:
+        result: A result whose curves have a point at ``step`` (a multiple of its record
+            interval, or its last step).
+        step: The steps to keep.
+
+    Returns:
+        ``result`` itself if it has no more steps; else a copy with the curves and σ up to
+        ``step``, each agent's ``final``, ``mean``, ``std`` and ``per_step`` read from the
+        curves there, ``steps_done = step``, and its compute ``seconds`` (the run's and each
+        agent's) scaled by the share of the steps kept.
+
+    Raises:
+        ValueError: If the curves have no point at ``step``.
+    """
+    if step >= result["steps_done"]:
+        return result
+    if step not in result["record_steps"]:
+        raise ValueError(f"the run recorded no point at step {step}")
+    n = result["record_steps"].index(step) + 1
+    n_sigma = sum(1 for t in result["sigma_steps"] if t <= step)
+    share = step / result["steps_done"]
+    agents = {}
+    for name, agent in result["agents"].items():
+        final = torch.tensor([curve[n - 1] for curve in agent["curves"]], dtype=torch.float64)
+        agents[name] = agent | {
+            "curves": [curve[:n] for curve in agent["curves"]],
+            "final": final.tolist(),
+            "mean": float(final.mean()),
+            "std": float(final.std()) if len(final) > 1 else 0.0,
+            "per_step": float(final.mean()) / step,
+            "seconds": agent["seconds"] * share,
+        }
+        if "sigma" in agent:
+            agents[name]["sigma"] = [run[:n_sigma] for run in agent["sigma"]]
+    return result | {
+        "steps_done": step,
+        "record_steps": result["record_steps"][:n],
+        "sigma_steps": result["sigma_steps"][:n_sigma],
+        "agents": agents,
+        "seconds": result["seconds"] * share,
+        "snapshot": None,
+    }
+
+
 BESIDE_TITLE = " (the paper's settings)"
 """Appended to the title of an agent that :func:`beside_protocol` took from the protocol's run."""
 
@@ -289,16 +336,19 @@ def beside_protocol(result: dict, references: dict[str, dict]) -> dict:
 
     Returns:
         ``result`` itself unless it is such an ablation and its protocol's stored run covers the
-        same steps; else a copy whose ``agents`` are its own followed by the protocol run's
-        others (titled with :data:`BESIDE_TITLE`), and ``"beside"``: the protocol run's name.
+        same steps or more (an unfinished ablation: its first steps); else a copy whose
+        ``agents`` are its own followed by the protocol run's others over the same steps
+        (titled with :data:`BESIDE_TITLE`), and ``"beside"``: the protocol run's name.
     """
     ablation = protocol_ablation(RunConfig.from_dict(result["settings"]))
     if ablation is None or "agents" not in ablation[1]:
         return result
     name = reference_name(PROTOCOLS[ablation[0]].config)
     protocol = references.get(name)
-    if protocol is None or protocol["record_steps"] != result["record_steps"]:
+    marks = result["record_steps"]
+    if protocol is None or protocol["record_steps"][: len(marks)] != marks:
         return result
+    protocol = truncated(protocol, result["steps_done"])
     others = {
         key: agent | {"title": agent["title"] + BESIDE_TITLE}
         for key, agent in protocol["agents"].items()

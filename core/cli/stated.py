@@ -1,6 +1,7 @@
 """CLI: ``python -m core stated`` — check the numbers the documents state against the lab.
 
-Every marked number of the teacher's guide (or the documents named) is computed by the same
+Every marked number of the teacher's guide, the README and the bandit write-up
+(:data:`~core.stated.documents.DOCUMENTS`), or of the documents named, is computed by the same
 core call as the page that shows it (:mod:`core.stated`)::
 
     python -m core stated                     # check; exit code 1 when a number differs
@@ -78,7 +79,11 @@ def register(subparsers) -> None:
     p = subparsers.add_parser(
         "stated", help="check (or --write) the numbers the documents state against the lab"
     )
-    p.add_argument("documents", nargs="*", help="Markdown files (default: the teacher's guide)")
+    p.add_argument(
+        "documents",
+        nargs="*",
+        help="Markdown files (default: the guide, the README and docs/bandits.md)",
+    )
     p.add_argument("--write", action="store_true", help="write the lab's values into them")
     p.add_argument(
         "--train",

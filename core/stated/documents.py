@@ -19,6 +19,7 @@ DOCUMENTS = tuple(
         "docs/models.md",
         "docs/methods.md",
         "docs/results.md",
+        "docs/bandits.md",
     )
 )
 """The documents whose numbers are generated: ``python -m core stated`` checks these."""
