@@ -344,3 +344,18 @@ def test_presenter_mode_shows_the_job_list_as_a_static_table(paused):
     assert not projected.dataframe
     jobs = projected.table[0].value
     assert jobs.set_index("name").loc["tiny", "job"] == f"#{job_id}"
+
+
+def test_a_links_settings_are_the_started_jobs(paused):
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    link = {"train_kind": "bbb", "train_epochs": "1", "train_subset": "1000"}
+    link |= {"train_eval_samples": "1", "train_name": "linked"}
+    for key, value in link.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception, at.exception
+    at.button(key="train_start").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    (job,) = [j for j in training_queue().jobs() if j.request.name == "linked"]
+    assert (job.request.training.epochs, job.request.n_train) == (1, 1000)
+    assert job.request.n_eval_samples == 1 and job.request.model.kind == "bbb"
