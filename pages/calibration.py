@@ -21,7 +21,7 @@ from core.data import DatasetUnavailable, dataset_info
 from core.evaluation.calibration import coverage_curve
 from core.evaluation.shift import SHIFTS
 from core.evaluation.uncertainty import SCORES
-from core.storage.checkpoints import CheckpointError
+from core.storage.checkpoints import CheckpointError, checkpoint_path
 from core.studies.calibration import (
     EFFECT_WORDS,
     MISCALIBRATED_P,
@@ -86,7 +86,11 @@ def cold_posterior_section() -> None:
         "them (their mutual information), the uncertainty a Bayesian network is for, "
         "disappears. A cold sampler is then one network wearing the name of a posterior."
     )
-    study = ui.kept(stored_cold_posterior, models=list(shipped_at().values()))
+    models = list(shipped_at().values())
+    if not all(checkpoint_path(name).is_file() for name in models):
+        st.info("The temperature study needs the shipped SGLD models, which are missing here.")
+        return
+    study = ui.kept(stored_cold_posterior, models=models)
     if study is None:
         st.info("The temperature study has not been measured for these SGLD models yet.")
         return

@@ -301,6 +301,7 @@ def temperature_figure(
                 line={"color": "grey", "dash": "dash"},
             )
         )
-    xaxis = {"title": {"text": "temperature T (colder →)"}, "type": "log", "autorange": "reversed"}
+    xaxis = {"title": {"text": "temperature T (colder →)"}, "type": "log", "dtick": 1}
+    xaxis["autorange"] = "reversed"  # one tick a decade: no small "2" and "5" between them
     yaxis = {"title": {"text": ytitle}, "rangemode": "tozero"}
     return go.Figure(traces, layout(title, 300, xaxis, yaxis))
