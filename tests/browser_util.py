@@ -530,7 +530,10 @@ def send_to_class(
         except PlaywrightTimeout:
             if attempt == 3:
                 raise
+            # The digit shows picked while the server's panel has none (clicking it again
+            # changes nothing): pick another digit, so that the wanted one is a real change.
             wait_for_script(page)
+            choose_class_label(page, str((label + 1) % 10), tap=tap)
     wait_for_text(page, f"Sent as a {label}. Class {code} now has")
 
 
