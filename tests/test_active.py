@@ -29,7 +29,7 @@ from core.evaluation.uncertainty import summarize
 from core.methods import build_model, method
 from core.methods.base import TRAIN_FIELDS
 from core.training import TrainConfig, train
-from tests.browser_util import REPO_ROOT
+from harness.browser import REPO_ROOT
 
 TINY = ActiveConfig(
     pool_size=600, candidates=200, acquire=10, budget=50, train_steps=40, test_size=500, n_samples=8

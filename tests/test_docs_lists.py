@@ -11,7 +11,7 @@ import markdown
 import pytest
 import yaml
 
-from tests.browser_util import REPO_ROOT
+from harness.browser import REPO_ROOT
 
 DOCS = sorted((REPO_ROOT / "docs").glob("*.md"))
 ITEM = re.compile(r"^\s*\d+\. \S")

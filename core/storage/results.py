@@ -9,8 +9,8 @@ every method and the teacher's guide's training runs. Each study keeps them in o
 views (:data:`core.storage.cache.SHIPPED_DIR`, keyed by content, not by name).
 
 :class:`StoredResults` is the one way in: the pages, the studies and the commands that store
-a result (``--save``) all go through it. The lab notebook (ablations, probes and run logs under
-``notebook/``) is never read by the lab.
+a result (``--save``) all go through it. The lab notebook (ablations, probes and run logs kept
+beside the code) is never read by the lab.
 """
 
 from __future__ import annotations
