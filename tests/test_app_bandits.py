@@ -253,7 +253,7 @@ def test_an_unfinished_bbb_only_ablation_is_shown_beside_the_protocols_same_step
     protocol = load_references()["mushroom-50000-blundell2015.json"]["agents"]
     greedy = sum(curve[39] for curve in protocol["greedy"]["curves"]) / 5  # step 10,000
     assert table["Greedy MLP (the paper's settings)"] == round(greedy, 1)
-    assert round(greedy) == 2_781  # docs/bandits.md's table at step 10,000
+    assert round(greedy) == 2_781  # docs/experiments/bandits.md's table at step 10,000
     assert table["BBB Thompson"] == round(stopped["agents"]["bbb"]["mean"], 1)
     assert any(m.value.startswith("After 10,000 steps, the cumulative regret") for m in at.markdown)
 
