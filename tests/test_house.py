@@ -17,21 +17,26 @@ def sources(*folders: str) -> list[Path]:
     return sorted(p for folder in folders for p in (ROOT / folder).rglob("*.py"))
 
 
-def names_the_notebook(text: str) -> bool:
-    """Whether a source names the notebook folder: as a path (``notebook/...``) or as a name
-    in quotes (``"notebook"``, ``/ "notebook" /``)."""
-    return re.search(r"""\bnotebook[/\\]|["']notebook["']""", text) is not None
+def names_folder(text: str, folder: str) -> bool:
+    """Whether a source names a top-level folder: as a path (``notebook/...``) or as a name in
+    quotes (``"notebook"``, ``/ "notebook" /``)."""
+    return re.search(rf"""\b{folder}[/\\]|["']{folder}["']""", text) is not None
 
 
 def test_the_check_finds_a_module_that_names_the_notebook():
-    assert names_the_notebook('PATH = REPO_ROOT / "notebook" / "active"')
-    assert names_the_notebook("json.loads(Path('notebook/bandits/x.json').read_text())")
-    assert not names_the_notebook("a lab notebook of ablations is never read")
+    assert names_folder('PATH = REPO_ROOT / "notebook" / "active"', "notebook")
+    assert names_folder("json.loads(Path('notebook/bandits/x.json').read_text())", "notebook")
+    assert not names_folder("a lab notebook of ablations is never read", "notebook")
 
 
-def test_no_module_of_the_lab_names_the_notebook():
+def test_no_module_of_the_lab_names_the_notebook_or_reads_from_the_tools():
+    """The lab reads stored results through core.storage.results, never the notebook, and
+    benchmarks/ holds only the tools."""
     offenders = [
-        str(p.relative_to(ROOT)) for p in sources(*LAB) if names_the_notebook(p.read_text())
+        f"{p.relative_to(ROOT)}: {folder}"
+        for p in sources(*LAB)
+        for folder in ("notebook", "benchmarks")
+        if names_folder(p.read_text(), folder)
     ]
     assert offenders == []
 
