@@ -34,7 +34,7 @@ from core.storage.paths import REPO_ROOT
 def result_path(setting: str, tag: str = ""):
     """Where ``--save`` writes the probe of ``setting`` (``tag``: a further part of the name)."""
     name = f"{setting}-{tag}" if tag else setting
-    return REPO_ROOT / "benchmarks" / f"active_learning-gal2017-{name}-probe.json"
+    return REPO_ROOT / "notebook" / "active" / f"active_learning-gal2017-{name}-probe.json"
 
 
 def accuracy(setting: str, value, labels: int, seed: int, data: tuple) -> float:
@@ -68,7 +68,9 @@ def main() -> None:
     )
     parser.add_argument("--labels", default="100,200,250", help="comma-separated label counts")
     parser.add_argument("--seeds", type=int, default=8, help="seeds 0 … N − 1")
-    parser.add_argument("--save", action="store_true", help="write the result into benchmarks/")
+    parser.add_argument(
+        "--save", action="store_true", help="write the result into notebook/active/"
+    )
     parser.add_argument("--tag", default="", help="a further part of the saved file's name")
     args = parser.parse_args()
     torch.set_num_threads(1)

@@ -42,13 +42,14 @@ from core.active.loop import (
     load_active_data,
     round_accuracy,
     run_entry,
+    stored_result,
 )
 from core.cli.overrides import parse_value
 from core.storage.atomic import atomic_write_text
 from core.storage.paths import REPO_ROOT
 
 VALIDATION = 100
-BENCHMARKS = REPO_ROOT / "benchmarks"
+PROBES = REPO_ROOT / "notebook" / "active"
 
 
 def study_config(study: dict) -> ActiveConfig:
@@ -174,17 +175,21 @@ def main() -> None:
     )
     parser.add_argument("--seeds", type=int, default=3, help="the runs' seeds 0 … N − 1")
     parser.add_argument(
-        "--study", default="active_learning-gal2017.json", help="a stored study in benchmarks/"
+        "--study",
+        default="active_learning-gal2017.json",
+        help="a stored study of the Active learning page",
     )
     parser.add_argument(
         "--setting", default="dense_decay_scale", help="a numeric field of ActiveConfig"
     )
     parser.add_argument("--values", default="0,1.25,5,20", help="comma-separated values of it")
-    parser.add_argument("--save", action="store_true", help="write the result to benchmarks/")
+    parser.add_argument("--save", action="store_true", help="write the result to notebook/active/")
     args = parser.parse_args()
     torch.set_num_threads(1)
     data = load_active_data()
-    study = json.loads((BENCHMARKS / args.study).read_text())
+    study = stored_result(args.study)
+    if study is None:
+        raise SystemExit(f"no stored study {args.study}")
     preset = getattr(study_config(study), args.setting)
     values = [parse_value(v, preset) for v in args.values.split(",")]
     if preset not in values:
@@ -199,7 +204,7 @@ def main() -> None:
         print(summary(rows, preset), flush=True)
         groups.append(rows)
     if args.save:
-        path = BENCHMARKS / f"{Path(args.study).stem}-{args.setting}-probe.json"
+        path = PROBES / f"{Path(args.study).stem}-{args.setting}-probe.json"
         result = {"study": args.study, "setting": args.setting, "values": values}
         result["validation"] = VALIDATION
         atomic_write_text(path, json.dumps({**result, "groups": groups}, indent=1) + "\n")

@@ -8,7 +8,8 @@ enough to be fetched, into ``--state`` (by default ``--out``), from which a late
 
     python benchmarks/bandit_protocol_gpu.py --protocol blundell2015 --seconds 480 --out $OUT
     python benchmarks/bandit_protocol_gpu.py --protocol blundell2015 --resume DIR --out $OUT
-    python benchmarks/bandit_protocol_gpu.py --agents bbb --set prior=gaussian --out DIR  # ablation
+    python benchmarks/bandit_protocol_gpu.py --agents bbb --set prior=gaussian \
+        --out notebook/bandits/ablations/full  # an ablation, into the lab notebook
     python benchmarks/bandit_protocol_gpu.py --device cpu --seconds 6000 --state STATE --out DIR
 
 An ablation (``--set`` of a reward-model setting, ``--agents`` a subset) keeps every other
@@ -74,7 +75,8 @@ def main() -> None:
         "--reference",
         action="store_true",
         help="also store the result as a stored run of the Bandits page at every save "
-        "(benchmarks/bandits/; an unfinished run up to its last recorded curve point)",
+        "(checkpoints/results/bandit_references/; an unfinished run up to its last recorded "
+        "curve point)",
     )
     args = parser.parse_args()
     start = time.monotonic()

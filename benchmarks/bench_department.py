@@ -12,9 +12,9 @@ training job waits to start, in-process vs through Ray.
   and the total is submission to the saved model.
 
 Run by hand (not a test); it starts PostgreSQL and a one-CPU Ray head on loopback as the tests
-do (``tests/cluster_util.py``), in scratch folders::
+do (``harness/cluster.py``), in scratch folders::
 
-    .venv/bin/python -m benchmarks.bench_department --json benchmarks/department.json
+    .venv/bin/python -m benchmarks.bench_department --json notebook/classroom/department.json
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ import torch
 from core.classroom.store import ClassStore
 from core.jobs.queue import JobQueue
 from core.jobs.training import make_request
-from tests.cluster_util import new_database, postgres_cluster, ray_head
+from harness.cluster import new_database, postgres_cluster, ray_head
 
 
 def submissions_per_second(url: str, writers: int, each: int) -> dict:

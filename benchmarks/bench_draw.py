@@ -22,7 +22,7 @@ from core.catalogue import REGISTRY
 from core.methods import build_model
 from core.storage.checkpoints import checkpoint_path, save_checkpoint
 from core.storage.paths import cache_dir
-from tests.test_app_draw import MAIN, canvas_state
+from harness.drawing import MAIN, canvas_state
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

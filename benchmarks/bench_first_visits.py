@@ -8,7 +8,7 @@ server in a fresh browser: seconds to the page's **main figure** (its first char
 page without charts, its script done) and until it is **complete**, median and slowest. On a
 link that sets up a live bandit run it then presses **Start** and times the stored result's
 figure. The median over passes is what a link costs; the slowest shows the noise of a shared
-machine. Writes ``benchmarks/teaching-first-visits.json``; ``--write-guide`` also writes the
+machine. Writes ``notebook/classroom/teaching-first-visits.json``; ``--write-guide`` also writes the
 table into ``docs/teaching.md`` between its ``first-visits`` markers::
 
     export BNN_DATA_PATH=/path/to/datasets
@@ -35,6 +35,7 @@ from pathlib import Path
 
 from core.prepare import guide_url, read_guide
 from core.stated.guide import GUIDE, GuideLink
+from harness.browser import chromium_page, serve_app
 from scripts.screenshots import (
     CHART,
     HEIGHT,
@@ -44,11 +45,10 @@ from scripts.screenshots import (
     WIDTH,
     wait_idle,
 )
-from tests.browser_util import chromium_page, serve_app
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
-OUT = REPO_ROOT / "benchmarks" / "teaching-first-visits.json"
+OUT = REPO_ROOT / "notebook" / "classroom" / "teaching-first-visits.json"
 BEGIN, END = "<!-- first-visits:begin -->", "<!-- first-visits:end -->"
 TARGET_S = 3.0
 LIVE_DONE = "text=Lines: mean over seeds"  # the caption under a live run's result

@@ -21,9 +21,10 @@ or repeat, and no job's progress goes back.
 
 Run by hand (not a test)::
 
-    .venv/bin/python -m benchmarks.load_test --students 30 --json benchmarks/load-30.json
+    .venv/bin/python -m benchmarks.load_test --students 30 \
+        --json notebook/classroom/classroom-load-30.json
     .venv/bin/python -m benchmarks.load_test --students 30 --replicas 2 --database postgresql \
-        --jobs 10 --ray --json benchmarks/department-load.json
+        --jobs 10 --ray --json notebook/classroom/department-load.json
 
 It serves ``app/main.py`` on free loopback ports with a scratch class database, models folder
 and cache (a fresh server's first class), so it never touches the user's own data. ``--warm``
@@ -47,13 +48,13 @@ from pathlib import Path
 
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
-from tests.browser_util import (
+from harness.browser import (
     _TIMING_SCRIPT,
     CHROMIUM,
     CHROMIUM_ARGS,
     serve_app_process,
 )
-from tests.cluster_util import new_database, postgres_cluster, ray_head
+from harness.cluster import new_database, postgres_cluster, ray_head
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

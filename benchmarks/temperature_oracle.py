@@ -38,7 +38,7 @@ from core.studies.calibration import (
 )
 from core.studies.evaluations import evaluate_dataset
 
-RESULT = REPO_ROOT / "benchmarks" / "calibration-temperature-oracle.json"
+RESULT = REPO_ROOT / "notebook" / "calibration" / "calibration-temperature-oracle.json"
 N_SAMPLES = 100  # passes per prediction, as in ``core calibration``
 GRID = [math.exp(k / 200) for k in range(-100, 201)]  # T from e^-0.5 to e^1, 0.5 % apart
 

@@ -49,7 +49,11 @@ SETTINGS: dict[str, Setting] = {
             job=True,
         ),
         Setting("BNN_CHECKPOINT_DIR", "<repo>/checkpoints", "the shipped checkpoints", job=True),
-        Setting("BNN_BENCH_DIR", "<repo>/benchmarks", "stored benchmark and reference results"),
+        Setting(
+            "BNN_RESULTS_DIR",
+            "<checkpoint folder>/results",
+            "the stored results the pages read: long runs, saved timings",
+        ),
         Setting(
             "BNN_CLASS_DB",
             "SQLite in the data folder",

@@ -1,7 +1,5 @@
 """Active learning: let the Bayesian network choose which digits to label (Gal et al. 2017)."""
 
-import json
-
 import numpy as np
 import streamlit as st
 import torch
@@ -13,15 +11,14 @@ from core.active.acquisition import TITLES
 from core.active.live import LIVE_SLOTS, LiveState, Snapshot, comparison
 from core.active.loop import (
     MODEL_KINDS,
-    RESULT_FILE,
     ActiveLearner,
     live_config,
     load_active_data,
+    stored_result,
 )
 from core.active.protocols import PAPER_LABELS, paper_comparison
 from core.data import DatasetUnavailable
 from core.methods import method
-from core.storage.paths import REPO_ROOT
 
 LIVE_KEY = "active_live"  # this session's LiveComparison
 POLLING_KEY = "active_polling"  # the page drew the live run polled (it was computing)
@@ -43,14 +40,6 @@ SUMMED_LOSSES = {
     ),
     "active_learning-gal2017-minibatch_loss_sum-init_torch.json": "From PyTorch's first weights:",
 }
-
-
-def stored_curves(name: str = RESULT_FILE) -> dict | None:
-    """Precomputed curves in ``benchmarks/`` (``python -m core active --save``), or None."""
-    try:
-        return json.loads((REPO_ROOT / "benchmarks" / name).read_text())
-    except (OSError, ValueError):
-        return None
 
 
 def paper_table(result: dict) -> list[dict]:
@@ -204,7 +193,7 @@ st.markdown(
     "every round of 10 labels."
 )
 
-result = stored_curves()
+result = stored_result()
 if result is None:
     st.info(
         "This copy of the lab has no stored long run yet (it takes about 30 minutes to compute; "
@@ -239,7 +228,7 @@ else:
         "trained longer: compare the gap between BALD and random more than the label counts."
     )
 
-paper = stored_curves(PROTOCOL_FILE)
+paper = stored_result(PROTOCOL_FILE)
 if paper is not None:
     st.subheader("The paper's experiment")
     st.markdown(
@@ -262,7 +251,7 @@ if paper is not None:
         else "Mean over the paper's 3 repetitions; the curve stops where the first one did."
     )
 
-summed = {line: stored_curves(name) for name, line in SUMMED_LOSSES.items()}
+summed = {line: stored_result(name) for name, line in SUMMED_LOSSES.items()}
 if any(summed.values()):
     st.markdown(
         "**The same experiment, trained another way.** Keras, which the authors used, averages "

@@ -1,7 +1,8 @@
 """Timing page: training time per epoch vs Monte-Carlo samples S for the three ELBO
-implementations, run in-app or loaded from saved results (``benchmarks/*.json``, listed by
-device and date: a file name is only a key). Saving a run among the lab's results is the
-teacher's (:func:`core.studies.training_speed.save_shared_result` refuses a student)."""
+implementations, run in-app or loaded from saved results
+(:data:`core.studies.training_speed.RUNS`, listed by device and date: a file name is only a
+key). Saving a run among the lab's results is the teacher's
+(:func:`core.studies.training_speed.save_shared_result` refuses a student)."""
 
 import streamlit as st
 import torch

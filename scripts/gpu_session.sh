@@ -7,7 +7,8 @@
 #
 # Needs MNIST as gzipped IDX files under .gpu/data/MNIST/raw/ and the reference script as
 # .gpu/gpu_bbb_limit.py (carry .gpu). Results land in $OUT: log.txt, equivalence.txt,
-# bench/*.json and models/bbb_mixture.pt.
+# bench/training_speed/*.json (stored results of the Training speed page: copy them into
+# checkpoints/results/training_speed/) and models/bbb_mixture.pt.
 set -u
 BUDGET_S=${BUDGET_S:-400}
 export PYTHONUNBUFFERED=1 BNN_DATA_DIR=/tmp/bnn-data BNN_MODELS_DIR=$OUT/models
@@ -31,7 +32,7 @@ python3 -m pytest -p no:cacheprovider -q tests/test_bench.py \
 
 for prior in gaussian mixture; do
   step "core bench --device cuda --prior $prior"
-  BNN_BENCH_DIR=$OUT/bench python3 -m core bench --device cuda --prior "$prior" \
+  BNN_RESULTS_DIR=$OUT/bench python3 -m core bench --device cuda --prior "$prior" \
     --samples 1,2,5,10 --repeats 3 --save
 done
 

@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 
 from app.main import PAGES
-from tests.browser_util import chromium_page, serve_app
+from harness.browser import chromium_page, serve_app
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

@@ -9,7 +9,8 @@ more) and the spread of every shipped sampler's samples; every result computed (
 attack and pruning curves, calibration fits and tests, the guide's live bandit run, ...) is then
 copied into ``core.storage.cache.SHIPPED_DIR``, replacing what was there. A fresh clone's first
 visit reads them instead of computing (``tests/test_first_visit.py`` checks that it computes
-nothing).
+nothing). The stored results named there (:data:`core.storage.results.STUDIES`: long runs and
+saved timings, which no page computes) are left in place and read as they are.
 Results are keyed by the checkpoints' content: after promoting a checkpoint, run this again.
 
     .venv/bin/python scripts/ship_results.py          # about 30 minutes on a 2-core laptop
@@ -25,6 +26,13 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SKIPPED = {"native"}  # compiled kernels: per machine, never shipped
+
+
+def computed_folders(shipped: Path, stored: dict) -> list[Path]:
+    """The folders of computed page results under ``shipped``: all but the stored studies'."""
+    if not shipped.is_dir():
+        return []
+    return sorted(p for p in shipped.iterdir() if p.is_dir() and p.name not in stored)
 
 
 def main() -> int:
@@ -45,11 +53,13 @@ def main() -> int:
     from core.prepare import prepare, read_guide
     from core.stated.documents import DOCUMENTS, compare
     from core.storage.cache import SHIPPED_DIR
+    from core.storage.results import STUDIES
     from core.studies.cold_posterior import cold_posterior_study, is_sampler, sample_spread
 
     aside = SHIPPED_DIR.with_name(SHIPPED_DIR.name + ".old")
-    if SHIPPED_DIR.exists():
-        SHIPPED_DIR.rename(aside)
+    aside.mkdir()
+    for folder in computed_folders(SHIPPED_DIR, STUDIES):
+        folder.rename(aside / folder.name)
     try:
         for page in PAGES:
             start = time.perf_counter()
@@ -68,20 +78,25 @@ def main() -> int:
             sample_spread(name)
         print(f"{'guide and documents':22s} {time.perf_counter() - start:7.1f} s", flush=True)
         for study in sorted(p for p in cache.iterdir() if p.is_dir() and p.name not in SKIPPED):
+            if study.name in STUDIES:
+                raise RuntimeError(f"a cached study is named as stored results: {study.name}")
             target = SHIPPED_DIR / study.name
             target.mkdir(parents=True, exist_ok=True)
             for file in sorted(study.iterdir()):
                 if file.is_file() and not file.name.startswith("."):
                     shutil.copy2(file, target / file.name)
     except BaseException:
-        shutil.rmtree(SHIPPED_DIR, ignore_errors=True)
-        if aside.exists():
-            aside.rename(SHIPPED_DIR)
+        for folder in computed_folders(SHIPPED_DIR, STUDIES):
+            shutil.rmtree(folder)
+        for folder in aside.iterdir():
+            folder.rename(SHIPPED_DIR / folder.name)
+        aside.rmdir()
         raise
     finally:
         shutil.rmtree(cache, ignore_errors=True)
     shutil.rmtree(aside, ignore_errors=True)
-    files = [f for f in SHIPPED_DIR.rglob("*") if f.is_file()]
+    shipped = computed_folders(SHIPPED_DIR, STUDIES)
+    files = [f for folder in shipped for f in folder.rglob("*") if f.is_file()]
     size = sum(f.stat().st_size for f in files)
     print(f"shipped {len(files)} results, {size / 1e6:.1f} MB, in {SHIPPED_DIR}")
     return 0

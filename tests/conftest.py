@@ -69,8 +69,8 @@ def _class_db_in_tmp(tmp_path_factory, monkeypatch):
 
 @pytest.fixture(scope="session")
 def postgres_server():
-    """A throw-away PostgreSQL cluster for the session (base URL); see tests/cluster_util.py."""
-    from tests.cluster_util import postgres_cluster
+    """A throw-away PostgreSQL cluster for the session (base URL); see harness/cluster.py."""
+    from harness.cluster import postgres_cluster
 
     with postgres_cluster() as url:
         yield url
@@ -81,15 +81,15 @@ def lab_db(request, tmp_path) -> str:
     """An empty lab database: a SQLite file, then a PostgreSQL database of a real server."""
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'lab.sqlite'}"
-    from tests.cluster_util import new_database
+    from harness.cluster import new_database
 
     return new_database(request.getfixturevalue("postgres_server"))
 
 
 @pytest.fixture(scope="session")
 def ray_cluster():
-    """A one-CPU Ray head for the session (its addresses and folder); see tests/cluster_util.py."""
-    from tests.cluster_util import ray_head
+    """A one-CPU Ray head for the session (its addresses and folder); see harness/cluster.py."""
+    from harness.cluster import ray_head
 
     with ray_head() as addresses:
         yield addresses

@@ -29,7 +29,7 @@ from core.evaluation.uncertainty import summarize
 from core.methods import build_model, method
 from core.methods.base import TRAIN_FIELDS
 from core.training import TrainConfig, train
-from tests.browser_util import REPO_ROOT
+from harness.browser import REPO_ROOT
 
 TINY = ActiveConfig(
     pool_size=600, candidates=200, acquire=10, budget=50, train_steps=40, test_size=500, n_samples=8
@@ -538,13 +538,12 @@ def test_set_changes_a_protocols_settings_and_names_the_saved_file(capsys, monke
             asked.append(base) or {"settings": base.to_dict(), "curves": {}}
         ),
     )
-    monkeypatch.setattr(active_cli, "REPO_ROOT", tmp_path)
-    (tmp_path / "benchmarks").mkdir()
+    monkeypatch.setenv("BNN_RESULTS_DIR", str(tmp_path))
     assert PROTOCOLS["gal2017"].config.run.init == "glorot_keras03"  # Keras 0.3's, as the authors'
     argv = ["active", "--protocol", "gal2017", "--set", "init=torch", "--set", "stop_at=0.9"]
     assert cli_main([*argv, "--json", "--save"]) == 0
     assert asked == [replace(PROTOCOLS["gal2017"].config.run, init="torch", stop_at=0.9)]
-    saved = tmp_path / "benchmarks" / "active_learning-gal2017-init_torch-stop_at_0.9.json"
+    saved = tmp_path / "active_learning" / "active_learning-gal2017-init_torch-stop_at_0.9.json"
     assert saved.is_file() and '"init": "torch"' in saved.read_text()
     capsys.readouterr()
     assert cli_main(["active", "--protocol", "gal2017", "--set", "depth=3"]) == 1

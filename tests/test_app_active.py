@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.active.loop import RESULT_FILE
+from core.active.loop import RESULT_FILE, STORED
 
 PAGE = "../pages/active.py"
 CURVES = {
@@ -58,9 +56,8 @@ def test_page_shows_the_papers_experiment_beside_gals_table(tmp_path, monkeypatc
             for name, runs in per_seed.items()
         },
     }
-    (tmp_path / "benchmarks").mkdir()
-    (tmp_path / "benchmarks" / "active_learning-gal2017.json").write_text(json.dumps(stored))
-    monkeypatch.setattr("core.storage.paths.REPO_ROOT", tmp_path)
+    monkeypatch.setenv("BNN_RESULTS_DIR", str(tmp_path))
+    STORED.save("active_learning-gal2017.json", stored)
     at = AppTest.from_file(PAGE, default_timeout=300).run()
     assert not at.exception, at.exception
     assert "The paper's experiment" in [h.value for h in at.subheader]
@@ -79,7 +76,7 @@ def test_page_shows_the_papers_experiment_beside_gals_table(tmp_path, monkeypatc
 
     ablation = {**stored, "settings": {"seeds": 2, "stop_at": 0.9, "init": "torch"}}
     name = "active_learning-gal2017-minibatch_loss_sum-init_torch.json"
-    (tmp_path / "benchmarks" / name).write_text(json.dumps(ablation))
+    STORED.save(name, ablation)
     at = AppTest.from_file(PAGE, default_timeout=300).run()
     assert not at.exception, at.exception
     lines = [m.value for m in at.markdown if m.value.startswith("From ")]
@@ -90,10 +87,10 @@ def test_page_shows_the_papers_experiment_beside_gals_table(tmp_path, monkeypatc
 
     later = {**stored, "settings": {"seeds": 2, "init": "glorot"}}
     name = "active_learning-gal2017-minibatch_loss_sum-init_glorot.json"
-    (tmp_path / "benchmarks" / name).write_text(json.dumps(later))
+    STORED.save(name, later)
     summed = {**stored, "settings": {"seeds": 2, "minibatch_loss": "sum"}}
     name = "active_learning-gal2017-minibatch_loss_sum.json"
-    (tmp_path / "benchmarks" / name).write_text(json.dumps(summed))
+    STORED.save(name, summed)
     at = AppTest.from_file(PAGE, default_timeout=300).run()
     assert not at.exception, at.exception
     assert any("adds them up" in m.value for m in at.markdown)
@@ -108,9 +105,8 @@ def test_page_shows_the_papers_experiment_beside_gals_table(tmp_path, monkeypatc
 
 
 def test_page_shows_the_stored_curves_and_a_table(tmp_path, monkeypatch, mnist_small):
-    (tmp_path / "benchmarks").mkdir()
-    (tmp_path / "benchmarks" / RESULT_FILE).write_text(json.dumps(CURVES))
-    monkeypatch.setattr("core.storage.paths.REPO_ROOT", tmp_path)
+    monkeypatch.setenv("BNN_RESULTS_DIR", str(tmp_path))
+    STORED.save(RESULT_FILE, CURVES)
     at = AppTest.from_file(PAGE, default_timeout=300).run()
     assert not at.exception, at.exception
     assert at.title[0].value == "Active learning"

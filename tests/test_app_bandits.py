@@ -16,9 +16,9 @@ from app.figures.bandits import format_seconds
 from core.bandits.protocols import PROTOCOLS
 from core.bandits.runner import BanditRun, RunConfig
 from core.bandits.store import (
+    REFERENCES,
     cached_result,
     load_references,
-    reference_dir,
     run_bandit,
     save_reference,
     truncated,
@@ -40,9 +40,9 @@ def one_thread():
 
 @pytest.fixture
 def folders(tmp_path, monkeypatch):
-    """Empty cache and benchmark folders."""
+    """Empty cache and stored-results folders."""
     monkeypatch.setenv("BNN_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("BNN_BENCH_DIR", str(tmp_path / "bench"))
+    monkeypatch.setenv("BNN_RESULTS_DIR", str(tmp_path / "results"))
     return tmp_path
 
 
@@ -239,12 +239,12 @@ def test_a_bbb_only_ablation_is_shown_beside_the_protocols_other_agents(stored):
 def test_an_unfinished_bbb_only_ablation_is_shown_beside_the_protocols_same_steps(folders):
     """A stored ablation stopped at step 10,000 meets the protocol's other agents at 10,000."""
 
-    shipped = ROOT / "benchmarks" / "bandits"
-    reference_dir().mkdir(parents=True)
-    shutil.copy(shipped / "mushroom-50000-blundell2015.json", reference_dir())
+    shipped = ROOT / "checkpoints" / "results" / "bandit_references"
+    REFERENCES.folder.mkdir(parents=True)
+    shutil.copy(shipped / "mushroom-50000-blundell2015.json", REFERENCES.folder)
     name = "mushroom-50000-blundell2015-agentsbbb-kl_dataseen.json"
     stopped = truncated(json.loads((shipped / name).read_text()), 10_000)
-    (reference_dir() / name).write_text(json.dumps(stopped))
+    REFERENCES.save(name, stopped)
     at = run_page(bandit_reference=name)
     select = at.selectbox(key="bandit_reference")
     assert select.value == name
@@ -253,7 +253,7 @@ def test_an_unfinished_bbb_only_ablation_is_shown_beside_the_protocols_same_step
     protocol = load_references()["mushroom-50000-blundell2015.json"]["agents"]
     greedy = sum(curve[39] for curve in protocol["greedy"]["curves"]) / 5  # step 10,000
     assert table["Greedy MLP (the paper's settings)"] == round(greedy, 1)
-    assert round(greedy) == 2_781  # docs/bandits.md's table at step 10,000
+    assert round(greedy) == 2_781  # docs/experiments/bandits.md's table at step 10,000
     assert table["BBB Thompson"] == round(stopped["agents"]["bbb"]["mean"], 1)
     assert any(m.value.startswith("After 10,000 steps, the cumulative regret") for m in at.markdown)
 

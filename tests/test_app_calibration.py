@@ -24,7 +24,7 @@ from core.evaluation.uncertainty import SCORES
 from core.methods import build_model
 from core.storage.checkpoints import save_checkpoint
 from core.studies import calibration as study
-from tests.browser_util import chromium_page, require_chromium, serve_app, wait_for_script
+from harness.browser import chromium_page, require_chromium, serve_app, wait_for_script
 
 PAGE = "../pages/calibration.py"
 ROOT = Path(__file__).resolve().parents[1]

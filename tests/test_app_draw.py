@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import base64
-import io
 import struct
 import zlib
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,33 +20,10 @@ from core.data.upload import ImageError, read_image
 from core.evaluation.uncertainty import SCORES
 from core.methods import build_model
 from core.storage.checkpoints import save_checkpoint
+from harness.drawing import MAIN, canvas_state, digit_image, png_bytes
 
-MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
 MODELS = ("bbb_gaussian", "mlp", "dropout_mlp")
 PROMPT = "Draw a digit on the black square"
-
-
-def digit_image(digit: str, size: int = 280, ink=255, paper=0, mode="RGBA") -> Image.Image:
-    """A "1" (vertical stroke) or "0" (ellipse), drawn like a mouse would."""
-    img = Image.new(mode, (size, size), (paper, paper, paper, 255)[: len(mode)])
-    draw, s, colour = ImageDraw.Draw(img), size / 280, (ink, ink, ink, 255)[: len(mode)]
-    if digit == "1":
-        draw.line([(140 * s, 45 * s), (140 * s, 235 * s)], fill=colour, width=int(18 * s))
-    else:
-        draw.ellipse([80 * s, 50 * s, 200 * s, 230 * s], outline=colour, width=int(18 * s))
-    return img
-
-
-def png_bytes(img: Image.Image, fmt: str = "PNG") -> bytes:
-    buf = io.BytesIO()
-    img.save(buf, fmt)
-    return buf.getvalue()
-
-
-def canvas_state(digit: str) -> dict:
-    """What the canvas component sends after a drawing (0.13.0: a PNG data URL)."""
-    url = "data:image/png;base64," + base64.b64encode(png_bytes(digit_image(digit))).decode()
-    return {"drawing": {"raw": {"objects": [{"type": "Path"}]}, "data": url}, "backgroundFit": None}
 
 
 LIMITS = {score: {"p90": 0.5, "p99": 1.5} for score in SCORES}

@@ -13,8 +13,8 @@ from streamlit.testing.v1 import AppTest
 import core.storage.checkpoints
 from app.ui import MODELS_KEY, SAMPLES_KEY
 from core.catalogue import REGISTRY
+from harness.drawing import canvas_state
 from tests.checkpoint_util import save_small_checkpoints
-from tests.test_app_draw import canvas_state
 
 MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
 SMALL = {

@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 from core.regression import study
 from core.regression.data import make_data
 from core.regression.methods import METHODS, FitSettings
-from tests.browser_util import (
+from harness.browser import (
     REPO_ROOT,
     choose,
     chromium_page,

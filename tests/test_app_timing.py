@@ -17,6 +17,7 @@ from core.methods import build_model
 from core.storage.checkpoints import save_checkpoint
 from core.studies.training_speed import (
     REFERENCE_FILE,
+    RUNS,
     fits,
     goals,
     result_filename,
@@ -65,12 +66,14 @@ def fake_result(device: str, date: str, seconds_per_sample: float) -> dict:
 
 @pytest.fixture
 def bench_folder(tmp_path, monkeypatch):
-    """A benchmarks folder with two saved runs and the committed reference."""
-    monkeypatch.setenv("BNN_BENCH_DIR", str(tmp_path))
-    shutil.copy(ROOT / "benchmarks" / REFERENCE_FILE, tmp_path)
-    save_result(fake_result("cpu (2 threads)", "2026-11-20T10:00:00+00:00", 10.0), tmp_path)
-    save_result(fake_result("NVIDIA H100", "2026-11-21T10:00:00+00:00", 1.0), tmp_path)
-    return tmp_path
+    """A folder of stored timing runs: two saved runs and the committed reference."""
+    shipped = RUNS.path(REFERENCE_FILE)
+    monkeypatch.setenv("BNN_RESULTS_DIR", str(tmp_path))
+    RUNS.folder.mkdir()
+    shutil.copy(shipped, RUNS.folder)
+    save_result(fake_result("cpu (2 threads)", "2026-11-20T10:00:00+00:00", 10.0))
+    save_result(fake_result("NVIDIA H100", "2026-11-21T10:00:00+00:00", 1.0))
+    return RUNS.folder
 
 
 def run_page() -> AppTest:
@@ -165,7 +168,7 @@ def test_a_shipped_model_trained_on_a_gpu_is_listed_beside_the_papers_error(
 
 
 def test_an_empty_folder_says_so_in_plain_words(tmp_path, monkeypatch):
-    monkeypatch.setenv("BNN_BENCH_DIR", str(tmp_path))
+    monkeypatch.setenv("BNN_RESULTS_DIR", str(tmp_path))
     at = run_page()
     assert any("no saved timing runs" in i.value for i in at.info)
     assert not any("python -m" in i.value for i in at.info)
@@ -257,7 +260,7 @@ def test_tiny_regression_run(bench_folder):
 
 
 def test_the_saved_peer_comparison_is_shown_with_its_gradient_check(bench_folder):
-    peers = sorted((ROOT / "benchmarks").glob("peers-*.json"))
+    peers = sorted((ROOT / "checkpoints" / "results" / "training_speed").glob("peers-*.json"))
     assert peers, "the repository ships a peer comparison"
     shutil.copy(peers[-1], bench_folder)
     at = run_page()

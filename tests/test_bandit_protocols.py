@@ -15,7 +15,7 @@ from core.bandits.native import NativeGroup
 from core.bandits.protocols import PROTOCOLS
 from core.bandits.runner import BanditRun, RunConfig
 from core.engine.priors import ScaleMixturePrior
-from tests.browser_util import REPO_ROOT
+from harness.browser import REPO_ROOT
 
 BLUNDELL = PROTOCOLS["blundell2015"]
 

@@ -38,11 +38,11 @@ from core.bandits.environments import (
 from core.bandits.runner import BanditRun, RunConfig, record_interval, regret_table
 from core.bandits.store import (
     REFERENCE_RUNS,
+    REFERENCES,
     cached_result,
     changed_settings,
     load_references,
     partial_cache,
-    reference_dir,
     reference_name,
     run_bandit,
     save_reference,
@@ -394,7 +394,7 @@ def test_record_interval_divides_a_thousand():
 @pytest.fixture
 def folders(tmp_path, monkeypatch):
     monkeypatch.setenv("BNN_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("BNN_BENCH_DIR", str(tmp_path / "bench"))
+    monkeypatch.setenv("BNN_RESULTS_DIR", str(tmp_path / "results"))
     return tmp_path
 
 
@@ -666,8 +666,8 @@ def test_a_result_cut_to_its_first_steps_is_the_result_of_a_run_stopped_there():
 def test_reference_runs_are_saved_and_listed(folders):
     result, _ = run_bandit(RunConfig(env="wheel", delta=0.9, agents=("random",), steps=20))
     path = save_reference(result)
-    assert path == reference_dir() / "wheel-0.9-20.json"
-    (reference_dir() / "broken.json").write_text("{not json")
+    assert path == folders / "results" / "bandit_references" / "wheel-0.9-20.json"
+    (REFERENCES.folder / "broken.json").write_text("{not json")
     tuned = RunConfig(
         env="wheel", delta=0.9, agents=("random",), steps=20, model=ModelSettings(kl_beta=0.1)
     )

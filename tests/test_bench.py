@@ -14,8 +14,8 @@ from core.cli import bench as bench_command
 from core.evaluation.linfit import fit_line
 from core.studies.training_speed import (
     REFERENCE_FILE,
+    RUNS,
     BenchConfig,
-    bench_dir,
     fits,
     goals,
     load_results,
@@ -126,7 +126,7 @@ def test_save_and_load_round_trip(tiny_result, tmp_path):
 
 
 def test_committed_reference_is_labelled_and_has_no_invented_numbers():
-    ref = load_results(bench_dir())[REFERENCE_FILE]
+    ref = load_results()[REFERENCE_FILE]
     assert ref["reference"] is True and ref["source"] == "report seed, Tables 1 and 2"
     assert {k: f["slope"] for k, f in ref["fits"].items()} == {
         "sequential": 8.8,
@@ -138,7 +138,7 @@ def test_committed_reference_is_labelled_and_has_no_invented_numbers():
 
 def test_cli_json(capsys, monkeypatch, tmp_path):
     assert bench_command in COMMANDS
-    monkeypatch.setenv("BNN_BENCH_DIR", str(tmp_path))
+    monkeypatch.setenv("BNN_RESULTS_DIR", str(tmp_path))
     parser = argparse.ArgumentParser()
     bench_command.register(parser.add_subparsers())
     args = parser.parse_args(
@@ -148,7 +148,8 @@ def test_cli_json(capsys, monkeypatch, tmp_path):
     assert args.func(args) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["mlp"] is None and set(result["fits"]) == {"vmap", "vmap_lrt"}
-    assert [p.name for p in tmp_path.iterdir()] == [result_filename(result)]
+    assert [p.name for p in RUNS.folder.iterdir()] == [result_filename(result)]
+    assert RUNS.folder == tmp_path / "training_speed"
     assert "vmap_lrt" in bench_command.format_result(result)
 
 

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.browser_util import (
+from harness.browser import (
     chromium_page,
     draw,
     messages_sent,
@@ -45,7 +45,7 @@ def predictions(page) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def scored_models() -> list[str]:
-    """See :func:`tests.browser_util.scored_default_models`."""
+    """See :func:`harness.browser.scored_default_models`."""
     return scored_default_models()
 
 

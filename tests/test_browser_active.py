@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from tests.browser_util import (
+from harness.browser import (
     chromium_page,
     page_text,
     press,

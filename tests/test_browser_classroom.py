@@ -14,7 +14,7 @@ import pytest
 
 from core.classroom.store import ClassStore
 from core.storage.database import DB_ENV
-from tests.browser_util import (
+from harness.browser import (
     choose_class_label,
     chromium_browsers,
     chromium_page,
@@ -39,7 +39,7 @@ PANEL = "Send my drawing to the class"
 
 @pytest.fixture(scope="module")
 def scored_models() -> list[str]:
-    """See :func:`tests.browser_util.scored_default_models`."""
+    """See :func:`harness.browser.scored_default_models`."""
     return scored_default_models()
 
 
@@ -108,7 +108,7 @@ def test_a_drawing_sent_on_one_replica_shows_in_the_gallery_on_the_other(
 ):
     """Two app servers (replicas) on one PostgreSQL database: a student sends a drawing through
     the first, the teacher's gallery on the second shows it, stored once."""
-    from tests.cluster_util import new_database
+    from harness.cluster import new_database
 
     database = new_database(postgres_server)
     env = {DB_ENV: database}

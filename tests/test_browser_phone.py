@@ -10,7 +10,7 @@ import pytest
 
 from core.classroom.store import ClassStore
 from core.storage.database import DB_ENV
-from tests.browser_util import (
+from harness.browser import (
     PHONE,
     choose_class_label,
     chromium_page,

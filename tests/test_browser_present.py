@@ -13,7 +13,7 @@ import torch
 from app.main import PAGES
 from core.classroom.store import ClassStore
 from core.storage.database import DB_ENV
-from tests.browser_util import (
+from harness.browser import (
     chromium_page,
     draw,
     require_chromium,

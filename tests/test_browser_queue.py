@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from core.jobs import JobStore
-from tests.browser_util import (
+from harness.browser import (
     CHROMIUM,
     CHROMIUM_ARGS,
     chromium_browsers,

@@ -16,7 +16,7 @@ from core.jobs.owners import Visitor
 from core.methods import ModelConfig, build_model
 from core.storage.checkpoints import save_checkpoint
 from core.storage.database import DB_ENV
-from tests.browser_util import (
+from harness.browser import (
     chromium_browsers,
     press,
     record_timings,

@@ -11,7 +11,7 @@ import pytest
 
 from core.jobs import JobStatus, JobStore, make_request
 from core.jobs.executors import STOPPED
-from tests.browser_util import (
+from harness.browser import (
     choose,
     chromium_browsers,
     chromium_page,
@@ -184,7 +184,7 @@ def test_two_replicas_on_one_postgresql_database_and_ray_share_the_queue(
     folder: a job started in a browser on the first replica trains on a Ray worker, its live
     curve shows on the second (without Cancel, for another student); the teacher cancels it
     there and the first sees it stop; a job trained next ends as a model both replicas list."""
-    from tests.cluster_util import new_database
+    from harness.cluster import new_database
 
     db = new_database(postgres_server)
     models = tmp_path / "models"

@@ -26,9 +26,9 @@ from core.classroom.store import (
     to_pixels,
 )
 from core.storage.database import RETRY_SECONDS, ConnectionLost, Database, DatabaseError
-from tests.browser_util import free_port
+from harness.browser import free_port
+from harness.cluster import new_database, restartable_postgres
 from tests.class_writer import drawing_of, own_id, run_threads, shared_ids
-from tests.cluster_util import new_database, restartable_postgres
 
 ROOT = Path(__file__).resolve().parent.parent
 WRITER = [sys.executable, "-m", "tests.class_writer"]

@@ -205,7 +205,7 @@ def test_without_a_stored_study_the_section_says_so_and_computes_nothing(empty_c
 
 
 def test_the_draw_page_says_under_the_cold_sgld_that_its_samples_barely_differ(empty_cache):
-    from tests.test_app_draw import canvas_state
+    from harness.drawing import canvas_state
 
     st.cache_data.clear()
     st.cache_resource.clear()

@@ -77,7 +77,7 @@ def test_the_choice_reads_only_the_validation_half():
 
 def test_the_stored_comparison_records_a_choice_made_on_the_validation_half():
     result = load_comparison()
-    assert result is not None, "the lab ships benchmarks/comparison.json"
+    assert result is not None, "the lab ships a stored comparison"
     settings = result["settings"]
     assert settings["ood_split_seed"] == OOD_SPLIT_SEED
     assert settings["ood_validation_inputs"] + settings["ood_test_inputs"] == OOD_INPUTS

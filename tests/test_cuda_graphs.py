@@ -6,7 +6,7 @@ warm-up steps, the capture, 16 replays) give the same loss at every step and the
 after them; and :func:`~core.training.train` over two epochs with a partial last batch,
 Blundell's KL schedule and a learning-rate decay gives the same history and weights with graphs
 on and off. Runs where CUDA is present (skipped elsewhere, so in CI); the lent GPU's output is
-kept under ``benchmarks/``.
+kept in the lab notebook (``notebook/gpu/``).
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ import pytest
 
 from core import settings
 from core.storage.database import database_url
-from tests.browser_util import REPO_ROOT, free_port
-from tests.cluster_util import missing
+from harness.browser import REPO_ROOT, free_port
+from harness.cluster import missing
 
 GUIDE = REPO_ROOT / "docs" / "department.md"
 VENV_BIN = Path(sys.executable).parent

@@ -11,9 +11,9 @@ import markdown
 import pytest
 import yaml
 
-from tests.browser_util import REPO_ROOT
+from harness.browser import REPO_ROOT
 
-DOCS = sorted((REPO_ROOT / "docs").glob("*.md"))
+DOCS = sorted((REPO_ROOT / "docs").rglob("*.md"))
 ITEM = re.compile(r"^\s*\d+\. \S")
 
 
@@ -51,7 +51,7 @@ def extensions() -> list:
     return [e if isinstance(e, str) else next(iter(e)) for e in config["markdown_extensions"]]
 
 
-@pytest.mark.parametrize("page", DOCS, ids=[p.name for p in DOCS])
+@pytest.mark.parametrize("page", DOCS, ids=[p.relative_to(REPO_ROOT).as_posix() for p in DOCS])
 def test_every_numbered_item_is_a_list_item(page):
     text = page.read_text()
     parser = _OrderedItems()

@@ -501,7 +501,7 @@ def in_another_pid_namespace(command: list[str]) -> list[str]:
     Skips where ``unshare`` is missing or not permitted (not root); fails in CI, which runs as
     root.
     """
-    from tests.cluster_util import missing
+    from harness.cluster import missing
 
     wrapper = ["unshare", "--pid", "--fork", "--mount-proc"]
     try:

@@ -19,7 +19,7 @@ from core.jobs import JobQueue, JobStatus, JobStore, TrainRequest, make_request
 from core.jobs.owners import Visitor
 from core.jobs.store import HOST, MAX_STEP_POINTS, PROCESS, STALE_S, Report, worker_gone
 from core.training import EpochStats, StepStats
-from tests.cluster_util import new_database, restartable_postgres
+from harness.cluster import new_database, restartable_postgres
 from tests.test_jobs import Gate, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent

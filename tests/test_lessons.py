@@ -26,7 +26,7 @@ import pytest
 from PIL import Image
 
 from core.classroom.store import ClassStore
-from tests.browser_util import (
+from harness.browser import (
     REPO_ROOT,
     chromium_browsers,
     clear_drawing,

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from core.processes import POLL_S, run_in_processes
-from tests.browser_util import REPO_ROOT
+from harness.browser import REPO_ROOT
 
 
 def halfway(value: int, progress) -> int:

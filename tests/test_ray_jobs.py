@@ -32,8 +32,8 @@ from core.jobs.store import (
     worker_gone,
 )
 from core.storage.database import DatabaseError, database_url
-from tests.browser_util import REPO_ROOT
-from tests.cluster_util import new_database
+from harness.browser import REPO_ROOT
+from harness.cluster import new_database
 from tests.test_jobs import wait_for
 
 # Under pytest-xdist every Ray test runs in one worker, so the session starts one Ray head.

@@ -113,7 +113,7 @@ def computed(key: str) -> str | None:
         return None
 
 
-@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda p: p.name)
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda p: p.relative_to(REPO_ROOT).as_posix())
 def test_every_number_the_documents_state_is_what_the_lab_computes(document, cache_dir):
     found = markers(document.read_text())
     assert len(found) >= (50 if document.name == "teaching.md" else 1)  # marked, not typed

@@ -12,7 +12,7 @@ import time
 
 from app.warmup import import_all, imported_modules
 from core.jobs import JobStatus, JobStore, make_request
-from tests.browser_util import REPO_ROOT, serve_app_process
+from harness.browser import REPO_ROOT, serve_app_process
 
 
 def test_imported_modules_are_the_absolute_imports_once_in_order(tmp_path):

@@ -181,7 +181,7 @@ def peer_figure(result: dict) -> go.Figure:
     """Plot grouped bars of epoch time per library and implementation, one group per S.
 
     Args:
-        result: A saved ``python -m core bench --peers`` result (``benchmarks/peers-*.json``).
+        result: A saved ``python -m core bench --peers`` result (a stored ``peers-*.json``).
 
     Returns:
         The figure (the plain-MLP floor as a dotted line).

@@ -10,7 +10,6 @@ unfinished one after every round, so that it resumes where it stopped.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import asdict, dataclass, field
 
@@ -26,7 +25,7 @@ from core.methods import METHODS, build_model, method, model_class
 from core.processes import run_in_processes
 from core.progress import Job, ProgressFn, report
 from core.storage.cache import CacheEntry, cache_entry
-from core.storage.paths import REPO_ROOT
+from core.storage.results import StoredResults
 from core.training import TrainConfig, train
 from core.training.loop import Procedure
 
@@ -628,10 +627,12 @@ def curve(runs: list[list[Round]], acquisition: str) -> Curve:
 
 
 RESULT_FILE = "active_learning.json"  # the stored curves the page shows (the CNN)
+STORED = StoredResults("active_learning")
+"""The stored studies (``python -m core active --save``), by file name."""
 
 
 def stored_result(name: str = RESULT_FILE) -> dict | None:
-    """A stored study in ``benchmarks/`` (``python -m core active --save``), or None.
+    """A stored study (``python -m core active --save``), or None.
 
     Args:
         name: The file's name; by default the curves the Active learning page shows.
@@ -640,10 +641,7 @@ def stored_result(name: str = RESULT_FILE) -> dict | None:
         The saved result (``settings``, ``curves`` by acquisition function, ...), or None
         when the file is missing or unreadable.
     """
-    try:
-        return json.loads((REPO_ROOT / "benchmarks" / name).read_text())
-    except (OSError, ValueError):
-        return None
+    return STORED.load(name)
 
 
 ARCHITECTURES: dict[str, dict] = {

@@ -9,7 +9,7 @@
 * :mod:`core.bandits.runner`: :class:`~core.bandits.runner.BanditRun`, every run in lockstep,
   resumable in chunks, reproducible, summarised as JSON;
 * :mod:`core.bandits.store`: finished runs cached by their settings, and the stored long
-  reference runs under ``benchmarks/bandits/``.
+  reference runs among the stored results (:mod:`core.storage.results`).
 """
 
 from core.bandits.agents import AGENTS, AgentSpec, ModelSettings

@@ -6,14 +6,13 @@
   :data:`VERSION`, so the same settings are never computed twice (the page and the CLI share it).
 * The long reference runs (:data:`REFERENCE_RUNS`: 50,000 mushroom steps, with the full ELBO
   and with the KL term tempered by β = 0.1; the wheel at δ ∈ {0.5, 0.9, 0.95}) are computed by
-  ``python -m core bandit ... --save`` and committed as small JSON files under
-  ``benchmarks/bandits/`` (``BNN_BENCH_DIR`` overrides the folder), so the page opens at once
-  on any machine.
+  ``python -m core bandit ... --save`` and committed as small JSON files among the lab's stored
+  results (:data:`REFERENCES`, ``checkpoints/results/bandit_references/``), so the page opens
+  at once on any machine.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -23,11 +22,12 @@ from core.bandits.agents import ModelSettings
 from core.bandits.protocols import PROTOCOLS, protocol_ablation, protocol_of
 from core.bandits.runner import DEFAULT_AGENTS, BanditRun, RunConfig
 from core.progress import ProgressFn, report
-from core.storage.atomic import atomic_write_text
 from core.storage.cache import CacheEntry, cache_entry
-from core.storage.paths import bench_dir
+from core.storage.results import StoredResults
 
 STUDY = "bandits"
+REFERENCES = StoredResults("bandit_references")
+"""The stored reference runs, by file name (:func:`reference_name`)."""
 VERSION = 1
 """Bump to invalidate cached runs when the agents or environments change."""
 SAVE_EVERY_S = 60.0
@@ -173,15 +173,6 @@ def run_bandit(
     return result, run
 
 
-def reference_dir() -> Path:
-    """The folder of the stored reference runs.
-
-    Returns:
-        ``<BNN_BENCH_DIR or <repo>/benchmarks>/bandits``.
-    """
-    return bench_dir() / "bandits"
-
-
 def changed_settings(config: RunConfig) -> dict:
     """The model settings of a run that differ from the defaults.
 
@@ -238,9 +229,9 @@ def save_reference(result: dict) -> Path:
     Returns:
         The file written.
     """
-    path = reference_dir() / reference_name(RunConfig.from_dict(result["settings"]))
-    atomic_write_text(path, json.dumps(result, indent=None, separators=(",", ":")) + "\n")
-    return path
+    return REFERENCES.save(
+        reference_name(RunConfig.from_dict(result["settings"])), result, indent=None
+    )
 
 
 def load_references() -> dict[str, dict]:
@@ -252,14 +243,13 @@ def load_references() -> dict[str, dict]:
         unreadable files are skipped.
     """
     results = {}
-    for path in sorted(reference_dir().glob("*.json")):
+    for name, result in REFERENCES.load_all().items():
         try:
-            result = json.loads(path.read_text())
             RunConfig.from_dict(result["settings"])
             result["agents"]  # noqa: B018 - a result must have agents
-        except (OSError, ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError):
             continue
-        results[path.name] = in_agent_order(result)
+        results[name] = in_agent_order(result)
     order = {"mushroom": 0, "wheel": 1}
 
     def key(item: tuple[str, dict]) -> tuple:

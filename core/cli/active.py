@@ -4,7 +4,7 @@ Examples::
 
     python -m core active                                   # every function, 3 seeds
     python -m core active --acquisition bald,random --seeds 1 --budget 100 --json
-    python -m core active --save                            # benchmarks/active_learning.json
+    python -m core active --save                            # the curves the page shows
     python -m core active --arch mlp --budget 300 --save    # the MLP 784-256-10 instead
     python -m core active --protocol gal2017 --save         # the paper's experiment
     python -m core active --protocol gal2017 --workers 2 --save   # in two processes
@@ -19,14 +19,19 @@ import json
 import sys
 
 from core.active.acquisition import ACQUISITIONS
-from core.active.loop import ARCHITECTURES, MODEL_KINDS, RESULT_FILE, ActiveConfig, curves_for
+from core.active.loop import (
+    ARCHITECTURES,
+    MODEL_KINDS,
+    RESULT_FILE,
+    STORED,
+    ActiveConfig,
+    curves_for,
+)
 from core.active.protocols import PROTOCOLS, paper_comparison
 from core.cli.overrides import suffix, with_overrides
 from core.cli.values import IMAGES, SEEDS, WORKERS
 from core.processes import keep_freed_memory
 from core.progress import text_progress
-from core.storage.atomic import atomic_write_text
-from core.storage.paths import REPO_ROOT
 
 
 def format_table(result: dict) -> str:
@@ -119,8 +124,7 @@ def cmd_active(args: argparse.Namespace) -> int:
             name = f"active_learning-{args.protocol}.json"
         else:
             name = RESULT_FILE if args.arch == "cnn" else "active_learning-mlp.json"
-        path = REPO_ROOT / "benchmarks" / name.replace(".json", f"{suffix(args.set or [])}.json")
-        atomic_write_text(path, json.dumps(result, indent=1) + "\n")
+        path = STORED.save(name.replace(".json", f"{suffix(args.set or [])}.json"), result)
         print(f"saved {path}", file=sys.stderr)
     return 0
 
@@ -167,8 +171,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--save",
         action="store_true",
-        help=f"write benchmarks/{RESULT_FILE} (cnn), benchmarks/active_learning-mlp.json or "
-        "benchmarks/active_learning-PROTOCOL.json (with --set, the settings in the name: "
-        "…-init_torch.json)",
+        help=f"store {RESULT_FILE} (cnn), active_learning-mlp.json or "
+        "active_learning-PROTOCOL.json among the stored results (with --set, the settings in "
+        "the name: …-init_torch.json)",
     )
     p.set_defaults(func=cmd_active)

@@ -182,6 +182,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--no-cache", action="store_true", help="recompute even if cached")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument(
-        "--save", action="store_true", help="store as a reference run in benchmarks/bandits/"
+        "--save", action="store_true", help="store as a reference run for the Bandits page"
     )
     p.set_defaults(func=cmd_bandit)

@@ -4,7 +4,7 @@ Examples::
 
     python -m core bench          # S = 1…10, all implementations, 3 rounds of 10 timed steps
     python -m core bench --samples 1,2,4,8 --steps 10 --impl vmap,vmap_lrt
-    python -m core bench --threads 2 --save   # a reference run → benchmarks/<device>-<date>.json
+    python -m core bench --threads 2 --save   # a reference run, stored for the page
 """
 
 from __future__ import annotations
@@ -96,9 +96,8 @@ def cmd_peers(args) -> int:
     import datetime
 
     from core.engine.device import device_name, library_versions, processor
-    from core.storage.atomic import atomic_write_text
     from core.studies import peers
-    from core.studies.training_speed import bench_dir
+    from core.studies.training_speed import RUNS
 
     missing = {name: why for name, why in peers.available_peers().items() if why}
     present = tuple(name for name in peers.PEERS if name not in missing)
@@ -136,11 +135,8 @@ def cmd_peers(args) -> int:
             f"μ {c['mu_rel_error']:.2e}"
         )
     if args.save:
-        folder = bench_dir()
-        folder.mkdir(parents=True, exist_ok=True)
         slug = re.sub(r"[^a-z0-9]+", "-", result["device"].lower()).strip("-") or "device"
-        path = folder / f"peers-{slug}-{result['date'][:10]}.json"
-        atomic_write_text(path, json.dumps(result, indent=1) + "\n")
+        path = RUNS.save(f"peers-{slug}-{result['date'][:10]}.json", result)
         print(f"saved {path}", file=sys.stderr)
     return 0
 
@@ -239,11 +235,15 @@ def register(subparsers) -> None:
     p.add_argument("--threads", type=THREADS, default=0, help="CPU threads (0: torch default)")
     p.add_argument("--device", default="", help="cpu or cuda (default: CUDA when available)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
-    p.add_argument("--save", action="store_true", help="write benchmarks/<device>-<date>.json")
+    p.add_argument(
+        "--save",
+        action="store_true",
+        help="store the run for the Training speed page (<device>-<date>.json)",
+    )
     p.add_argument(
         "--peers",
         action="store_true",
         help="time bayesian-torch and blitz beside ours and check their S-sample gradients "
-        "(needs requirements-peers.txt; --save writes benchmarks/peers-<device>-<date>.json)",
+        "(needs requirements-peers.txt; --save stores peers-<device>-<date>.json for the page)",
     )
     p.set_defaults(func=cmd_bench)

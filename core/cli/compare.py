@@ -3,7 +3,7 @@
 Examples::
 
     python -m core compare                 # table of all available checkpoints
-    python -m core compare --save --json   # and write benchmarks/comparison.json
+    python -m core compare --save --json   # and store it for the Home page
     python -m core compare --save --keep-times   # a busy machine: keep the stored times
 """
 
@@ -98,7 +98,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("compare", help="every shipped method on one evaluation")
     p.add_argument("--checkpoint", action="append", help="registry name (repeatable)")
     p.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
-    p.add_argument("--save", action="store_true", help="write benchmarks/comparison.json")
+    p.add_argument("--save", action="store_true", help="store the result for the Home page")
     p.add_argument(
         "--keep-times",
         action="store_true",

@@ -82,7 +82,7 @@ def register(subparsers) -> None:
     p.add_argument(
         "documents",
         nargs="*",
-        help="Markdown files (default: the guide, the README and docs/bandits.md)",
+        help="Markdown files (default: every document that states the lab's numbers)",
     )
     p.add_argument("--write", action="store_true", help="write the lab's values into them")
     p.add_argument(

@@ -33,7 +33,7 @@ def _stored() -> dict:
     """The stored comparison, as the Home page reads it."""
     result = load_comparison()
     if result is None:
-        raise FileNotFoundError("the lab has no stored comparison (benchmarks/comparison.json)")
+        raise FileNotFoundError("the lab has no stored comparison (python -m core compare --save)")
     return result
 
 

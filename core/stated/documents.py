@@ -20,6 +20,8 @@ DOCUMENTS = tuple(
         "docs/methods.md",
         "docs/results.md",
         "docs/bandits.md",
+        "docs/experiments/bandits.md",
+        "docs/experiments/speed.md",
     )
 )
 """The documents whose numbers are generated: ``python -m core stated`` checks these."""

@@ -9,7 +9,6 @@ what the page would show (minutes of CPU: ``python -m core stated --train`` refr
 
 from __future__ import annotations
 
-import json
 import tempfile
 from pathlib import Path
 
@@ -19,11 +18,11 @@ from core.methods import method
 from core.progress import ProgressFn, share
 from core.stated.guide import GUIDE, guide_links
 from core.stated.registry import stated
-from core.storage.atomic import atomic_write_text
-from core.storage.paths import REPO_ROOT
+from core.storage.results import StoredResults
 
-RUNS_FILE = REPO_ROOT / "benchmarks" / "teaching-train-runs.json"
-"""The guide's training runs as the Train page shows them."""
+RUNS = StoredResults("teaching")
+RUNS_FILE = "teaching-train-runs.json"
+"""The guide's training runs as the Train page shows them, in :data:`RUNS`."""
 PAGE_SETTINGS = {"train_epochs": "epochs"}
 """The Train page's settings that are not a method's own, by URL parameter."""
 
@@ -68,7 +67,7 @@ def train_guide_runs(progress: ProgressFn | None = None, text: str | None = None
         text: The guide's Markdown; None reads :data:`~core.stated.guide.GUIDE`.
 
     Returns:
-        :data:`RUNS_FILE`, written atomically.
+        The file written (:data:`RUNS_FILE` in :data:`RUNS`), atomically.
     """
     requests = guide_requests(GUIDE.read_text() if text is None else text)
     runs = {}
@@ -88,8 +87,7 @@ def train_guide_runs(progress: ProgressFn | None = None, text: str | None = None
                 "metrics": outcome.metrics,
                 "seconds": outcome.seconds,
             }
-    atomic_write_text(RUNS_FILE, json.dumps(runs, indent=1) + "\n")
-    return RUNS_FILE
+    return RUNS.save(RUNS_FILE, runs)
 
 
 def stored_runs() -> dict:
@@ -101,7 +99,10 @@ def stored_runs() -> dict:
     Raises:
         FileNotFoundError: If the runs were never stored.
     """
-    return json.loads(RUNS_FILE.read_text())
+    runs = RUNS.load(RUNS_FILE)
+    if runs is None:
+        raise FileNotFoundError(f"no stored guide runs at {RUNS.path(RUNS_FILE)}")
+    return runs
 
 
 @stated("train_run", on_opening=False)

@@ -6,7 +6,8 @@
 - ``BNN_CACHE_DIR``: on-disk evaluation cache (default ``<repo>/.cache``, git-ignored).
 - ``BNN_MODELS_DIR``: user-trained models (default ``<data folder>/models``,
   :func:`user_model_dir`).
-- ``BNN_BENCH_DIR``: stored benchmark results (default ``<repo>/benchmarks``, :func:`bench_dir`).
+- ``BNN_RESULTS_DIR``: the lab's stored results (default ``<checkpoint folder>/results``,
+  :func:`core.storage.results.results_dir`).
 
 All are read through :mod:`core.settings`.
 """
@@ -63,12 +64,3 @@ def user_model_dir() -> Path:
     """
     folder = settings.text("BNN_MODELS_DIR")
     return Path(folder).expanduser().resolve() if folder else data_dir() / "models"
-
-
-def bench_dir() -> Path:
-    """Folder of the stored benchmark and reference results.
-
-    Returns:
-        ``BNN_BENCH_DIR``, or ``<repo>/benchmarks`` by default.
-    """
-    return Path(settings.text("BNN_BENCH_DIR") or REPO_ROOT / "benchmarks").expanduser()

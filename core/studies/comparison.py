@@ -14,7 +14,6 @@ Every part comes from the studies' disk caches, so a second run only re-times th
 from __future__ import annotations
 
 import datetime
-import json
 import statistics
 import time
 from dataclasses import asdict, dataclass
@@ -27,9 +26,8 @@ from core.engine.device import default_device, device_name, library_versions
 from core.engine.sampler import predictive_samples
 from core.evaluation.uncertainty import SCORES, summarize
 from core.progress import Job, ProgressFn, run_all
-from core.storage.atomic import atomic_write_text
 from core.storage.checkpoints import load_checkpoint
-from core.storage.paths import REPO_ROOT
+from core.storage.results import StoredResults
 from core.studies.evaluations import IN_DISTRIBUTION, evaluate_dataset
 from core.studies.ood import held_out_choice
 from core.studies.robustness import CurveSettings, cached_curve
@@ -43,7 +41,9 @@ OOD_SPLIT_SEED = 0
 ATTACK_INPUTS = 1000
 ATTACK_EPS = 0.1
 EOT_K = 20
-RESULT_FILE = REPO_ROOT / "benchmarks" / "comparison.json"
+RESULT_FILE = "comparison.json"
+STORED = StoredResults("comparison")
+"""The stored comparison (``python -m core compare --save``)."""
 
 # Published MNIST test errors (%) of the same families, for orientation (other networks and
 # budgets): Blundell et al. 2015, Table 1 (2×1200 units, 600 epochs); Lakshminarayanan et al.
@@ -258,33 +258,25 @@ def comparison(
     }
 
 
-def save_comparison(result: dict, path: Path = RESULT_FILE) -> Path:
-    """Write ``result`` atomically as JSON.
+def save_comparison(result: dict) -> Path:
+    """Store ``result`` among the lab's stored results (atomically, as JSON).
 
     Args:
         result: What :func:`comparison` returned.
-        path: Target file (default ``benchmarks/comparison.json``).
 
     Returns:
         The path written.
     """
-    atomic_write_text(path, json.dumps(result, indent=1) + "\n")
-    return path
+    return STORED.save(RESULT_FILE, result)
 
 
-def load_comparison(path: Path = RESULT_FILE) -> dict | None:
-    """The saved comparison, or None when absent or unreadable.
-
-    Args:
-        path: The file (default ``benchmarks/comparison.json``).
+def load_comparison() -> dict | None:
+    """The stored comparison, or None when absent or unreadable.
 
     Returns:
         The dict written by :func:`save_comparison`, or None.
     """
-    try:
-        result = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
+    result = STORED.load(RESULT_FILE)
     return result if isinstance(result, dict) and "rows" in result else None
 
 

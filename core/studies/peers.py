@@ -316,15 +316,15 @@ def load_peer_results(folder: Path | None = None) -> dict | None:
     """The newest saved ``python -m core bench --peers --save`` result.
 
     Args:
-        folder: Where to look; None for the benchmarks folder.
+        folder: Where to look; None for the Training speed page's stored runs.
 
     Returns:
         The result of the newest readable ``peers-*.json`` file (by date), or None.
     """
-    from core.studies.training_speed import bench_dir
+    from core.studies.training_speed import RUNS
 
     results = []
-    for path in (folder or bench_dir()).glob("peers-*.json"):
+    for path in (folder or RUNS.folder).glob("peers-*.json"):
         try:
             result = json.loads(path.read_text())
         except (OSError, ValueError):

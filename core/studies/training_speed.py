@@ -7,8 +7,9 @@ steps). A plain MLP trained on the same batches gives the floor. Per implementat
 times are fitted by ``time = a + b·S`` (:mod:`core.evaluation.linfit`); the slope b is the cost
 of one extra sample per epoch.
 
-Results are plain JSON-serialisable dicts (see :func:`run_benchmark`), saved under
-``benchmarks/`` (``BNN_BENCH_DIR`` overrides) for comparison across machines.
+Results are plain JSON-serialisable dicts (see :func:`run_benchmark`), saved among the lab's
+stored results (:data:`RUNS`, ``checkpoints/results/training_speed/``) for comparison across
+machines.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from core.methods import ModelConfig, build_model
 from core.progress import ProgressFn, report
 from core.roles import Actor, require_teacher
 from core.storage.atomic import atomic_write_text
-from core.storage.paths import bench_dir
+from core.storage.results import StoredResults
 from core.training import TrainStep, cuda_graphs_enabled, make_optimizer
 from core.training.step import WARMUP_STEPS
 
@@ -54,6 +55,8 @@ BBB_IMPLEMENTATIONS = (*IMPLEMENTATIONS, "fused")
 """What can be timed: the three reference estimators and the fused one (issue 19)."""
 TASKS = ("mnist", "regression")
 REFERENCE_FILE = "reference-report-seed-a100.json"
+RUNS = StoredResults("training_speed")
+"""The saved runs of every machine, the reference report's and the peer benchmark's."""
 PRIORS = {"gaussian": {"kind": "gaussian", "sigma": 1.0}, "mixture": MIXTURE_PRIOR}
 """The priors of the registered ``bbb_gaussian`` and ``bbb_mixture`` checkpoints."""
 
@@ -519,12 +522,12 @@ def save_result(result: dict, folder: Path | None = None) -> Path:
 
     Args:
         result: A result of :func:`run_benchmark`.
-        folder: Where to save; None for :func:`bench_dir` (created if missing).
+        folder: Where to save; None for :data:`RUNS`' folder (created if missing).
 
     Returns:
         The path written.
     """
-    folder = folder or bench_dir()
+    folder = folder or RUNS.folder
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / result_filename(result)
     atomic_write_text(path, json.dumps(result, indent=1) + "\n")
@@ -540,7 +543,7 @@ def save_shared_result(actor: Actor, result: dict, folder: Path | None = None) -
     Args:
         actor: Who asks (:func:`core.roles.require_teacher`).
         result: A result of :func:`run_benchmark`.
-        folder: Where to save; None for :func:`bench_dir`.
+        folder: Where to save; None for :data:`RUNS`' folder.
 
     Returns:
         The path written.
@@ -549,7 +552,7 @@ def save_shared_result(actor: Actor, result: dict, folder: Path | None = None) -
         PermissionError: If ``actor`` is not the teacher (nothing is written).
     """
     require_teacher(actor, "save_results")
-    folder = folder or bench_dir()
+    folder = folder or RUNS.folder
     folder.mkdir(parents=True, exist_ok=True)
     stem = result_filename(result).removesuffix(".json")
     path, n = folder / f"{stem}.json", 1
@@ -564,12 +567,12 @@ def load_results(folder: Path | None = None) -> dict[str, dict]:
     """Load the saved results; unreadable files are skipped.
 
     Args:
-        folder: Where to look; None for :func:`bench_dir`.
+        folder: Where to look; None for :data:`RUNS`' folder.
 
     Returns:
         File name → result, newest date first.
     """
-    folder = folder or bench_dir()
+    folder = folder or RUNS.folder
     out = {}
     for path in sorted(folder.glob("*.json")):
         try:

@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import pytest
 
-from tests.browser_util import free_port
+from harness.browser import free_port
 
 
 def missing(what: str) -> None:

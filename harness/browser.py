@@ -178,7 +178,8 @@ def chromium_browsers(
     n: int, width: int = 1600, height: int = 1200, phones: int = 0
 ) -> Iterator[list]:
     """``n`` pages in separate browser contexts: each its own cookies, as ``n`` students; the
-    last ``phones`` of them are phones (:data:`PHONE`)."""
+    last ``phones`` of them are phones (:data:`PHONE`).
+    """
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
@@ -233,7 +234,8 @@ def messages_sent(page) -> int:
 
 def rerun_latency_ms(page, message: int) -> float:
     """Milliseconds from the page's ``message``-th websocket message (0-based) to the end of
-    the script run that follows, as the browser sees it."""
+    the script run that follows, as the browser sees it.
+    """
     return page.evaluate(
         "(i) => { const t = window.__sent[i]; return window.__idle.find((u) => u > t) - t; }",
         message,
@@ -242,7 +244,8 @@ def rerun_latency_ms(page, message: int) -> float:
 
 def wait_for_script(page, timeout_ms: float = WAIT_MS) -> None:
     """Wait until the app's script is not running. Call it once the page shows something that
-    only the awaited run produces: right after an interaction the run may not have started."""
+    only the awaited run produces: right after an interaction the run may not have started.
+    """
     page.wait_for_selector(
         "[data-testid='stApp'][data-test-script-state='notRunning']", timeout=timeout_ms
     )
@@ -250,7 +253,8 @@ def wait_for_script(page, timeout_ms: float = WAIT_MS) -> None:
 
 def wait_for_enabled(page, label: str, timeout_ms: float | None = None) -> None:
     """Wait until the button labelled ``label`` is enabled (the run that enables it is over);
-    ``timeout_ms``: Playwright's default when None."""
+    ``timeout_ms``: Playwright's default when None.
+    """
     page.wait_for_function(
         "label => ![...document.querySelectorAll('button')].find("
         "b => b.innerText.trim() === label).disabled",
@@ -261,7 +265,8 @@ def wait_for_enabled(page, label: str, timeout_ms: float | None = None) -> None:
 
 def wait_for_setting(page, key: str, value: str) -> None:
     """Wait until the rerun that a widget's change starts has applied it: the page writes each
-    setting into its link (``?key=value``) during that run; then wait for the run to end."""
+    setting into its link (``?key=value``) during that run; then wait for the run to end.
+    """
     page.wait_for_function(
         "([key, value]) => new URLSearchParams(location.search).get(key) === value",
         arg=[key, value],
@@ -346,7 +351,8 @@ def press(
 
     ``timeout_ms``: how long one press waits for the button to be visible, enabled and still
     (Playwright's default when None); past it Playwright's ``TimeoutError`` is raised and the
-    button was not pressed."""
+    button was not pressed.
+    """
     act = button.tap if tap else button.click
     until_sent(page, lambda: act(timeout=timeout_ms), tries, "presses of the button")
 
@@ -361,7 +367,8 @@ def open_sidebar(page) -> None:
 
 def sign_in_as_teacher(page, key: str, polled: bool = False) -> None:
     """Open the sidebar's teacher sign-in, type ``key``, press Sign in and wait for teacher
-    mode (needs :func:`record_timings`); ``polled``: on a page that polls (the Train page)."""
+    mode (needs :func:`record_timings`); ``polled``: on a page that polls (the Train page).
+    """
     wait_for_script(page)
     open_sidebar(page)
     page.get_by_text("Teacher sign-in").click()
@@ -395,7 +402,8 @@ def choose(page, box, option: str, tries: int = 10) -> None:
 
 def draw(page, strokes: list[list[tuple[float, float]]]) -> None:
     """Draw polylines given in canvas fractions on the page's drawing canvas, with the mouse
-    (a move event about every 8 pixels, as a hand would give)."""
+    (a move event about every 8 pixels, as a hand would give).
+    """
     box = page.locator("canvas.upper-canvas").bounding_box()
     for stroke in strokes:
         points = [
@@ -410,13 +418,15 @@ def draw(page, strokes: list[list[tuple[float, float]]]) -> None:
 
 def draw_until_sent(page, strokes: list[list[tuple[float, float]]], tries: int = 3) -> None:
     """:func:`draw` the strokes until the canvas sends them (:func:`until_sent`): strokes drawn
-    while a rerun is still mounting the canvas are lost and drawn again."""
+    while a rerun is still mounting the canvas are lost and drawn again.
+    """
     until_sent(page, lambda: draw(page, strokes), tries, "drawings on the canvas")
 
 
 def finger(page, points: list[tuple[float, float]]) -> None:
     """Touch the screen at the first point, slide through the others, lift: real touch events
-    (the DevTools protocol's, as a touch screen sends them), a move about every 8 pixels."""
+    (the DevTools protocol's, as a touch screen sends them), a move about every 8 pixels.
+    """
     cdp = page.context.new_cdp_session(page)
 
     def touch(kind: str, *at: tuple[float, float]) -> None:
@@ -446,14 +456,16 @@ def touch_draw(page, strokes: list[list[tuple[float, float]]]) -> None:
 
 def swipe_up(page, x: float, y: float, distance: float) -> None:
     """A finger swipe upwards from (x, y) over ``distance`` CSS pixels (asks the page to scroll
-    down, if whatever is under the finger lets it)."""
+    down, if whatever is under the finger lets it).
+    """
     finger(page, [(x, y), (x, y - distance)])
 
 
 def scored_default_models() -> list[str]:
     """The sidebar's default models, with their "I don't know" thresholds computed beforehand
     (a one-time MNIST scoring per checkpoint, cached on disk), so that a browser test waits for
-    the page, not for that. Without MNIST the pages work without verdicts."""
+    the page, not for that. Without MNIST the pages work without verdicts.
+    """
     from core.catalogue import default_models, list_checkpoints
     from core.data import DatasetUnavailable
     from core.studies import evaluations
@@ -469,7 +481,8 @@ def scored_default_models() -> list[str]:
 
 def choose_class_label(page, label: str, *, tap: bool = False) -> None:
     """Pick ``label`` among the send panel's digits (a tap on a touch screen), again when a
-    click landed while the page reran and was lost."""
+    click landed while the page reran and was lost.
+    """
     choice = page.locator("[class*='st-key-class_label']")
     for _ in range(5):
         option = choice.get_by_text(label, exact=True)
@@ -491,7 +504,8 @@ DRAW_PROMPT = "Draw a digit on the black square."
 
 def draw_on_canvas(page, strokes: list[list[tuple[float, float]]], *, tap: bool = False) -> None:
     """Draw on the Draw page's canvas with the mouse, or with a finger (``tap``), until the
-    canvas sends the strokes (needs :func:`record_timings`)."""
+    canvas sends the strokes (needs :func:`record_timings`).
+    """
     if tap:
         until_sent(page, lambda: touch_draw(page, strokes), 3, "drawings with a finger")
     else:
@@ -503,7 +517,8 @@ def send_to_class(
 ) -> None:
     """On the Draw page opened with ``?class=code`` (and :func:`record_timings`): draw
     ``strokes`` (a finger when ``tap``), wait for the verdicts, open *Send my drawing to the
-    class* if it is closed, pick ``label`` and press Submit, until the page says it was sent."""
+    class* if it is closed, pick ``label`` and press Submit, until the page says it was sent.
+    """
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     draw_on_canvas(page, strokes, tap=tap)
