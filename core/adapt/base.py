@@ -84,6 +84,17 @@ class Adapter:
         """Whether the kind has an objective."""
         return self.objective is not None
 
+    def own(self, given: dict) -> dict:
+        """The values of ``given`` that are this kind's options (the others are other kinds').
+
+        Args:
+            given: Values by setting name, for any kinds.
+
+        Returns:
+            Those of :attr:`settings`, unchecked.
+        """
+        return {s.name: given[s.name] for s in self.settings if s.name in given}
+
     def options(self, given: dict | None = None) -> dict:
         """The kind's options: ``given`` checked, the others at their defaults.
 
