@@ -10,7 +10,7 @@ one it started from.
 
 from core.adapt.base import MIN_DRAWINGS, Adapter, CannotAdapt, Objective, check_drawings
 from core.adapt.registry import ADAPTERS, adapter
-from core.adapt.run import Adapted, adapt, adapt_model
+from core.adapt.run import Adapted, adapt, adapt_model, save_adapted
 
 __all__ = [
     "ADAPTERS",
@@ -23,4 +23,5 @@ __all__ = [
     "adapt_model",
     "adapter",
     "check_drawings",
+    "save_adapted",
 ]

@@ -198,13 +198,35 @@ def adapt(
         },
         "train_seconds": seconds,
     }
-    path = None
+    adapted = Adapted(model, metadata, None)
     if name is not None:
         if cancel is not None and cancel.is_set():
             return None
-        folder = directory or user_model_dir()
-        folder.mkdir(parents=True, exist_ok=True)
-        metadata |= {"owner": owner} if owner else {}
-        path = save_checkpoint(free_name(name, folder), model, metadata, folder)
-    report(progress, 1.0, "saved" if path else "done")
-    return Adapted(model, metadata, path)
+        adapted = save_adapted(adapted, name, owner, directory)
+    report(progress, 1.0, "saved" if adapted.path else "done")
+    return adapted
+
+
+def save_adapted(
+    adapted: Adapted, name: str, owner: str = "", directory: Path | None = None
+) -> Adapted:
+    """Save an adapted model as a new user model (atomically; never over another one).
+
+    Args:
+        adapted: The model and its metadata.
+        name: The wanted name (``NAME-2``, ... when taken).
+        owner: Who may rename or delete it ("" for the teacher at the command line).
+        directory: Where; None for :func:`~core.storage.paths.user_model_dir`.
+
+    Returns:
+        The same model with its ``path``.
+
+    Raises:
+        ValueError: If the name is not a valid model name.
+    """
+    name = validate_model_name(name)
+    folder = directory or user_model_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    metadata = adapted.metadata | ({"owner": owner} if owner else {})
+    path = save_checkpoint(free_name(name, folder), adapted.model, metadata, folder)
+    return Adapted(adapted.model, metadata, path)
