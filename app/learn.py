@@ -15,6 +15,7 @@ from app import share, ui
 from app.figures import show_figure, show_table
 from app.figures.classroom import learning_curve_figure, thumbnails
 from core.adapt import ADAPTERS
+from core.adapt.bench import load_study, study_table
 from core.adapt.live import LiveAdaptation, Plan, Snapshot, State, start
 from core.adapt.point import PULL
 from core.adapt.study import ASK_COUNT, SPLITS, split_drawings
@@ -217,6 +218,25 @@ def show_run(run: LiveAdaptation, records: list[Drawing]) -> bool:
     return active
 
 
+def stored_study() -> None:
+    """The lab's own study: every method learning canvas-style digits, as measured."""
+    result = load_study()
+    if result is None:
+        return
+    settings = result["settings"]
+    st.markdown("**Measured: every method learning digits drawn as on a canvas**")
+    show_table(pd.DataFrame.from_dict(study_table(result), orient="index"), grid=False)
+    st.caption(
+        f"MNIST test digits drawn thicker, tilted and off-centre stand in for a class's "
+        f"handwriting. Each method learned from the first {', '.join(map(str, settings['sizes']))} "
+        f"of them and was tested on {settings['kept_aside']} others kept aside and on "
+        f"{settings['mnist_subset']} MNIST test digits; {settings['n_samples']} passes per "
+        f"prediction; seconds on {result['machine']['threads']} CPU thread(s) of a shared "
+        "2-core machine (median of "
+        f"{settings['repeats']})."
+    )
+
+
 def learn_section(code: str, records: list[Drawing]) -> None:
     """The whole section (for the teacher: the controls and Start; for students, what it does)."""
     st.subheader("Learn our handwriting")
@@ -226,6 +246,7 @@ def learn_section(code: str, records: list[Drawing]) -> None:
         "Bayes by Backprop learns with its MNIST posterior as the prior; a plain network is "
         "fine-tuned."
     )
+    stored_study()
     unable = {k: a.reason for k, a in ADAPTERS.items() if not a.can_adapt}
     with st.expander("Models that cannot learn here"):
         for kind, reason in unable.items():

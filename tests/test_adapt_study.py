@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from core.adapt.bench import TITLES, save_study, study_table
 from core.adapt.study import (
     ask_first,
     before_after,
@@ -15,6 +16,7 @@ from core.adapt.study import (
     split_drawings,
 )
 from core.data.synthetic import canvas_digits
+from core.stated.adapt import adapt_study
 from core.storage.checkpoints import load_checkpoint
 
 
@@ -92,3 +94,64 @@ def test_bald_asks_where_the_sampled_networks_disagree(sets):
     assert len(bald.positions) == 5 and len(set(bald.positions.tolist())) == 5
     assert bald.scores.tolist() == sorted(bald.scores.tolist(), reverse=True)
     assert not torch.equal(bald.positions.sort().values, random.positions.sort().values)
+
+
+def test_canvas_digits_are_thicker_moved_and_seeded():
+    image = torch.zeros(1, 1, 28, 28)
+    image[0, 0, 8:20, 14] = 1.0  # a thin "1"
+    once, again = canvas_digits(image, seed=5), canvas_digits(image, seed=5)
+    assert torch.equal(once, again) and not torch.equal(once, canvas_digits(image, seed=6))
+    assert (once > 0.5).sum() > 2 * (image > 0.5).sum()  # thicker strokes
+    assert once.shape == image.shape and 0.0 <= once.min() and once.max() <= 1.0
+
+
+def study(seconds: float = 2.5) -> dict:
+    sizes = {
+        str(n): {
+            "accuracy": a,
+            "ece": 0.1,
+            "nll": 1.0,
+            "dont_know": 0.0,
+            "mnist_error": 0.05,
+            "seconds": seconds,
+        }
+        for n, a in ((20, 0.5), (50, 0.6), (200, 0.75))
+    }
+    before = {"accuracy": 0.4, "ece": 0.2, "nll": 2.0, "dont_know": 0.1, "mnist_error": 0.02}
+    return {
+        "settings": {
+            "sizes": [20, 50, 200],
+            "kept_aside": 500,
+            "mnist_subset": 1000,
+            "n_samples": 20,
+            "seed": 0,
+            "repeats": 3,
+            "steps": 100,
+        },
+        "machine": {"threads": 1},
+        "rows": [
+            {
+                "method": "mlp",
+                "title": TITLES["mlp"],
+                "checkpoint": "mlp",
+                "options": {"pull": 0.0},
+                "before": before,
+                "sizes": sizes,
+            }
+        ],
+    }
+
+
+def test_the_study_table_and_its_stated_cells(tmp_path, monkeypatch):
+    table = study_table(study())
+    row = table[TITLES["mlp"]]
+    assert row["kept-aside accuracy (%), as trained"] == "40.0"
+    assert [row[f"after {n}"] for n in (20, 50, 200)] == ["50.0", "60.0", "75.0"]
+    assert row["MNIST error (%), as trained"] == "2.0" and row["MNIST error after 200"] == "5.0"
+    assert row["seconds (200)"] == "2.5"
+    monkeypatch.setenv("BNN_BENCH_DIR", str(tmp_path))
+    save_study(study(seconds=7.31))
+    assert adapt_study("mlp", "seconds") == "7.3"
+    assert adapt_study("mlp", "200") == "75.0" and adapt_study("mlp", "ece_before") == "0.200"
+    with pytest.raises(ValueError, match="column is one of"):
+        adapt_study("mlp", "speed")

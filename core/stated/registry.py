@@ -20,6 +20,7 @@ Source = Callable[..., str]
 
 SOURCE_MODULES = (
     "core.stated.active",
+    "core.stated.adapt",
     "core.stated.bandits",
     "core.stated.calibration",
     "core.stated.cold_posterior",
