@@ -20,6 +20,7 @@ from core.adapt.live import LiveAdaptation, Plan, Snapshot, State, start
 from core.adapt.point import PULL
 from core.adapt.study import ASK_COUNT, SPLITS, split_drawings
 from core.classroom.store import Drawing, as_tensors
+from core.methods import method
 
 RUN_KEY = "learn_run"  # this session's LiveAdaptation
 POLLING_KEY = "learn_polling"  # whether the last poll saw the run computing
@@ -250,7 +251,7 @@ def learn_section(code: str, records: list[Drawing]) -> None:
     unable = {k: a.reason for k, a in ADAPTERS.items() if not a.can_adapt}
     with st.expander("Models that cannot learn here"):
         for kind, reason in unable.items():
-            st.markdown(f"- **{kind}**: {reason}")
+            st.markdown(f"- **{method(kind).title}**: {reason}")
     if not ui.visitor().teacher:
         st.info("Only the teacher can start this: sign in with the teacher key in the sidebar.")
         return
