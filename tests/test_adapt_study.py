@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from core.adapt.bench import TITLES, save_study, study_table
+from core.adapt.live import LiveAdaptation, Plan, State, start
 from core.adapt.study import (
     ask_first,
     before_after,
@@ -16,8 +17,10 @@ from core.adapt.study import (
     split_drawings,
 )
 from core.data.synthetic import canvas_digits
+from core.jobs.owners import Visitor
 from core.stated.adapt import adapt_study
 from core.storage.checkpoints import load_checkpoint
+from core.storage.paths import user_model_dir
 
 
 def test_time_split_learns_the_older_half():
@@ -155,3 +158,42 @@ def test_the_study_table_and_its_stated_cells(tmp_path, monkeypatch):
     assert adapt_study("mlp", "200") == "75.0" and adapt_study("mlp", "ece_before") == "0.200"
     with pytest.raises(ValueError, match="column is one of"):
         adapt_study("mlp", "speed")
+
+
+def live_plan(**changes) -> Plan:
+    g = torch.Generator().manual_seed(0)
+    fields = {
+        "checkpoints": ("mlp",),
+        "images": torch.rand(12, 1, 28, 28, generator=g),
+        "labels": torch.arange(12) % 4,
+        "steps": 2,
+        "n_samples": 1,
+        "curve": True,
+        "ask": False,
+        "prefix": "ours",
+    }
+    return Plan(**(fields | changes))
+
+
+def test_a_live_run_saves_its_models_only_when_done(mnist_small):
+    run = start(Visitor("t", teacher=True), live_plan())
+    assert run.join(300)
+    snap = run.snapshot()
+    assert snap.state is State.DONE, snap.error
+    assert snap.saved == ("user:ours-mlp",) and len(snap.results) == 1
+    assert [r["drawings"] for r in snap.curves["mlp"]] == [0, 6]
+    assert snap.curves["mlp"][0]["accuracy"] == snap.results[0].before.accuracy
+    cancelled = LiveAdaptation(live_plan(prefix="gone"))
+    cancelled.cancel()
+    cancelled.start().join(300)
+    assert cancelled.snapshot().state is State.CANCELLED
+    assert sorted(p.name for p in user_model_dir().glob("*.pt")) == ["ours-mlp.pt"]
+
+
+def test_a_live_run_refuses_before_starting():
+    with pytest.raises(PermissionError):
+        start(Visitor("s"), live_plan())
+    with pytest.raises(ValueError, match="every drawing is a 3"):
+        start(Visitor("t", teacher=True), live_plan(labels=torch.full((12,), 3)))
+    with pytest.raises(ValueError, match="swag cannot learn"):
+        start(Visitor("t", teacher=True), live_plan(checkpoints=("swag",)))

@@ -183,6 +183,7 @@ class LiveAdaptation:
                     learn,
                     kept,
                     mnist,
+                    before=result.before,
                     options=options,
                     cancel=self._cancel,
                     progress=share(self._progress, done, parts, f"{checkpoint}, curve"),
@@ -199,7 +200,7 @@ class LiveAdaptation:
             options = adapter(load_checkpoint(first)[0].config.kind).own(plan.options)
             asked = ask_first(first, learn, kept, mnist, options=options, **common)
             self._publish(asked=tuple(asked))
-        if self._cancel.is_set():
+        if self._cancel.is_set():  # the replay does not stop midway; nothing is saved
             return State.CANCELLED
         saved = []
         for result in results:

@@ -265,6 +265,7 @@ def learning_curve(
     options: dict | None = None,
     steps: int | None = None,
     seed: int = 0,
+    before: Scores | None = None,
     progress: ProgressFn | None = None,
     cancel: threading.Event | None = None,
 ) -> list[dict] | None:
@@ -281,6 +282,8 @@ def learning_curve(
         options: The kind's adaptation options.
         steps: Adam steps of each adaptation; None for the default.
         seed: Seed of the adaptations and scores.
+        before: The model's scores as trained, if already computed (same sets, passes and
+            seed); None computes them.
         progress: Gets the fraction done.
         cancel: Stops between and within points.
 
@@ -288,8 +291,7 @@ def learning_curve(
         Rows ``{"drawings", "accuracy", "mnist_error"}`` (the first for 0 drawings: the
         model as trained), or None when cancelled.
     """
-    shipped, _ = load_checkpoint(checkpoint)
-    start = scores(shipped, kept, mnist, n_samples, seed)
+    start = before or scores(load_checkpoint(checkpoint)[0], kept, mnist, n_samples, seed)
     rows = [{"drawings": 0, "accuracy": start.accuracy, "mnist_error": start.mnist_error}]
     sizes = curve_sizes(len(learn[1]))
     for i, k in enumerate(sizes):
