@@ -155,8 +155,8 @@ def results_table(snap: Snapshot) -> None:
     show_table(pd.DataFrame.from_dict(rows, orient="index"), grid=False)
 
 
-def changed(snap: Snapshot, kept: list[Drawing]) -> None:
-    """The kept-aside drawings whose answer changed, per model."""
+def changed(snap: Snapshot, kept: np.ndarray) -> None:
+    """The kept-aside drawings (``(K, 28, 28)`` in [0, 1]) whose answer changed, per model."""
     for result in snap.results:
         title = ui.model_title(result.checkpoint)
         if not result.changed:
@@ -168,13 +168,19 @@ def changed(snap: Snapshot, kept: list[Drawing]) -> None:
             f"{right} of them are now right."
         )
         st.image(
-            thumbnails(np.stack([kept[i].image() for i, *_ in result.changed])),
+            thumbnails(kept[[i for i, *_ in result.changed]]),
             caption=[f"meant {m}: {b} → {a}" for _, m, b, a in result.changed],
         )
 
 
-def asked(snap: Snapshot, learn: list[Drawing]) -> None:
-    """BALD's first picks beside random picks, and what each set taught."""
+def asked(snap: Snapshot, learn: np.ndarray, labels: list[int]) -> None:
+    """BALD's first picks beside random picks, and what each set taught.
+
+    Args:
+        snap: The finished run.
+        learn: The drawings learned from, ``(L, 28, 28)`` in [0, 1].
+        labels: Their digits.
+    """
     for pick in snap.asked:
         title = "BALD (where its sampled networks disagree)" if pick.how == "bald" else "Random"
         taught = (
@@ -183,14 +189,11 @@ def asked(snap: Snapshot, learn: list[Drawing]) -> None:
             else f"kept-aside accuracy after learning from these alone: {pick.accuracy:.1%}"
         )
         st.markdown(f"**{title}**: {taught}")
-        chosen = [learn[i] for i in pick.positions.tolist()]
-        st.image(
-            thumbnails(np.stack([d.image() for d in chosen])),
-            caption=[f"{d.label}" for d in chosen],
-        )
+        chosen = pick.positions.tolist()
+        st.image(thumbnails(learn[chosen]), caption=[f"{labels[i]}" for i in chosen])
 
 
-def show_run(run: LiveAdaptation, records: list[Drawing]) -> bool:
+def show_run(run: LiveAdaptation) -> bool:
     """The run's progress and, once it is done, everything it found; whether it computes."""
     snap = run.snapshot()
     active = snap.state is State.RUNNING
@@ -205,17 +208,19 @@ def show_run(run: LiveAdaptation, records: list[Drawing]) -> bool:
     if snap.results:
         st.markdown("**Before and after, on the drawings kept aside and on MNIST**")
         results_table(snap)
-    learn_at, kept_at = split_drawings(len(records), run.plan.split, run.plan.seed)
+    plan = run.plan  # the drawings it learned from, whatever arrived since
+    learn_at, kept_at = split_drawings(len(plan.labels), plan.split, plan.seed)
+    images = plan.images[:, 0].numpy()
     if snap.state is State.DONE:
         st.success(
             f"Saved {', '.join(ui.model_title(n) for n in snap.saved)}: pick them in the "
             "sidebar to draw again and see the difference."
         )
-        changed(snap, [records[i] for i in kept_at.tolist()])
+        changed(snap, images[kept_at.numpy()])
         if snap.curves:
             titles = {r.checkpoint: ui.model_title(r.checkpoint) for r in snap.results}
             show_figure(learning_curve_figure(snap.curves, titles), "learn_curve_figure")
-        asked(snap, [records[i] for i in learn_at.tolist()])
+        asked(snap, images[learn_at.numpy()], plan.labels[learn_at].tolist())
     return active
 
 
@@ -224,17 +229,17 @@ def stored_study() -> None:
     result = load_study()
     if result is None:
         return
-    settings = result["settings"]
+    measured = result["settings"]
     st.markdown("**Measured: every method learning digits drawn as on a canvas**")
     show_table(pd.DataFrame.from_dict(study_table(result), orient="index"), grid=False)
     st.caption(
         f"MNIST test digits drawn thicker, tilted and off-centre stand in for a class's "
-        f"handwriting. Each method learned from the first {', '.join(map(str, settings['sizes']))} "
-        f"of them and was tested on {settings['kept_aside']} others kept aside and on "
-        f"{settings['mnist_subset']} MNIST test digits; {settings['n_samples']} passes per "
+        f"handwriting. Each method learned from the first {', '.join(map(str, measured['sizes']))} "
+        f"of them and was tested on {measured['kept_aside']} others kept aside and on "
+        f"{measured['mnist_subset']} MNIST test digits; {measured['n_samples']} passes per "
         f"prediction; seconds on {result['machine']['threads']} CPU thread(s) of a shared "
         "2-core machine (median of "
-        f"{settings['repeats']})."
+        f"{measured['repeats']})."
     )
 
 
@@ -270,16 +275,16 @@ def learn_section(code: str, records: list[Drawing]) -> None:
     run = st.session_state.get(RUN_KEY)
     if run is not None:
         polling = run.snapshot().state is State.RUNNING
-        st.fragment(run_every=POLL_S if polling else None)(poll)(records)
+        st.fragment(run_every=POLL_S if polling else None)(poll)()
 
 
-def poll(records: list[Drawing]) -> None:
+def poll() -> None:
     """The run's part of the page (a fragment: redrawn every second while it computes)."""
     run = st.session_state.get(RUN_KEY)
     if run is None:
         return
     was = st.session_state.get(POLLING_KEY, True)
-    active = show_run(run, records)
+    active = show_run(run)
     st.session_state[POLLING_KEY] = active
     if was and not active:
         st.rerun()  # the whole page: stop polling
