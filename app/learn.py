@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import streamlit as st
+import torch
 
 from app import share, ui
 from app.figures import show_figure, show_table
@@ -128,7 +129,7 @@ def begin(plan: Plan) -> None:
     if old is not None:
         old.cancel()
     try:
-        st.session_state[RUN_KEY] = start(ui.visitor(), plan)
+        st.session_state[RUN_KEY] = start(ui.visitor(), plan, torch.get_num_threads())
         st.session_state[POLLING_KEY] = True
         st.session_state.pop(PROBLEM_KEY, None)
     except (PermissionError, ValueError) as exc:

@@ -109,10 +109,13 @@ class LiveAdaptation:
 
     Args:
         plan: What to learn.
+        threads: torch intra-op threads of the computing thread (0 leaves its count alone);
+            give the count of the thread that starts it (OpenMP's count is per thread).
     """
 
-    def __init__(self, plan: Plan) -> None:
+    def __init__(self, plan: Plan, threads: int = 0) -> None:
         self.plan = plan
+        self.threads = threads
         self._cancel = threading.Event()
         self._lock = threading.Lock()
         self._snap = Snapshot(State.RUNNING, message="starting")
@@ -146,6 +149,8 @@ class LiveAdaptation:
         self._publish(fraction=fraction, message=message)
 
     def _run(self) -> None:
+        if self.threads:
+            torch.set_num_threads(self.threads)
         try:
             self._publish(state=self._work())
         except (ValueError, RuntimeError, OSError, DatasetUnavailable) as exc:
@@ -211,12 +216,13 @@ class LiveAdaptation:
         return State.DONE
 
 
-def start(actor: Actor, plan: Plan) -> LiveAdaptation:
+def start(actor: Actor, plan: Plan, threads: int = 0) -> LiveAdaptation:
     """Start a run for the teacher.
 
     Args:
         actor: Who asks.
         plan: What to learn.
+        threads: torch threads of the run's thread (0: its default).
 
     Returns:
         The started run.
@@ -233,4 +239,4 @@ def start(actor: Actor, plan: Plan) -> LiveAdaptation:
     check_drawings(plan.images[learn], plan.labels[learn])
     for checkpoint in plan.checkpoints:
         adapter(load_checkpoint(checkpoint)[0].config.kind)
-    return LiveAdaptation(plan).start()
+    return LiveAdaptation(plan, threads).start()
