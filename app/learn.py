@@ -191,7 +191,11 @@ def asked(snap: Snapshot, learn: np.ndarray, labels: list[int]) -> None:
         )
         st.markdown(f"**{title}**: {taught}")
         chosen = pick.positions.tolist()
-        st.image(thumbnails(learn[chosen]), caption=[f"{labels[i]}" for i in chosen])
+        captions = [
+            f"{labels[i]} · MI {score:.2f}" if pick.how == "bald" else f"{labels[i]}"
+            for i, score in zip(chosen, pick.scores.tolist(), strict=True)
+        ]
+        st.image(thumbnails(learn[chosen]), caption=captions)
 
 
 def show_run(run: LiveAdaptation) -> bool:

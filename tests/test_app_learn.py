@@ -60,6 +60,8 @@ def test_the_teacher_teaches_two_models_and_they_join_the_sidebar(small_models):
     listed = [i.spec.name for i in all_checkpoints() if i.available]  # the sidebar's list
     assert {"user:physics1-learned-mlp", "user:physics1-learned-bbb_mixture"} <= set(listed)
     assert len(at.get("plotly_chart")) > 6  # the curve beside the models' figures
+    captions = [c for image in at.get("image") for c in image.captions]
+    assert sum(" · MI " in c for c in captions) == 7  # BALD's picks: all 7 drawings learned
 
 
 def test_cancel_saves_nothing(small_models):  # noqa: F811
