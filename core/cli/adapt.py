@@ -17,11 +17,13 @@ import json
 import sys
 from pathlib import Path
 
+import torch
+
 from core.adapt import ADAPTERS, adapter
 from core.adapt.study import SPLITS, before_after, mnist_subset, split_drawings
 from core.classroom.export import read_idx_zip
 from core.classroom.store import drawings
-from core.cli.values import SAMPLES, SEED, real, whole
+from core.cli.values import SAMPLES, SEED, THREADS, real, whole
 from core.progress import text_progress
 from core.storage.checkpoints import load_checkpoint
 
@@ -42,6 +44,8 @@ def class_drawings(args: argparse.Namespace) -> tuple:
 
 def cmd_adapt(args: argparse.Namespace) -> int:
     """Run ``adapt``: adapt each checkpoint and print (or emit as JSON) before and after."""
+    if args.threads:
+        torch.set_num_threads(args.threads)
     images, labels = class_drawings(args)
     learn, kept = split_drawings(len(labels), args.split, args.seed)
     mnist = mnist_subset()
@@ -127,6 +131,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             default=None,
             help=f"{setting.help} ({kinds}; default {setting.default})",
         )
+    p.add_argument("--threads", type=THREADS, default=0, help="CPU threads (0: torch default)")
     p.add_argument("--save", help="keep each adapted model as user:SAVE-CHECKPOINT")
     p.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
     p.set_defaults(func=cmd_adapt)
