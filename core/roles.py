@@ -44,6 +44,7 @@ TEACHER_ONLY: dict[str, str] = {
     "export_class": "export a class's drawings",
     "save_results": "save a run into the lab's results",
     "prepare_class": "prepare the lab for class",
+    "adapt_class": "teach the networks the class's handwriting",
 }
 """Action → what it does, in words: the shared-state changes only the teacher may make (acting
 on another student's job or model is :meth:`core.jobs.owners.Visitor.may_act_on`'s)."""

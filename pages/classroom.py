@@ -6,7 +6,9 @@ Students join with the link shown at the top, a large QR code and text
 The gallery (newest first), each digit model's accuracy on the class's drawings, its confusion
 matrix, reliability diagram and the drawings it said "I don't know" to; for the teacher, the set
 as CSV + PNG files or an MNIST-format IDX pair (built only when downloaded), and a Clear button,
-shown in teacher mode only (and refused to students by :mod:`core.classroom.teacher`). The class
+shown in teacher mode only (and refused to students by :mod:`core.classroom.teacher`); "Learn our
+handwriting" (:mod:`app.learn`): the teacher teaches models half of the drawings and tests
+them on the other half and on MNIST. The class
 code comes from the link (``?class=...``) or the input; without one the page proposes a fresh
 code; the live part refreshes every few seconds. Each model's predictions are kept per drawing
 for the whole server (:mod:`core.classroom.live`), so a refresh runs the models only on drawings
@@ -25,6 +27,7 @@ from app.classroom import join_panel, link_class_code, use_class_code
 from app.figures import show_figure, show_table
 from app.figures.calibration import reliability_figure
 from app.figures.classroom import confusion_figure, thumbnails
+from app.learn import learn_section
 from app.prepare import prepare_panel
 from core.classroom import export
 from core.classroom.live import LiveReport, PredictionCache, live_reports
@@ -325,3 +328,7 @@ if code is not None:
         code, models, n_samples, limits, live
     )
     teacher(code, database_url(), live)
+    try:
+        learn_section(code, ClassStore(database_url()).records(code))
+    except DatabaseError:
+        pass  # the live view says so

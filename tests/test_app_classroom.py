@@ -102,7 +102,8 @@ def test_an_empty_class_gets_a_friendly_caption(small_models, class_db):
     assert "No drawings in class `physics1` yet" in captions(at)
     link = next(m.value for m in at.markdown if "</p>" in m.value)  # under the QR code
     assert f">{PUBLIC_URL}/draw?class=physics1</p>" in link  # the Draw page, in full
-    assert not at.error and not at.table and not at.get("image")
+    assert not at.error and not at.get("image")
+    assert all("drawings" not in t.value.columns for t in at.table)  # no results, only the study
     assert not class_db.exists()  # looking creates no database
 
 

@@ -158,6 +158,7 @@ LAYERS = (
         "core.active",
         "core.bandits",
         "core.classroom",
+        "core.adapt",
     ),
     ("core.stated", "core.prepare"),
     ("core.cli", "core.__main__", "core"),

@@ -1,14 +1,16 @@
 """The Class page's figures.
 
-The confusion matrix of a model on the class's drawings, and the gallery's enlarged thumbnails.
+The confusion matrix of a model on the class's drawings, the gallery's enlarged thumbnails, and
+the curve of a network learning the class's handwriting.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
-from app.figures import CLASS_TICKS, layout
+from app.figures import CLASS_TICKS, class_color, layout
 
 THUMBNAIL_SCALE = 3  # screen pixels per image pixel in the gallery
 
@@ -65,3 +67,40 @@ def thumbnails(images: np.ndarray, scale: int = THUMBNAIL_SCALE) -> list[np.ndar
     x = x.astype(np.float32) / 255.0 if x.dtype == np.uint8 else x.astype(np.float32)
     block = np.ones((scale, scale), dtype=np.float32)
     return [np.kron(image, block) for image in x]
+
+
+def learning_curve_figure(curves: dict[str, list[dict]], titles: dict[str, str]) -> go.Figure:
+    """Kept-aside accuracy and MNIST error against the class drawings learned from.
+
+    Args:
+        curves: Model name → rows ``{"drawings", "accuracy", "mnist_error"}`` (fractions).
+        titles: Model name → its title.
+
+    Returns:
+        Two panels side by side, one line per model.
+    """
+    fig = make_subplots(
+        rows=1, cols=2, subplot_titles=("Kept-aside drawings: accuracy", "MNIST: error")
+    )
+    for i, (name, rows) in enumerate(curves.items()):
+        x = [r["drawings"] for r in rows]
+        color = class_color(i)
+        for col, key in ((1, "accuracy"), (2, "mnist_error")):
+            fig.add_trace(
+                go.Scatter(
+                    x=x,
+                    y=[100 * r[key] for r in rows],
+                    mode="lines+markers",
+                    name=titles.get(name, name),
+                    line={"color": color},
+                    showlegend=col == 1,
+                ),
+                row=1,
+                col=col,
+            )
+    fig.update_xaxes(title_text="class drawings learned from")
+    fig.update_yaxes(title_text="%", rangemode="tozero")
+    fig.update_layout(
+        height=360, margin={"l": 40, "r": 10, "t": 40, "b": 40}, legend={"orientation": "h"}
+    )
+    return fig

@@ -6,7 +6,8 @@
   N·784 uint8 pixels) and the labels as ``idx1-ubyte`` (magic 2049, N, then N uint8 labels),
   MNIST's own format. :func:`idx_zip` puts them in a zip under MNIST's test-split names
   (``t10k-images-idx3-ubyte``, ``t10k-labels-idx1-ubyte``), so a folder holding the unzipped
-  pair reads back with :func:`core.data.real.load_test_idx` (or any MNIST reader).
+  pair reads back with :func:`core.data.real.load_test_idx` (or any MNIST reader), and the zip
+  itself with :func:`read_idx_zip`.
 
 Everything is built in memory and returned as bytes (for a download button).
 """
@@ -20,6 +21,7 @@ import zipfile
 from collections.abc import Sequence
 
 import numpy as np
+import torch
 from PIL import Image
 
 from core.classroom.store import PIXELS, SIDE, Drawing
@@ -119,6 +121,36 @@ def idx_zip(drawings: Sequence[Drawing]) -> bytes:
         The zip file's bytes.
     """
     return _zip(dict(zip(IDX_NAMES, idx_pair(drawings), strict=True)))
+
+
+def read_idx_zip(data: bytes) -> tuple[torch.Tensor, torch.Tensor]:
+    """Read back the drawings of an :func:`idx_zip` file (the teacher's download).
+
+    Args:
+        data: The zip file's bytes.
+
+    Returns:
+        Images float32 ``(N, 1, 28, 28)`` in [0, 1] and labels int64 ``(N,)``.
+
+    Raises:
+        ValueError: One line, if it is not such a zip or its two files disagree.
+    """
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            images, labels = (archive.read(name) for name in IDX_NAMES)
+    except (zipfile.BadZipFile, KeyError) as exc:
+        raise ValueError(f"not a class's IDX zip ({' and '.join(IDX_NAMES)}): {exc}") from None
+    magic, n, rows, cols = struct.unpack(">IIII", images[:16])
+    label_magic, n_labels = struct.unpack(">II", labels[:8])
+    if (magic, rows, cols, label_magic) != (IDX_IMAGES_MAGIC, SIDE, SIDE, IDX_LABELS_MAGIC) or (
+        n != n_labels or len(images) != 16 + n * PIXELS or len(labels) != 8 + n
+    ):
+        raise ValueError("the IDX zip's images and labels do not match MNIST's format")
+    pixels = np.frombuffer(images, np.uint8, offset=16).reshape(n, 1, SIDE, SIDE)
+    digits = np.frombuffer(labels, np.uint8, offset=8)
+    return torch.from_numpy(pixels.astype(np.float32) / 255.0), torch.from_numpy(
+        digits.astype(np.int64)
+    )
 
 
 def _zip(files: dict[str, str | bytes]) -> bytes:

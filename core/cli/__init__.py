@@ -14,6 +14,7 @@ from typing import NoReturn
 
 from core.cli import (
     active,
+    adapt,
     attack,
     bandit,
     bench,
@@ -40,6 +41,7 @@ COMMANDS = (
     compare,
     calibration,
     active,
+    adapt,
     regression,
     bandit,
     stated,

@@ -18,6 +18,8 @@ LETTERS = tuple(chr(ord("A") + i) for i in range(26))
 FONT_SIZES = tuple(range(28, 41, 2))  # glyph size jitter, in points of the default font
 STROKES = (0, 1)  # extra stroke width jitter, in pixels at that size
 TILT_DEG = 8.0  # small random slant either way
+CANVAS_TILT_DEG = 25.0  # canvas digits: tilt up to this either way
+CANVAS_SHIFT = 4  # canvas digits: shift up to this many pixels each way
 
 
 def gaussian_noise(n: int, seed: int) -> torch.Tensor:
@@ -80,6 +82,33 @@ def rotate_by(images: torch.Tensor, degrees: torch.Tensor) -> torch.Tensor:
     affine = torch.stack([torch.stack([cos, -sin, zero], 1), torch.stack([sin, cos, zero], 1)], 1)
     grid = F.affine_grid(affine, list(images.shape), align_corners=False)
     return F.grid_sample(images, grid, align_corners=False).clamp_(0.0, 1.0)
+
+
+def canvas_digits(images: torch.Tensor, seed: int) -> torch.Tensor:
+    """Redraw digits the way a class draws on a canvas: thicker, off-centre and tilted.
+
+    Each image's strokes are thickened by a 3 × 3 maximum, the digit is turned by a seeded
+    angle of up to ±25° and moved by up to 4 pixels each way (a finger's digit rarely sits in
+    MNIST's centre of mass).
+
+    Args:
+        images: float32 ``(N, 1, 28, 28)`` in [0, 1].
+        seed: Generator seed of the angles and shifts; same seed, same tensor.
+
+    Returns:
+        The redrawn images, same shape, in [0, 1].
+    """
+    g = torch.Generator().manual_seed(seed)
+    n = len(images)
+    thick = F.max_pool2d(images, 3, stride=1, padding=1)
+    degrees = (torch.rand(n, generator=g) * 2 - 1) * CANVAS_TILT_DEG
+    shifts = torch.randint(-CANVAS_SHIFT, CANVAS_SHIFT + 1, (n, 2), generator=g)
+    turned = rotate_by(thick, degrees)
+    moved = [
+        torch.roll(img, (int(dy), int(dx)), dims=(1, 2))
+        for img, (dy, dx) in zip(turned, shifts, strict=True)
+    ]
+    return torch.stack(moved) if moved else turned
 
 
 def font_available() -> tuple[bool, str]:

@@ -20,6 +20,7 @@ Source = Callable[..., str]
 
 SOURCE_MODULES = (
     "core.stated.active",
+    "core.stated.adapt",
     "core.stated.attack",
     "core.stated.bandits",
     "core.stated.calibration",

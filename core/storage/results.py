@@ -25,6 +25,7 @@ from core.storage.atomic import atomic_write_text
 from core.storage.paths import CHECKPOINT_DIR
 
 STUDIES = {
+    "adaptation": "every method learning canvas-style digits (python -m benchmarks.bench_adapt)",
     "active_learning": "the Active learning page's curves (python -m core active --save)",
     "bandit_references": "the Bandits page's long runs (python -m core bandit ... --save)",
     "comparison": "every shipped method on one evaluation (python -m core compare --save)",
