@@ -27,12 +27,11 @@ from core.evaluation.calibration import (
     tempered,
 )
 from core.storage.atomic import atomic_write_text
-from core.storage.checkpoints import load_checkpoint
+from core.storage.checkpoints import checkpoint_dataset, load_checkpoint
 from core.storage.paths import REPO_ROOT
 from core.studies.calibration import (
     NOISE_SEED,
     predictive,
-    task_dataset,
     temperature_fit,
     validation_split,
 )
@@ -65,7 +64,7 @@ def bootstrap_interval(
 
 def oracle_row(name: str) -> dict:
     """The held-out and test-set temperatures of one checkpoint and the test ECE at each."""
-    dataset = task_dataset(name)
+    dataset = checkpoint_dataset(name)
     test = evaluate_dataset(name, dataset, n_samples=N_SAMPLES)
     held_out = temperature_fit(name, dataset=dataset, n_samples=N_SAMPLES)
     model, _ = load_checkpoint(name, default_device())

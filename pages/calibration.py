@@ -21,7 +21,7 @@ from core.data import DatasetUnavailable, dataset_info
 from core.evaluation.calibration import coverage_curve
 from core.evaluation.shift import SHIFTS
 from core.evaluation.uncertainty import SCORES
-from core.storage.checkpoints import CheckpointError, checkpoint_path
+from core.storage.checkpoints import CheckpointError, checkpoint_dataset, checkpoint_path
 from core.studies.calibration import (
     EFFECT_WORDS,
     MISCALIBRATED_P,
@@ -36,7 +36,6 @@ from core.studies.calibration import (
     shift_curve,
     shift_jobs,
     shifted_examples,
-    task_dataset,
 )
 from core.studies.cold_posterior import (
     METRICS,
@@ -304,7 +303,7 @@ def rejection_section(results: dict[str, CalibrationResult], task: str, n_sample
     for name, r in results.items():
         label = ui.model_title(name)
         found = ui.kept(
-            evaluate_dataset, name, task_dataset(name), n_samples=n_samples, models=[name]
+            evaluate_dataset, name, checkpoint_dataset(name), n_samples=n_samples, models=[name]
         )
         coverage, accuracy = coverage_curve(found.scores[score], found.correct)
         curves[label] = coverage.numpy(), accuracy.numpy()
@@ -511,7 +510,7 @@ models = [name for name, _ in ui.selected_models()]
 if not models:
     st.warning("Choose at least one trained model in the sidebar.")
     st.stop()
-tasks = {name: ui.kept(task_dataset, name, models=[name]) for name in models}
+tasks = {name: ui.kept(checkpoint_dataset, name, models=[name]) for name in models}
 if len(set(tasks.values())) > 1:
     task = share.selectbox(
         "Task",

@@ -33,6 +33,7 @@ from core.classroom.store import ClassStore, Drawing, new_class_code
 from core.classroom.teacher import clear_class, export_class
 from core.data import DatasetUnavailable
 from core.evaluation.uncertainty import SCORES
+from core.storage.checkpoints import checkpoint_dataset
 from core.storage.database import DatabaseError, database_url, describe
 
 CODE_KEY = "classroom_code"
@@ -76,7 +77,7 @@ def chosen_code() -> str | None:
 def digit_models() -> list:
     """The chosen models trained on digits; the others are named, with the reason."""
     chosen = ui.selected_names()
-    other = [name for name in chosen if ui.model_dataset(name) != "mnist"]
+    other = [name for name in chosen if checkpoint_dataset(name) != "mnist"]
     if other:
         st.info("Not evaluated here: these models were trained on another task, not on digits.")
         st.text(", ".join(ui.model_title(name) for name in other))  # may hold user names

@@ -18,6 +18,7 @@ from core.data.preprocess import mnist_style
 from core.data.upload import MAX_PIXELS, MAX_UPLOAD_MB, ImageError, read_image
 from core.evaluation.sweep import rotation_angles, rotation_sweep
 from core.evaluation.uncertainty import Thresholds, reasons, seeded_summary, verdict
+from core.storage.checkpoints import checkpoint_dataset
 from core.studies.cold_posterior import spread_caveat
 
 CANVAS_KEY = "draw_canvas"
@@ -218,7 +219,7 @@ def show_rotation_sweep(image: torch.Tensor, models: list, n_samples: int) -> No
 def digit_models() -> list:
     """The chosen models trained on digits; the others are named with the reason."""
     chosen = ui.selected_names()
-    other = [name for name in chosen if ui.model_dataset(name) != "mnist"]
+    other = [name for name in chosen if checkpoint_dataset(name) != "mnist"]
     if other:
         st.info(
             "Not offered on this page: these models were trained on another task (e.g. "

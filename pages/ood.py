@@ -16,7 +16,7 @@ from app.figures.ood import hist_figure, roc_figure, spread_figure, votes_figure
 from core.data import DatasetUnavailable, list_datasets, load_dataset
 from core.evaluation.metrics import roc_curve
 from core.evaluation.uncertainty import SCORES, PredictiveSummary
-from core.storage.checkpoints import TASK_DATASETS, task_title
+from core.storage.checkpoints import TASK_DATASETS, checkpoint_dataset, task_title
 from core.studies.evaluations import (
     IN_DISTRIBUTION,
     DatasetEvaluation,
@@ -210,7 +210,7 @@ available = [name for name, (ok, _) in status.items() if ok]
 missing = [name for name, (ok, _) in status.items() if not ok]
 
 chosen = [name for name, _ in ui.selected_models()]
-models = [name for name in chosen if ui.model_dataset(name) == task]
+models = [name for name in chosen if checkpoint_dataset(name) == task]
 if len(models) < len(chosen):
     st.caption(
         f"Left out: these chosen models were trained on another task than {TASK}, so its "

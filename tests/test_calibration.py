@@ -30,7 +30,7 @@ from core.evaluation.calibration import (
     tempered,
     tempered_nll,
 )
-from core.evaluation.metrics import accuracy_coverage, nll, reliability
+from core.evaluation.metrics import nll, reliability
 from core.evaluation.shift import (
     SHIFTS,
     add_noise,
@@ -42,7 +42,7 @@ from core.evaluation.shift import (
 )
 from core.evaluation.uncertainty import SCORES
 from core.methods import build_model
-from core.storage.checkpoints import save_checkpoint
+from core.storage.checkpoints import checkpoint_dataset, save_checkpoint
 from core.studies import calibration as study
 from core.studies.evaluations import IN_DISTRIBUTION, evaluate_dataset
 
@@ -176,11 +176,24 @@ def test_coverage_curve_ends_at_the_plain_accuracy_and_rises_as_coverage_falls()
     assert rejection_auc(score, correct) > correct.double().mean().item()
 
 
-def test_coverage_curve_without_ties_is_accuracy_coverage():
+def in_score_order(scores, correct) -> tuple[torch.Tensor, torch.Tensor]:
+    """Reject the highest scores first, ties in the inputs' order: the curve without tie care."""
+    hits = torch.as_tensor(correct).double()[torch.argsort(torch.as_tensor(scores), stable=True)]
+    kept = torch.arange(1, len(hits) + 1, dtype=torch.float64)
+    return kept / len(hits), hits.cumsum(0) / kept
+
+
+def test_coverage_curve_rejects_the_most_uncertain_first():
+    coverage, accuracy = coverage_curve([0.9, 0.1, 0.5, 0.2], [False, True, False, True])
+    assert coverage.tolist() == [0.25, 0.5, 0.75, 1.0]
+    assert accuracy.tolist() == [1.0, 1.0, 2 / 3, 0.5]
+
+
+def test_coverage_curve_without_ties_is_the_plain_order():
     g = torch.Generator().manual_seed(0)
     scores = torch.rand(500, generator=g, dtype=torch.float64)
     correct = torch.rand(500, generator=g) < 0.8
-    ours, theirs = coverage_curve(scores, correct), accuracy_coverage(scores, correct)
+    ours, theirs = coverage_curve(scores, correct), in_score_order(scores, correct)
     for a, b in zip(ours, theirs, strict=True):
         assert torch.allclose(a, b, atol=1e-12)
 
@@ -193,7 +206,7 @@ def test_coverage_curve_with_ties_is_the_mean_over_random_tie_breaks():
     draws = 20_000
     for _ in range(draws):  # break ties at random, then reject in order
         jitter = torch.rand(len(scores), generator=g) * 0.5
-        total += accuracy_coverage(scores + jitter, correct)[1]
+        total += in_score_order(scores + jitter, correct)[1]
     assert torch.allclose(coverage_curve(scores, correct)[1], total / draws, atol=0.01)
     flat = coverage_curve(torch.zeros(9), correct)[1]  # one score for all: no information
     assert torch.allclose(flat, torch.full((9,), 4 / 9, dtype=torch.float64))
@@ -238,6 +251,18 @@ def test_rotation_turns_counter_clockwise_and_zero_is_the_identity(images):
     one = torch.zeros(1, 1, 28, 28)
     one[0, 0, 2, 20] = 1.0  # upper right: a quarter turn counter-clockwise puts it upper left
     assert torch.nonzero(rotate_by(one, 90)[0, 0] > 0.5).tolist() == [[7, 2]]
+
+
+def test_rotation_by_one_angle_per_image_matches_each_images_own_turn(images):
+    angles = torch.tensor([0.0, 90.0, 180.0, -37.0])
+    turned = rotate_by(images, angles)
+    assert torch.allclose(turned[0], images[0], atol=1e-5)
+    assert torch.allclose(
+        turned[1:3],
+        torch.stack([torch.rot90(images[1], 1, (1, 2)), torch.rot90(images[2], 2, (1, 2))]),
+        atol=1e-5,
+    )
+    assert torch.allclose(turned[3:], rotate_by(images[3:], -37.0), atol=1e-6)
 
 
 def test_noise_has_the_requested_spread_and_the_same_pattern_at_every_level():
@@ -456,7 +481,7 @@ def test_cli_prints_every_number_the_issue_asks_for(small, capsys):
 
 
 def test_each_model_is_rated_on_the_dataset_it_was_trained_on(small, tmp_path):
-    assert study.task_dataset("mlp") == "mnist"  # shipped digit models: from the registry
+    assert checkpoint_dataset("mlp") == "mnist"  # shipped digit models: from the registry
     try:
         load_dataset("fashion_mnist", "train", n_inputs=1)
     except DatasetUnavailable as exc:
@@ -464,7 +489,7 @@ def test_each_model_is_rated_on_the_dataset_it_was_trained_on(small, tmp_path):
     torch.manual_seed(0)
     model = build_model(ModelConfig(kind="mlp", hidden=(16,)))
     path = save_checkpoint("clothes", model, {"dataset": "fashion_mnist"}, tmp_path / "user")
-    assert study.task_dataset(path) == "fashion_mnist"
+    assert checkpoint_dataset(path) == "fashion_mnist"
     result = study.calibration_result(path, n_samples=1, validation_size=300)
     evaluation = evaluate_dataset(path, "fashion_mnist", n_samples=1)
     assert result.dataset == result.fit.dataset == "fashion_mnist"

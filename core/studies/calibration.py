@@ -1,6 +1,6 @@
 """Calibration, "I don't know" rejection and dataset shift of checkpoints, cached on disk.
 
-Each checkpoint is rated on its own task, the dataset it was trained on (:func:`task_dataset`:
+Each checkpoint is rated on its own task, the dataset it was trained on (:func:`checkpoint_dataset`:
 MNIST for the shipped digit models). Three parts, each computed once per checkpoint content and
 settings (:func:`core.storage.cache.cache_entry`, study folder ``calibration``):
 
@@ -35,7 +35,6 @@ from pathlib import Path
 
 import torch
 
-from core.catalogue import REGISTRY
 from core.engine.device import default_device
 from core.engine.sampler import predictive_samples
 from core.engine.seeding import seeded
@@ -85,26 +84,6 @@ REJECTION_LIMIT = "p99"  # the seed's rule: "I don't know" above the 99th percen
 
 
 # --- the task and its validation split -----------------------------------------------------
-
-
-def task_dataset(checkpoint: str | Path) -> str:
-    """Give the dataset a checkpoint was trained on: its task, which it is rated on here.
-
-    Args:
-        checkpoint: Registry name or ``.pt`` path.
-
-    Returns:
-        The ``"dataset"`` recorded in its metadata, else its registry entry's ``dataset``, else
-        ``"mnist"`` (checkpoints saved before tasks were recorded are digit models).
-    """
-    path = resolve_checkpoint(checkpoint)
-    try:
-        stored = read_metadata(path).get("dataset")
-    except CheckpointError:
-        stored = None
-    if isinstance(stored, str) and stored:
-        return stored
-    return getattr(REGISTRY.get(path.stem), "dataset", IN_DISTRIBUTION)
 
 
 def split_indices(
@@ -319,7 +298,7 @@ def temperature_entry(
 
     Args:
         checkpoint: Registry name or ``.pt`` path; the key uses the file's content hash.
-        dataset: The task (:func:`task_dataset`).
+        dataset: The task (:func:`checkpoint_dataset`).
         n_samples: Passes per prediction.
         validation_size: Validation images.
         split_seed: Seed of the split.
@@ -355,7 +334,7 @@ def temperature_fit(
 
     Args:
         checkpoint: Registry name or ``.pt`` path.
-        dataset: The task; None for :func:`task_dataset`.
+        dataset: The task; None for :func:`checkpoint_dataset`.
         n_samples: Passes per prediction.
         validation_size: Validation images (:func:`split_indices`).
         split_seed: Seed of the split.
@@ -369,7 +348,7 @@ def temperature_fit(
         CheckpointError: If the checkpoint is missing or damaged.
     """
     path = resolve_checkpoint(checkpoint)
-    dataset = dataset or task_dataset(path)
+    dataset = dataset or checkpoint_dataset(path)
     entry = temperature_entry(
         path,
         dataset=dataset,
@@ -607,7 +586,7 @@ def calibration_result(
 
     Args:
         checkpoint: Registry name or ``.pt`` path.
-        dataset: The task; None for :func:`task_dataset`.
+        dataset: The task; None for :func:`checkpoint_dataset`.
         n_samples: Passes per prediction.
         validation_size: Validation images of the temperature fit.
         split_seed: Seed of the validation split.
@@ -621,7 +600,7 @@ def calibration_result(
         CheckpointError: If the checkpoint is missing or damaged.
     """
     path = resolve_checkpoint(checkpoint)
-    dataset = dataset or task_dataset(path)
+    dataset = dataset or checkpoint_dataset(path)
     evaluation = evaluate_dataset(
         path, dataset, n_samples=n_samples, progress=share(progress, 0, 2, "test set")
     )
@@ -703,7 +682,7 @@ def calibration_jobs(
         One :class:`~core.progress.Job` per checkpoint with missing work.
     """
     split = {"validation_size": validation_size, "split_seed": split_seed}
-    tasks = {name: task_dataset(name) for name in checkpoints}
+    tasks = {name: checkpoint_dataset(name) for name in checkpoints}
     return [
         Job(
             title(name),
@@ -797,12 +776,12 @@ def level_entry(
         shift: A :data:`~core.evaluation.shift.SHIFTS` name.
         severity: The severity.
         settings: Subset, passes and seeds.
-        dataset: The task; None for :func:`task_dataset`.
+        dataset: The task; None for :func:`checkpoint_dataset`.
 
     Returns:
         The entry.
     """
-    dataset = dataset or task_dataset(checkpoint)
+    dataset = dataset or checkpoint_dataset(checkpoint)
     return cache_entry(
         STUDY,
         CACHE_VERSION,
@@ -870,7 +849,7 @@ def shift_curve(
         checkpoint: Registry name or ``.pt`` path.
         shift: A :data:`~core.evaluation.shift.SHIFTS` name.
         settings: Subset, passes and seeds.
-        dataset: The task, whose test set is shifted; None for :func:`task_dataset`.
+        dataset: The task, whose test set is shifted; None for :func:`checkpoint_dataset`.
         severities: The severities; None for the shift's grid.
         progress: Called with (fraction done, message) while computing; None for silence.
 
@@ -885,7 +864,7 @@ def shift_curve(
     if shift not in SHIFTS:
         raise ValueError(f"shift must be one of {sorted(SHIFTS)}, got {shift!r}")
     path = resolve_checkpoint(checkpoint)
-    dataset = dataset or task_dataset(path)
+    dataset = dataset or checkpoint_dataset(path)
     grid = SHIFTS[shift].severities if severities is None else tuple(severities)
     entries = [level_entry(path, shift, s, settings, dataset) for s in grid]
     levels = [e.read(lambda stored: ShiftLevel(**stored)) for e in entries]
@@ -941,7 +920,7 @@ def shift_jobs(
     Returns:
         One :class:`~core.progress.Job` per curve with missing severities.
     """
-    tasks = {name: task_dataset(name) for name in checkpoints}
+    tasks = {name: checkpoint_dataset(name) for name in checkpoints}
     return [
         Job(
             f"{title(name)}, {SHIFTS[shift].title.lower()}",
@@ -1010,7 +989,7 @@ def example_answers(
     """
     device = default_device()
     model = shared_model(checkpoint, device)
-    images = shifted_examples(task_dataset(checkpoint), shift, severity).to(device)
+    images = shifted_examples(checkpoint_dataset(checkpoint), shift, severity).to(device)
     with seeded(0):
         summary = summarize(predictive_samples(model, images, n_samples))
     return ExampleAnswers(summary.predicted, summary.scores())
