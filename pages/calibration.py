@@ -17,6 +17,7 @@ from app.figures.calibration import (
     shift_figure,
     temperature_figure,
 )
+from app.figures.pixels import enlarge
 from core.data import DatasetUnavailable, dataset_info
 from core.evaluation.calibration import coverage_curve
 from core.evaluation.shift import SHIFTS
@@ -51,7 +52,6 @@ SHIFT_SAMPLES = (5, 10, 20, 50, 100)
 DEFAULT_SHIFT_SAMPLES = 20
 DEFAULT_SHIFT_INPUTS = 2000
 COLUMNS = 3  # reliability diagrams per row
-SCALE = 3  # screen pixels per image pixel
 PREPARING = "Scoring the test set and fitting temperatures (once per model, then cached on disk)"
 SHIFTING = "Evaluating the shifted test sets (once per model and shift, then cached on disk)"
 # A severity of each shift with its unit, e.g. "60°": the shift table's header.
@@ -155,11 +155,6 @@ def cold_posterior_section() -> None:
             + "). A shorter run ends at a larger step, whose noisier samples differ more and "
             "err more: read the temperatures trained for fewer epochs as a rough guide only."
         )
-
-
-def enlarge(image: np.ndarray) -> np.ndarray:
-    """``image (H, W)`` with each pixel repeated :data:`SCALE` times along both axes."""
-    return np.kron(image, np.ones((SCALE, SCALE), dtype=np.float32))
 
 
 def metrics_table(results: dict[str, CalibrationResult]) -> pd.DataFrame:

@@ -24,7 +24,8 @@ from app import ui
 from app.classroom import join_panel, link_class_code, use_class_code
 from app.figures import show_figure, show_table
 from app.figures.calibration import reliability_figure
-from app.figures.classroom import confusion_figure, thumbnails
+from app.figures.classroom import confusion_figure
+from app.figures.pixels import enlarge
 from app.prepare import prepare_panel
 from core.classroom import export
 from core.classroom.live import LiveReport, PredictionCache, live_reports
@@ -142,7 +143,7 @@ def gallery(records: list[Drawing], code: str) -> None:
     )
     with st.container(key="class_gallery"):
         st.image(
-            thumbnails(np.stack([d.image() for d in newest])),
+            list(enlarge(np.stack([d.image() for d in newest]))),
             caption=[f"{d.label} · #{d.id}" for d in newest],
         )
 
@@ -199,7 +200,7 @@ def model_details(result: LiveReport) -> None:
     shown = unknown[::-1][:DONT_KNOW_MAX]
     with st.container(key=f"class_unknown_{report.name}"):
         st.image(
-            thumbnails(np.stack([records[i].image() for i in shown])),
+            list(enlarge(np.stack([records[i].image() for i in shown]))),
             caption=[
                 f"meant {records[i].label}, top {int(report.predicted[i])} · #{records[i].id}"
                 for i in shown

@@ -11,6 +11,7 @@ from streamlit_drawable_canvas import st_canvas
 from app import share, ui
 from app.classroom import submission_panel
 from app.figures import show_figure
+from app.figures.pixels import enlarge
 from app.figures.predictive import predictive_figure
 from app.figures.sweep import sweep_figure
 from core.data import DatasetUnavailable
@@ -28,7 +29,7 @@ TEST_INDEX_KEY = "draw_test_index"
 SWEEP_KEY = "draw_sweep"
 SOURCES = ("Draw", "Upload an image", "MNIST test digit")
 CANVAS_SIZE = 280
-PREVIEW_SCALE = 6
+PREVIEW_SCALE = 6  # screen pixels per image pixel of the preview
 ENTROPY_HELP = "Uncertainty of the averaged prediction, in nats: 0 when sure, ln 10 ≈ 2.30 at most."
 NARROW_CSS = """<style>
 /* On a phone Streamlit stacks columns: Undo and Clear stay side by side, a finger wide each. */
@@ -251,8 +252,7 @@ if picked is not None:
     image, what = picked
     with preview_box:
         st.markdown("**What the models see** (28×28)")
-        big = np.kron(image, np.ones((PREVIEW_SCALE, PREVIEW_SCALE), dtype=np.float32))
-        st.image(big, clamp=True)
+        st.image(enlarge(image, PREVIEW_SCALE), clamp=True)
         st.text(what)  # may hold a file name: user text is shown literally, never as Markdown
     if not models:
         verdict_box.warning("Choose at least one trained model in the sidebar.")
