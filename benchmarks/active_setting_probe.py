@@ -43,9 +43,9 @@ from core.active.loop import (
     round_accuracy,
     run_entry,
 )
+from core.atomic import atomic_write_text
 from core.cli.overrides import parse_value
-from core.storage.atomic import atomic_write_text
-from core.storage.paths import REPO_ROOT
+from core.paths import REPO_ROOT
 
 VALIDATION = 100
 BENCHMARKS = REPO_ROOT / "benchmarks"

@@ -18,6 +18,7 @@ import math
 
 import torch
 
+from core.atomic import atomic_write_text
 from core.catalogue import list_checkpoints
 from core.engine.device import default_device
 from core.evaluation.calibration import (
@@ -26,9 +27,8 @@ from core.evaluation.calibration import (
     fit_temperature,
     tempered,
 )
-from core.storage.atomic import atomic_write_text
+from core.paths import REPO_ROOT
 from core.storage.checkpoints import checkpoint_dataset, load_checkpoint
-from core.storage.paths import REPO_ROOT
 from core.studies.calibration import (
     NOISE_SEED,
     predictive,

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from core.atomic import remove_stale_temporaries
 from core.methods import ModelConfig
-from core.storage.atomic import remove_stale_temporaries
+from core.paths import CHECKPOINT_DIR, user_model_dir
 from core.storage.checkpoints import (
     CheckpointError,
     CheckpointInfo,
@@ -24,7 +25,6 @@ from core.storage.checkpoints import (
     partial_note,
     read_metadata,
 )
-from core.storage.paths import CHECKPOINT_DIR, user_model_dir
 from core.training import TrainConfig
 
 GAUSSIAN_PRIOR = {"kind": "gaussian", "sigma": 1.0}
@@ -234,7 +234,7 @@ def promote(name: str, source_dir: Path | None = None) -> Path:
     Args:
         name: A registered checkpoint name.
         source_dir: Folder of the user-trained checkpoint; None for
-            :func:`~core.storage.paths.user_model_dir`.
+            :func:`~core.paths.user_model_dir`.
 
     Returns:
         The shipped ``.pt`` path.

@@ -21,7 +21,7 @@ from core.active.loop import (
 from core.active.protocols import PAPER_LABELS, paper_comparison
 from core.data import DatasetUnavailable
 from core.methods import method
-from core.storage.paths import REPO_ROOT
+from core.paths import REPO_ROOT
 
 LIVE_KEY = "active_live"  # this session's LiveComparison
 POLLING_KEY = "active_polling"  # the page drew the live run polled (it was computing)

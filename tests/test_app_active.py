@@ -60,7 +60,7 @@ def test_page_shows_the_papers_experiment_beside_gals_table(tmp_path, monkeypatc
     }
     (tmp_path / "benchmarks").mkdir()
     (tmp_path / "benchmarks" / "active_learning-gal2017.json").write_text(json.dumps(stored))
-    monkeypatch.setattr("core.storage.paths.REPO_ROOT", tmp_path)
+    monkeypatch.setattr("core.paths.REPO_ROOT", tmp_path)
     at = AppTest.from_file(PAGE, default_timeout=300).run()
     assert not at.exception, at.exception
     assert "The paper's experiment" in [h.value for h in at.subheader]
@@ -110,7 +110,7 @@ def test_page_shows_the_papers_experiment_beside_gals_table(tmp_path, monkeypatc
 def test_page_shows_the_stored_curves_and_a_table(tmp_path, monkeypatch, mnist_small):
     (tmp_path / "benchmarks").mkdir()
     (tmp_path / "benchmarks" / RESULT_FILE).write_text(json.dumps(CURVES))
-    monkeypatch.setattr("core.storage.paths.REPO_ROOT", tmp_path)
+    monkeypatch.setattr("core.paths.REPO_ROOT", tmp_path)
     at = AppTest.from_file(PAGE, default_timeout=300).run()
     assert not at.exception, at.exception
     assert at.title[0].value == "Active learning"

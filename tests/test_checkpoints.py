@@ -12,9 +12,9 @@ import torch
 
 from core.catalogue import MIXTURE_PRIOR, REGISTRY, list_checkpoints
 from core.methods import ModelConfig, build_model
+from core.paths import REPO_ROOT
 from core.storage import checkpoints
 from core.storage.checkpoints import CheckpointError, load_checkpoint, save_checkpoint
-from core.storage.paths import REPO_ROOT
 
 TINY = ModelConfig(kind="bbb", hidden=(8,), prior=MIXTURE_PRIOR)
 

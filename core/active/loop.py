@@ -23,10 +23,10 @@ from core.engine.sampler import predictive_samples
 from core.engine.seeding import seeded
 from core.evaluation.uncertainty import summarize
 from core.methods import METHODS, build_model, method, model_class
+from core.paths import REPO_ROOT
 from core.processes import run_in_processes
 from core.progress import Job, ProgressFn, report
 from core.storage.cache import CacheEntry, cache_entry
-from core.storage.paths import REPO_ROOT
 from core.training import TrainConfig, train
 from core.training.loop import Procedure
 

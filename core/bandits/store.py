@@ -19,13 +19,13 @@ from pathlib import Path
 
 import torch
 
+from core.atomic import atomic_write_text
 from core.bandits.agents import ModelSettings
 from core.bandits.protocols import PROTOCOLS, protocol_ablation, protocol_of
 from core.bandits.runner import DEFAULT_AGENTS, BanditRun, RunConfig
+from core.paths import bench_dir
 from core.progress import ProgressFn, report
-from core.storage.atomic import atomic_write_text
 from core.storage.cache import CacheEntry, cache_entry
-from core.storage.paths import bench_dir
 
 STUDY = "bandits"
 VERSION = 1

@@ -21,12 +21,12 @@ import sys
 from core.active.acquisition import ACQUISITIONS
 from core.active.loop import ARCHITECTURES, MODEL_KINDS, RESULT_FILE, ActiveConfig, curves_for
 from core.active.protocols import PROTOCOLS, paper_comparison
+from core.atomic import atomic_write_text
 from core.cli.overrides import suffix, with_overrides
 from core.cli.values import IMAGES, SEEDS, WORKERS
+from core.paths import REPO_ROOT
 from core.processes import keep_freed_memory
 from core.progress import text_progress
-from core.storage.atomic import atomic_write_text
-from core.storage.paths import REPO_ROOT
 
 
 def format_table(result: dict) -> str:

@@ -95,8 +95,8 @@ def cmd_peers(args) -> int:
     """
     import datetime
 
+    from core.atomic import atomic_write_text
     from core.engine.device import device_name, library_versions, processor
-    from core.storage.atomic import atomic_write_text
     from core.studies import peers
     from core.studies.training_speed import bench_dir
 

@@ -1,6 +1,6 @@
 """``python -m core list | train | promote | evaluate``: registered and user-trained models.
 
-Training writes to the user-model folder (:func:`core.storage.paths.user_model_dir`), never to
+Training writes to the user-model folder (:func:`core.paths.user_model_dir`), never to
 the shipped ``checkpoints/``: an interrupted run cannot destroy a documented model. A registered
 model is saved after every epoch marked partial, and complete only after its last epoch;
 ``list`` shows a partial model as such. ``promote`` replaces a shipped checkpoint with the
@@ -33,6 +33,7 @@ from core.evaluation.metrics import evaluate_model
 from core.jobs.training import make_request, run_training, spec_request, training_metadata
 from core.methods import METHODS, build_model, method
 from core.methods.base import Setting
+from core.paths import user_model_dir
 from core.progress import text_progress
 from core.storage.checkpoints import (
     TASK_DATASETS,
@@ -48,7 +49,6 @@ from core.storage.checkpoints import (
     task_title,
     user_key,
 )
-from core.storage.paths import user_model_dir
 from core.studies.calibration import held_out_validation
 from core.studies.evaluations import (
     SHIPPED_THRESHOLDS,

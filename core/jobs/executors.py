@@ -57,8 +57,8 @@ from core.jobs.store import (
     ray_worker,
 )
 from core.jobs.training import TrainOutcome, TrainRequest, run_training
+from core.paths import REPO_ROOT
 from core.storage.database import DB_FILE_ENV, DatabaseError, database_url, describe
-from core.storage.paths import REPO_ROOT
 from core.training import EpochStats, StepStats
 
 RAY_ADDRESS_ENV = "BNN_RAY_ADDRESS"

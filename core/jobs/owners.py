@@ -14,13 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.paths import user_model_dir
 from core.storage.checkpoints import (
     checkpoint_path,
     delete_user_checkpoint,
     read_metadata,
     rename_user_checkpoint,
 )
-from core.storage.paths import user_model_dir
 
 
 @dataclass(frozen=True)

@@ -13,14 +13,14 @@ import json
 import tempfile
 from pathlib import Path
 
+from core.atomic import atomic_write_text
 from core.jobs import make_request, run_training
 from core.jobs.training import TrainRequest
 from core.methods import method
+from core.paths import REPO_ROOT
 from core.progress import ProgressFn, share
 from core.stated.guide import GUIDE, guide_links
 from core.stated.registry import stated
-from core.storage.atomic import atomic_write_text
-from core.storage.paths import REPO_ROOT
 
 RUNS_FILE = REPO_ROOT / "benchmarks" / "teaching-train-runs.json"
 """The guide's training runs as the Train page shows them."""

@@ -2,7 +2,7 @@
 
 Shipped checkpoints live in ``checkpoints/`` (tracked by git; what each name means is the
 catalogue, :mod:`core.catalogue`); models trained by users (``python -m core train``, the
-Train page) go to the writable data folder's :func:`~core.storage.paths.user_model_dir`, so an
+Train page) go to the writable data folder's :func:`~core.paths.user_model_dir`, so an
 interrupted run never touches a shipped file. Replacing a shipped file is a separate step,
 :func:`core.catalogue.promote`, after training finished.
 
@@ -41,9 +41,9 @@ from pathlib import Path
 
 import torch
 
+from core.atomic import atomic_write, remove_stale_temporaries
 from core.methods import Model, ModelConfig, build_model
-from core.storage.atomic import atomic_write, remove_stale_temporaries
-from core.storage.paths import CHECKPOINT_DIR, user_model_dir
+from core.paths import CHECKPOINT_DIR, user_model_dir
 from core.training import TrainConfig
 
 FORMAT_VERSION = 1
@@ -152,7 +152,7 @@ def resolve_checkpoint(checkpoint: str | Path) -> Path:
 
     Args:
         checkpoint: A registry name, ``user:NAME`` (in
-            :func:`~core.storage.paths.user_model_dir`), or a path ending in ``.pt``.
+            :func:`~core.paths.user_model_dir`), or a path ending in ``.pt``.
 
     Returns:
         The path (which may not exist).
@@ -246,7 +246,7 @@ def save_checkpoint(
         model: The model; its configuration and state dict (on the CPU) are saved.
         metadata: Extra JSON fields for ``NAME.json`` (besides the name and model config).
         directory: The folder; None for the shipped folder (training passes
-            :func:`~core.storage.paths.user_model_dir`).
+            :func:`~core.paths.user_model_dir`).
         complete: Whether training finished; False for a save in the middle of training
             (the caller adds ``"epochs_planned"`` to ``metadata``).
 
@@ -560,7 +560,7 @@ def list_user_checkpoints(directory: Path | None = None) -> list[CheckpointInfo]
     killed mid-save leaves nothing listed.
 
     Args:
-        directory: The folder; None for :func:`~core.storage.paths.user_model_dir`.
+        directory: The folder; None for :func:`~core.paths.user_model_dir`.
 
     Returns:
         One entry per ``.pt`` file, by name.
@@ -588,7 +588,7 @@ def rename_user_checkpoint(old: str, new: str, directory: Path | None = None) ->
     Args:
         old: The current name (file stem, or ``user:NAME``).
         new: The new name (see :func:`validate_model_name`).
-        directory: The folder; None for :func:`~core.storage.paths.user_model_dir`.
+        directory: The folder; None for :func:`~core.paths.user_model_dir`.
 
     Returns:
         The new ``.pt`` path.
@@ -618,7 +618,7 @@ def delete_user_checkpoint(name: str, directory: Path | None = None) -> None:
 
     Args:
         name: Its name (file stem, or ``user:NAME``).
-        directory: The folder; None for :func:`~core.storage.paths.user_model_dir`.
+        directory: The folder; None for :func:`~core.paths.user_model_dir`.
 
     Raises:
         CheckpointError: If there is no such model.

@@ -5,7 +5,7 @@ live in the same database, named by one URL, ``BNN_CLASS_DB``: ``sqlite:///relat
 ``sqlite:////absolute/path.db`` (SQLAlchemy's convention), a plain file path, or
 ``postgresql://user:password@host/dbname`` (needs ``psycopg``, from
 ``requirements-cluster.txt``). By default it is the SQLite file ``class_drawings.sqlite`` in the
-writable data folder (:func:`core.storage.paths.data_dir`).
+writable data folder (:func:`core.paths.data_dir`).
 
 SQLite runs in WAL mode (readers never wait for a writer; one writer at a time), with a busy
 timeout, and every write is one short ``BEGIN IMMEDIATE … COMMIT`` transaction, so any number of
@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from core import settings
-from core.storage.paths import data_dir
+from core.paths import data_dir
 
 DB_ENV = "BNN_CLASS_DB"
 DB_FILE_ENV = "BNN_CLASS_DB_FILE"

@@ -22,14 +22,14 @@ from pathlib import Path
 
 import torch
 
+from core.atomic import atomic_write_text
 from core.catalogue import REGISTRY
 from core.engine.device import default_device, device_name, library_versions
 from core.engine.sampler import predictive_samples
 from core.evaluation.uncertainty import SCORES, summarize
+from core.paths import REPO_ROOT
 from core.progress import Job, ProgressFn, run_all
-from core.storage.atomic import atomic_write_text
 from core.storage.checkpoints import load_checkpoint
-from core.storage.paths import REPO_ROOT
 from core.studies.evaluations import IN_DISTRIBUTION, evaluate_dataset
 from core.studies.ood import held_out_choice
 from core.studies.robustness import CurveSettings, cached_curve

@@ -3,7 +3,7 @@
 A kernel is one C source of this folder (with the shared ``common.h``), optionally specialised
 by preprocessor definitions (``tiny_mlp.c`` is compiled per network shape). It is compiled with
 the system C compiler (``CC``, default ``cc``) into the cache folder
-(:func:`core.storage.paths.cache_dir` ``/native``), under a name keyed by the sources, the
+(:func:`core.paths.cache_dir` ``/native``), under a name keyed by the sources, the
 definitions, the flags, the compiler's version and the machine, so an edited kernel or a new
 compiler rebuilds and a second process loads the first one's library. Object files are compiled with
 ``-ffast-math`` (for libmvec's vector ``expf``/``logf``) but linked without it: linking with it
@@ -27,7 +27,7 @@ import threading
 from pathlib import Path
 
 from core import settings
-from core.storage.paths import cache_dir
+from core.paths import cache_dir
 
 SOURCE = Path(__file__).with_name("sample_kl.c")
 HEADERS = (Path(__file__).with_name("common.h"),)
