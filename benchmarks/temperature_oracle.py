@@ -29,12 +29,8 @@ from core.evaluation.calibration import (
 )
 from core.paths import REPO_ROOT
 from core.storage.checkpoints import checkpoint_dataset, load_checkpoint
-from core.studies.calibration import (
-    NOISE_SEED,
-    predictive,
-    temperature_fit,
-    validation_split,
-)
+from core.studies.calibration.temperature import temperature_fit
+from core.studies.calibration.validation import NOISE_SEED, predictive, validation_split
 from core.studies.evaluations import evaluate_dataset
 
 RESULT = REPO_ROOT / "benchmarks" / "calibration-temperature-oracle.json"

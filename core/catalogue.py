@@ -31,8 +31,9 @@ GAUSSIAN_PRIOR = {"kind": "gaussian", "sigma": 1.0}
 MIXTURE_PRIOR = {"kind": "mixture", "pi": 0.5, "sigma1": 1.0, "sigma2": 0.0024787521766663585}
 TRAIN_SUBSET = 55_000
 """Training images of the shipped models trained here: the first 55,000 of the seeded order, so
-that the last 5,000 (:data:`core.studies.calibration.VALIDATION_SIZE`) stay unseen for the
-temperature fit. Their epochs are the 60,000-image recipe's × 60/55: the same number of steps."""
+that the last 5,000 (:data:`core.studies.calibration.validation.VALIDATION_SIZE`) stay unseen
+for the temperature fit. Their epochs are the 60,000-image recipe's × 60/55: the same number of
+steps."""
 
 REGISTRY: dict[str, CheckpointSpec] = {
     spec.name: spec

@@ -23,21 +23,23 @@ from core.evaluation.calibration import coverage_curve
 from core.evaluation.shift import SHIFTS
 from core.evaluation.uncertainty import SCORES
 from core.storage.checkpoints import CheckpointError, checkpoint_dataset, checkpoint_path
-from core.studies.calibration import (
+from core.studies.calibration.rejection import (
     EFFECT_WORDS,
     MISCALIBRATED_P,
     REJECTION_LIMIT,
-    VALIDATION_SIZE,
     CalibrationResult,
-    ShiftSettings,
     calibration_jobs,
     calibration_result,
-    example_answers,
     scaling_counts,
+)
+from core.studies.calibration.shift import (
+    ShiftSettings,
+    example_answers,
     shift_curve,
     shift_jobs,
     shifted_examples,
 )
+from core.studies.calibration.validation import VALIDATION_SIZE
 from core.studies.cold_posterior import (
     METRICS,
     SPREAD_FLOOR,

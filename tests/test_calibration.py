@@ -43,7 +43,11 @@ from core.evaluation.shift import (
 from core.evaluation.uncertainty import SCORES
 from core.methods import build_model
 from core.storage.checkpoints import checkpoint_dataset, save_checkpoint
-from core.studies import calibration as study
+from core.studies import calibration as calibration_study
+from core.studies.calibration import rejection as rejection_study
+from core.studies.calibration import shift as shift_study
+from core.studies.calibration import temperature as temperature_study
+from core.studies.calibration import validation as validation_study
 from core.studies.evaluations import IN_DISTRIBUTION, evaluate_dataset
 
 # --- synthetic predictors --------------------------------------------------------------------
@@ -312,23 +316,25 @@ def test_every_shift_keeps_shape_and_range_and_starts_unshifted(images, shift):
 
 
 def test_split_is_disjoint_complete_and_seeded():
-    train, validation = study.split_indices(1000, 100, seed=5)
+    train, validation = validation_study.split_indices(1000, 100, seed=5)
     assert len(validation) == 100 and len(train) == 900
     assert sorted(torch.cat([train, validation]).tolist()) == list(range(1000))
-    again = study.split_indices(1000, 100, seed=5)
+    again = validation_study.split_indices(1000, 100, seed=5)
     assert torch.equal(again[1], validation)
-    assert not torch.equal(study.split_indices(1000, 100, seed=6)[1], validation)
+    assert not torch.equal(validation_study.split_indices(1000, 100, seed=6)[1], validation)
     for bad in (0, 1000):
         with pytest.raises(ValueError):
-            study.split_indices(1000, bad)
+            validation_study.split_indices(1000, bad)
 
 
 def test_validation_split_is_what_train_subset_leaves_out(mnist_small):
     images, labels = load_dataset("mnist", "train")
-    kept, _ = load_dataset("mnist", "train", n_inputs=len(images) - study.VALIDATION_SIZE, seed=0)
-    train, validation = study.split_indices(len(images))
+    kept, _ = load_dataset(
+        "mnist", "train", n_inputs=len(images) - validation_study.VALIDATION_SIZE, seed=0
+    )
+    train, validation = validation_study.split_indices(len(images))
     assert torch.equal(kept, images[train])  # what `core train --train-subset 55000` trains on
-    val_images, val_labels = study.validation_split()
+    val_images, val_labels = validation_study.validation_split()
     assert torch.equal(val_images, images[validation])
     assert torch.equal(val_labels, labels[validation])
 
@@ -336,7 +342,7 @@ def test_validation_split_is_what_train_subset_leaves_out(mnist_small):
 # --- the cached study on small untrained checkpoints -----------------------------------------
 
 NAMES = ("mlp", "dropout_mlp", "bbb_gaussian")
-SMALL = study.ShiftSettings(n_inputs=200, n_samples=4, validation_size=300)
+SMALL = shift_study.ShiftSettings(n_inputs=200, n_samples=4, validation_size=300)
 
 
 @pytest.fixture
@@ -366,37 +372,42 @@ def test_temperature_fit_reads_only_the_training_split(small, monkeypatch):
         return real(name, split, **kw)
 
     monkeypatch.setattr(core.data, "load_dataset", spy)
-    fit = study.temperature_fit("mlp", n_samples=2, validation_size=300)
+    fit = temperature_study.temperature_fit("mlp", n_samples=2, validation_size=300)
     assert calls == [("mnist", "train")]
     assert fit.validation_size == 300 and fit.temperature > 0
     assert fit.nll_after <= fit.nll_before + 1e-9  # the fit lowers the validation NLL
-    images, labels = study.validation_split(300)
+    images, labels = validation_study.validation_split(300)
     model, _ = core.storage.checkpoints.load_checkpoint("mlp")
     probs = model(images).softmax(-1)
     assert fit.nll_before == pytest.approx(nll(probs, labels), rel=1e-4)
     assert fit.nll_after == pytest.approx(tempered_nll(probs, labels, fit.temperature), rel=1e-4)
     calls.clear()
-    assert study.temperature_fit("mlp", n_samples=2, validation_size=300) == fit  # cached
+    assert (
+        temperature_study.temperature_fit("mlp", n_samples=2, validation_size=300) == fit
+    )  # cached
     assert calls == []
 
 
 def test_recorded_training_subset_decides_whether_the_split_was_seen(small, tmp_path):
-    fit = study.temperature_fit("mlp", n_samples=1, validation_size=300)
+    fit = temperature_study.temperature_fit("mlp", n_samples=1, validation_size=300)
     assert fit.training_images == 60_000
     torch.manual_seed(0)
     model = build_model(ModelConfig(kind="mlp", hidden=(16,)))
     folder = tmp_path / "recorded"
     for subset, seen in ((None, True), (55_000, False), (59_700, False), (59_701, True)):
         path = save_checkpoint("subset", model, {"train_subset": subset}, folder)
-        assert study.validation_seen(path, fit, test_nll=1.0)[0] is seen
+        assert temperature_study.validation_seen(path, fit, test_nll=1.0)[0] is seen
     path = save_checkpoint("unrecorded", model, {}, folder)  # then the NLLs decide
     low, high = replace(fit, nll_before=0.1), replace(fit, nll_before=1.1)
-    assert study.validation_seen(path, low, 1.0) == (True, "validation NLL 0.10× the test NLL")
-    assert study.validation_seen(path, high, 1.0)[0] is False
+    assert temperature_study.validation_seen(path, low, 1.0) == (
+        True,
+        "validation NLL 0.10× the test NLL",
+    )
+    assert temperature_study.validation_seen(path, high, 1.0)[0] is False
 
 
 def test_calibration_result_agrees_with_the_test_set_evaluation(small):
-    result = study.calibration_result("dropout_mlp", n_samples=3, validation_size=300)
+    result = rejection_study.calibration_result("dropout_mlp", n_samples=3, validation_size=300)
     evaluation = evaluate_dataset("dropout_mlp", IN_DISTRIBUTION, n_samples=3)
     correct = evaluation.correct
     assert result.num_inputs == len(evaluation) == 10_000
@@ -414,14 +425,14 @@ def test_calibration_result_agrees_with_the_test_set_evaluation(small):
     assert result.validation_nll_ratio == pytest.approx(
         result.fit.nll_before / result.metrics["nll"]
     )
-    seen = study.validation_seen("dropout_mlp", result.fit, result.metrics["nll"])
+    seen = temperature_study.validation_seen("dropout_mlp", result.fit, result.metrics["nll"])
     assert (result.validation_seen, result.validation_evidence) == seen
     json.dumps(result.to_dict())
 
 
 def test_shift_at_severity_zero_reproduces_the_unshifted_evaluation(small):
     for name in NAMES:
-        levels = study.shift_curve(name, "rotation", SMALL, severities=(0.0, 60.0))
+        levels = shift_study.shift_curve(name, "rotation", SMALL, severities=(0.0, 60.0))
         plain = evaluate_dataset(
             name, IN_DISTRIBUTION, n_samples=SMALL.n_samples, n_inputs=SMALL.n_inputs, seed=0
         )
@@ -436,18 +447,18 @@ def test_shift_at_severity_zero_reproduces_the_unshifted_evaluation(small):
 
 
 def test_shift_levels_are_cached_one_per_severity(small, monkeypatch):
-    first = study.shift_curve("mlp", "contrast", SMALL)
+    first = shift_study.shift_curve("mlp", "contrast", SMALL)
     assert [level.severity for level in first] == list(SHIFTS["contrast"].severities)
-    folder = small / "cache" / study.STUDY
+    folder = small / "cache" / calibration_study.STUDY
     assert len(list(folder.glob("shift-mnist-contrast-*.json"))) == len(first)
-    assert study.shift_jobs(["mlp"], ["contrast"], SMALL) == []
-    assert len(study.shift_jobs(["mlp", "bbb_gaussian"], ["contrast", "blur"], SMALL)) == 3
+    assert shift_study.shift_jobs(["mlp"], ["contrast"], SMALL) == []
+    assert len(shift_study.shift_jobs(["mlp", "bbb_gaussian"], ["contrast", "blur"], SMALL)) == 3
 
     def fail(*args, **kwargs):
         raise AssertionError("recomputed a cached level")
 
-    monkeypatch.setattr(study, "predictive", fail)
-    assert study.shift_curve("mlp", "contrast", SMALL) == first
+    monkeypatch.setattr(shift_study, "predictive", fail)
+    assert shift_study.shift_curve("mlp", "contrast", SMALL) == first
     for level in first:
         assert 0 <= level.rejected["max_prob"] <= 1
         assert level.temperature == first[0].temperature
@@ -490,11 +501,11 @@ def test_each_model_is_rated_on_the_dataset_it_was_trained_on(small, tmp_path):
     model = build_model(ModelConfig(kind="mlp", hidden=(16,)))
     path = save_checkpoint("clothes", model, {"dataset": "fashion_mnist"}, tmp_path / "user")
     assert checkpoint_dataset(path) == "fashion_mnist"
-    result = study.calibration_result(path, n_samples=1, validation_size=300)
+    result = rejection_study.calibration_result(path, n_samples=1, validation_size=300)
     evaluation = evaluate_dataset(path, "fashion_mnist", n_samples=1)
     assert result.dataset == result.fit.dataset == "fashion_mnist"
     assert result.metrics["accuracy"] == pytest.approx(evaluation.accuracy)
-    level = study.shift_curve(path, "blur", SMALL, severities=(0.0,))[0]
+    level = shift_study.shift_curve(path, "blur", SMALL, severities=(0.0,))[0]
     plain = evaluate_dataset(path, "fashion_mnist", n_samples=4, n_inputs=200, seed=0)
     assert level.accuracy == pytest.approx(plain.accuracy)
 
@@ -503,7 +514,7 @@ def test_missing_mnist_is_a_dataset_error(small, monkeypatch, tmp_path):
     monkeypatch.setenv("BNN_DATA_DIR", str(tmp_path / "empty"))
     monkeypatch.setenv("BNN_DATA_PATH", str(tmp_path / "nowhere"))
     with pytest.raises(DatasetUnavailable):
-        study.temperature_fit("mlp", n_samples=2, validation_size=300)
+        temperature_study.temperature_fit("mlp", n_samples=2, validation_size=300)
 
 
 @pytest.mark.parametrize("subset", [55_000, 50_000, 60_000, None, "absent"])
@@ -511,9 +522,9 @@ def test_tuning_reads_the_validation_images_only_of_models_that_never_saw_them(s
     meta = {"dataset": "mnist"} | ({} if subset == "absent" else {"train_subset": subset})
     save_checkpoint("tuned", build_model(REGISTRY["mlp"].model), meta)
     if subset in (55_000, 50_000):
-        images, labels = study.held_out_validation("tuned")
-        expected_images, expected_labels = study.validation_split()
+        images, labels = validation_study.held_out_validation("tuned")
+        expected_images, expected_labels = validation_study.validation_split()
         assert torch.equal(images, expected_images) and torch.equal(labels, expected_labels)
         return
     with pytest.raises(ValueError, match="--train-subset 55000"):
-        study.held_out_validation("tuned")
+        validation_study.held_out_validation("tuned")

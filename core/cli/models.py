@@ -49,7 +49,7 @@ from core.storage.checkpoints import (
     task_title,
     user_key,
 )
-from core.studies.calibration import held_out_validation
+from core.studies.calibration.validation import held_out_validation
 from core.studies.evaluations import (
     SHIPPED_THRESHOLDS,
     rejection_thresholds,
