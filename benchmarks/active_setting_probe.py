@@ -36,13 +36,8 @@ from pathlib import Path
 
 import torch
 
-from core.active.loop import (
-    ActiveConfig,
-    ActiveLearner,
-    load_active_data,
-    round_accuracy,
-    run_entry,
-)
+from core.active.loop import ActiveConfig, ActiveLearner, load_active_data, round_accuracy
+from core.active.study import run_entry
 from core.atomic import atomic_write_text
 from core.cli.overrides import parse_value
 from core.paths import REPO_ROOT

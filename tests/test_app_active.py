@@ -7,7 +7,7 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.active.loop import RESULT_FILE
+from core.active.study import RESULT_FILE
 
 PAGE = "../pages/active.py"
 CURVES = {

@@ -5,7 +5,7 @@ Read by :func:`core.active.loop.stored_result`, as the page reads them.
 
 from __future__ import annotations
 
-from core.active.loop import stored_result
+from core.active.study import stored_result
 from core.stated.registry import stated
 
 
