@@ -13,7 +13,8 @@
 """
 
 from core.jobs.queue import JobQueue, set_training_queue, training_queue
-from core.jobs.store import JobStatus, JobStore, TrainJob
+from core.jobs.records import JobStatus, TrainJob
+from core.jobs.store import JobStore
 from core.jobs.training import (
     TrainOutcome,
     TrainRequest,

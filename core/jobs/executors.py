@@ -14,7 +14,7 @@ and any replica follows and cancels it through the database.
   to a machine with a free GPU. The actor belongs to the cluster, not to the replica that
   started it: it keeps training when that replica stops or dies, reports to the database, and
   exits when its job ends. The job's worker column names it
-  (:func:`~core.jobs.store.ray_worker`); a replica that finds the job silent asks Ray whether
+  (:func:`~core.jobs.workers.ray_worker`); a replica that finds the job silent asks Ray whether
   the actor is alive (it may wait in Ray's queue) before failing the job. A cancel reaches the
   running actor through the database (it stops within one step and saves nothing); an actor
   that has not stopped after :data:`FORCE_AFTER_S` (e.g. one still waiting for a CPU) is killed
@@ -47,16 +47,10 @@ from urllib.parse import parse_qs, urlsplit
 
 from core import settings
 from core.engine.device import default_device, device_name
-from core.jobs.store import (
-    PROCESS,
-    JobStatus,
-    JobStore,
-    Report,
-    TrainJob,
-    ray_actor,
-    ray_worker,
-)
+from core.jobs.records import JobStatus, Report, TrainJob
+from core.jobs.store import JobStore
 from core.jobs.training import TrainOutcome, TrainRequest, run_training
+from core.jobs.workers import PROCESS, ray_actor, ray_worker
 from core.paths import REPO_ROOT
 from core.storage.database import DB_FILE_ENV, DatabaseError, database_url, describe
 from core.training import EpochStats, StepStats
@@ -447,7 +441,7 @@ class RayExecutor:
     def run(self, store: JobStore, job: TrainJob, stop: threading.Event) -> None:
         """Start the job's actor and follow it until it ends or this server stops.
 
-        The job's worker becomes the actor (:func:`~core.jobs.store.ray_worker`); until the
+        The job's worker becomes the actor (:func:`~core.jobs.workers.ray_worker`); until the
         actor begins, this process keeps the job alive in the store. A stopping server leaves
         the actor training (the job belongs to the cluster). An actor that died without storing
         the job's end fails the job with one line (cancelled, if a cancel was asked).

@@ -46,8 +46,10 @@ from core import settings
 from core.jobs.executors import Runner, make_executor
 from core.jobs.limits import Limits, Room
 from core.jobs.owners import Visitor
-from core.jobs.store import PROCESS, JobStore, TrainJob
+from core.jobs.records import TrainJob
+from core.jobs.store import JobStore
 from core.jobs.training import TrainRequest, run_training
+from core.jobs.workers import PROCESS
 from core.paths import user_model_dir
 from core.storage.checkpoints import checkpoint_path
 from core.storage.database import DatabaseError
