@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from core.jobs import JobQueue, JobStatus, make_request
-from core.jobs.executors import FORCE_AFTER_S, SECRET_URL, RayExecutor, actor_name
 from core.jobs.owners import Visitor
+from core.jobs.ray_executor import FORCE_AFTER_S, SECRET_URL, RayExecutor, actor_name
 from core.jobs.store import JobStore
 from core.jobs.workers import HOST, PROCESS, STALE_S, ray_actor, ray_worker, worker_gone
 from core.storage.database import DatabaseError, database_url

@@ -43,10 +43,11 @@ import time
 from pathlib import Path
 
 from core import settings
-from core.jobs.executors import Runner, make_executor
+from core.jobs.executors import make_executor
 from core.jobs.limits import Limits, Room
 from core.jobs.owners import Visitor
 from core.jobs.records import TrainJob
+from core.jobs.running import Runner
 from core.jobs.store import JobStore
 from core.jobs.training import TrainRequest, run_training
 from core.jobs.workers import PROCESS
