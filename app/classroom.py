@@ -29,7 +29,7 @@ from app import share, ui
 from app.share import CLASS_PARAM
 from core.classroom import join
 from core.classroom.store import ClassFullError, ClassStore, check_class_code
-from core.storage.database import DatabaseError
+from core.storage.database_errors import DatabaseError
 
 TITLE = "Send my drawing to the class"
 LABEL_KEY = "class_label"

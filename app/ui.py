@@ -483,7 +483,7 @@ def database_problem(headline: str, exc: Exception) -> None:
     Args:
         headline: The line for everyone, e.g. "The class's drawings cannot be read right
             now; try again in a moment."
-        exc: The :class:`~core.storage.database.DatabaseError`.
+        exc: The :class:`~core.storage.database_errors.DatabaseError`.
     """
     st.error(headline)
     if visitor().teacher:

@@ -35,7 +35,8 @@ from core.classroom.teacher import clear_class, export_class
 from core.data import DatasetUnavailable
 from core.evaluation.uncertainty import SCORES
 from core.storage.checkpoints import checkpoint_dataset
-from core.storage.database import DatabaseError, database_url, describe
+from core.storage.database_errors import DatabaseError
+from core.storage.database_url import database_url, describe
 
 CODE_KEY = "classroom_code"
 LIVE_KEY = "classroom_live"

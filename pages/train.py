@@ -34,7 +34,7 @@ from core.storage.checkpoints import (
     partial_note,
     task_title,
 )
-from core.storage.database import DatabaseError
+from core.storage.database_errors import DatabaseError
 
 POLL_SECONDS = 1.0
 LEARNING_RATES = (1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3, 0.5)

@@ -24,7 +24,7 @@ from core.classroom.store import ClassStore, check_class_code
 from core.engine.sampler import predictive_samples
 from core.evaluation.uncertainty import SCORES
 from core.storage.checkpoints import load_checkpoint
-from core.storage.database import DB_ENV
+from core.storage.database_errors import DB_ENV
 from tests.checkpoint_util import save_small_checkpoints
 from tests.conftest import TEACHER_KEY
 

@@ -25,7 +25,8 @@ from core.classroom.store import (
     class_limit,
     to_pixels,
 )
-from core.storage.database import RETRY_SECONDS, ConnectionLost, Database, DatabaseError
+from core.storage.database import Database
+from core.storage.database_errors import RETRY_SECONDS, ConnectionLost, DatabaseError
 from tests.browser_util import free_port
 from tests.class_writer import drawing_of, own_id, run_threads, shared_ids
 from tests.cluster_util import new_database, restartable_postgres

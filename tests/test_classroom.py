@@ -32,7 +32,8 @@ from core.engine.sampler import predictive_samples
 from core.evaluation.metrics import calibration
 from core.evaluation.uncertainty import SCORES, rejection_limits, summarize
 from core.methods import build_model
-from core.storage.database import DB_ENV, DEFAULT_FILE, DatabaseError, database_url, describe
+from core.storage.database_errors import DB_ENV, DatabaseError
+from core.storage.database_url import DEFAULT_FILE, database_url, describe
 from tests.class_writer import run_threads
 
 

@@ -24,7 +24,8 @@ from core.jobs.owners import Visitor
 from core.jobs.ray_executor import FORCE_AFTER_S, SECRET_URL, RayExecutor, actor_name
 from core.jobs.store import JobStore
 from core.jobs.workers import HOST, PROCESS, STALE_S, ray_actor, ray_worker, worker_gone
-from core.storage.database import DatabaseError, database_url
+from core.storage.database_errors import DatabaseError
+from core.storage.database_url import database_url
 from tests.browser_util import REPO_ROOT
 from tests.cluster_util import new_database
 from tests.test_jobs import wait_for

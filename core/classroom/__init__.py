@@ -24,7 +24,8 @@ from core.classroom.store import (
     check_class_code,
     new_class_code,
 )
-from core.storage.database import DB_ENV, DatabaseError, database_url
+from core.storage.database_errors import DB_ENV, DatabaseError
+from core.storage.database_url import database_url
 
 __all__ = [
     "DB_ENV",

@@ -38,7 +38,8 @@ import numpy as np
 import torch
 
 from core import settings
-from core.storage.database import BUSY_TIMEOUT_S, Database, DatabaseError, Table
+from core.storage.database import BUSY_TIMEOUT_S, Database, Table
+from core.storage.database_errors import DatabaseError
 
 CLASS_CODE_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,32}")
 SIDE = 28
@@ -223,7 +224,7 @@ class ClassStore:
     (Streamlit sessions) of a server and by several processes.
 
     Args:
-        url: A database URL; None for :func:`~core.storage.database.database_url`.
+        url: A database URL; None for :func:`~core.storage.database_url.database_url`.
         timeout: Seconds a write waits for another writer before :class:`DatabaseError`.
         limit: Most drawings one class may hold; None for :func:`class_limit`.
 
@@ -445,7 +446,7 @@ def store() -> ClassStore:
     """Open the configured store (``BNN_CLASS_DB`` is read at each call).
 
     Returns:
-        A :class:`ClassStore` on :func:`~core.storage.database.database_url`.
+        A :class:`ClassStore` on :func:`~core.storage.database_url.database_url`.
 
     Raises:
         DatabaseError: If the URL is not a supported database.

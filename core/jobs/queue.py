@@ -53,7 +53,7 @@ from core.jobs.training import TrainRequest, run_training
 from core.jobs.workers import PROCESS
 from core.paths import user_model_dir
 from core.storage.checkpoints import checkpoint_path
-from core.storage.database import DatabaseError
+from core.storage.database_errors import DatabaseError
 
 WORKERS_ENV = "BNN_TRAIN_WORKERS"
 THREADS_ENV = "BNN_TRAIN_THREADS"
@@ -81,7 +81,7 @@ class JobQueue:
             instead (:mod:`core.jobs.executors`).
         directory: The user-model folder; None for
             :func:`~core.paths.user_model_dir` at submission time.
-        url: The database; None for :func:`~core.storage.database.database_url`.
+        url: The database; None for :func:`~core.storage.database_url.database_url`.
     """
 
     def __init__(

@@ -44,7 +44,8 @@ from core.jobs.store import JobStore
 from core.jobs.training import run_training
 from core.jobs.workers import PROCESS, ray_actor, ray_worker
 from core.paths import REPO_ROOT
-from core.storage.database import DB_FILE_ENV, DatabaseError, database_url, describe
+from core.storage.database_errors import DB_FILE_ENV, DatabaseError
+from core.storage.database_url import database_url, describe
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +131,7 @@ class JobActor:
 
     It belongs to the cluster, not to the replica that created it: a replica that stops or dies
     leaves it training. The database URL comes as an argument only when it holds no password;
-    otherwise :func:`~core.storage.database.database_url` reads ``BNN_CLASS_DB_FILE`` here.
+    otherwise :func:`~core.storage.database_url.database_url` reads ``BNN_CLASS_DB_FILE`` here.
     """
 
     def run(self, name: str, job_id: int, directory: str, threads: int, url: str | None) -> None:

@@ -14,7 +14,7 @@ from core.jobs.records import JobStatus, Report
 from core.jobs.store import JobStore
 from core.jobs.training import TrainOutcome, TrainRequest
 from core.jobs.workers import PROCESS
-from core.storage.database import DatabaseError
+from core.storage.database_errors import DatabaseError
 from core.training import EpochStats, StepStats
 
 log = logging.getLogger(__name__)

@@ -62,7 +62,7 @@ class JobStore:
     """The training jobs in the lab's database (see the module's description).
 
     Args:
-        url: A database URL; None for :func:`~core.storage.database.database_url`.
+        url: A database URL; None for :func:`~core.storage.database_url.database_url`.
         alive: Asked whether a silent Ray actor still runs a job (:func:`worker_gone`); None
             for a process that does not use Ray.
 
