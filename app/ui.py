@@ -49,12 +49,11 @@ from core.storage.checkpoints import (
     CheckpointInfo,
     checkpoint_dataset,
     is_user_key,
-    list_user_checkpoints,
     resolve_checkpoint,
     shared_model,
     task_title,
-    user_title,
 )
+from core.storage.user_models import list_user_checkpoints, user_title
 from core.studies import evaluations
 
 T = TypeVar("T")
@@ -76,7 +75,7 @@ def model_title(name: str) -> str:
     Returns:
         Its registered title; ``NAME (user-trained)`` (plus its task when not MNIST, and
         ``partial: D of N epochs`` when its training did not finish) for a user-trained model
-        (:func:`core.storage.checkpoints.user_title`; names are letters, digits, ``_`` and
+        (:func:`core.storage.user_models.user_title`; names are letters, digits, ``_`` and
         ``-``, safe in Markdown); ``name`` itself otherwise.
     """
     if is_user_key(name):

@@ -41,8 +41,9 @@ import torch
 
 from core.classroom import export
 from core.classroom.report import model_report
-from core.classroom.store import DB_ENV, ClassStore, as_tensors, to_pixels
+from core.classroom.store import ClassStore, as_tensors, to_pixels
 from core.storage.checkpoints import CheckpointError, load_checkpoint
+from core.storage.database_errors import DB_ENV
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

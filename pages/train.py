@@ -27,14 +27,9 @@ from core.jobs.training import TrainRequest, free_name
 from core.jobs.wait import expected_wait
 from core.methods import METHODS, method
 from core.methods.base import Setting
-from core.storage.checkpoints import (
-    TASK_DATASETS,
-    CheckpointError,
-    list_user_checkpoints,
-    partial_note,
-    task_title,
-)
+from core.storage.checkpoints import TASK_DATASETS, CheckpointError, partial_note, task_title
 from core.storage.database_errors import DatabaseError
+from core.storage.user_models import list_user_checkpoints
 
 POLL_SECONDS = 1.0
 LEARNING_RATES = (1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3, 0.5)

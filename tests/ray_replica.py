@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from core.jobs import JobQueue, make_request
-from core.storage.checkpoints import list_user_checkpoints
+from core.storage.user_models import list_user_checkpoints
 
 SMALL = {"n_train": 1000, "n_test": 200, "n_eval_samples": 1}
 

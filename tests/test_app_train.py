@@ -26,7 +26,7 @@ from core.jobs import (
     training_queue,
 )
 from core.methods import METHODS
-from core.storage.checkpoints import list_user_checkpoints
+from core.storage.user_models import list_user_checkpoints
 
 PAGE = "../pages/train.py"
 MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")

@@ -42,13 +42,13 @@ from core.storage.checkpoints import (
     checkpoint_dataset,
     checkpoint_path,
     is_shipped,
-    list_user_checkpoints,
     load_checkpoint,
     partial_note,
     save_checkpoint,
     task_title,
     user_key,
 )
+from core.storage.user_models import list_user_checkpoints
 from core.studies.calibration.validation import held_out_validation
 from core.studies.evaluations import (
     SHIPPED_THRESHOLDS,

@@ -34,8 +34,8 @@ from core.storage.checkpoints import (
     checkpoint_path,
     save_checkpoint,
     task_title,
-    validate_model_name,
 )
+from core.storage.user_models import validate_model_name
 from core.training import EpochStats, StepStats, TrainConfig, train
 
 TRAIN_SHARE = 0.95  # of the progress bar; the final evaluation takes the rest

@@ -19,10 +19,7 @@ from core.evaluation.calibration import (
 from core.evaluation.metrics import Reliability
 from core.evaluation.uncertainty import rejection_limits
 from core.progress import Job, ProgressFn, report, share
-from core.storage.checkpoints import (
-    checkpoint_dataset,
-    resolve_checkpoint,
-)
+from core.storage.checkpoints import checkpoint_dataset, resolve_checkpoint
 from core.studies.calibration.temperature import (
     TemperatureFit,
     calibration_tests,

@@ -15,11 +15,7 @@ from core.engine.sampler import predictive_samples
 from core.engine.seeding import seeded
 from core.evaluation.uncertainty import summarize
 from core.progress import ProgressFn, report
-from core.storage.checkpoints import (
-    checkpoint_dataset,
-    read_metadata,
-    resolve_checkpoint,
-)
+from core.storage.checkpoints import checkpoint_dataset, read_metadata, resolve_checkpoint
 from core.studies.evaluations import (
     BATCH_SIZE,
     IN_DISTRIBUTION,
