@@ -28,9 +28,10 @@ from app.figures.classroom import confusion_figure
 from app.figures.pixels import enlarge
 from app.prepare import prepare_panel
 from core.classroom import export
+from core.classroom.drawings import Drawing, new_class_code
 from core.classroom.live import LiveReport, PredictionCache, live_reports
 from core.classroom.report import ModelReport
-from core.classroom.store import ClassStore, Drawing, new_class_code
+from core.classroom.store import ClassStore
 from core.classroom.teacher import clear_class, export_class
 from core.data import DatasetUnavailable
 from core.evaluation.uncertainty import SCORES

@@ -17,14 +17,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from core.classroom.store import (
-    DEFAULT_LIMIT,
-    LIMIT_ENV,
-    ClassFullError,
-    ClassStore,
-    class_limit,
-    to_pixels,
-)
+from core.classroom.drawings import to_pixels
+from core.classroom.store import DEFAULT_LIMIT, LIMIT_ENV, ClassFullError, ClassStore, class_limit
 from core.storage.database import Database
 from core.storage.database_errors import RETRY_SECONDS, ConnectionLost, DatabaseError
 from tests.browser_util import free_port

@@ -20,8 +20,9 @@ import torch
 from PIL import Image
 
 from core.classroom import export
+from core.classroom.drawings import check_class_code
 from core.classroom.report import class_report, confusion_matrix, model_report
-from core.classroom.store import ClassStore, check_class_code
+from core.classroom.store import ClassStore
 from core.classroom.store import clear as clear_class
 from core.classroom.store import count as count_class
 from core.classroom.store import submit as submit_drawing

@@ -13,17 +13,11 @@
   machines can reach) and the QR code of their link.
 """
 
+from core.classroom.drawings import ClassDrawings, Drawing, check_class_code, new_class_code
 from core.classroom.export import csv_png_zip, idx_pair, idx_zip
 from core.classroom.live import LiveReport, PredictionCache, live_reports
 from core.classroom.report import ModelReport, Predictions, class_report, model_report
-from core.classroom.store import (
-    ClassDrawings,
-    ClassFullError,
-    ClassStore,
-    Drawing,
-    check_class_code,
-    new_class_code,
-)
+from core.classroom.store import ClassFullError, ClassStore
 from core.storage.database_errors import DB_ENV, DatabaseError
 from core.storage.database_url import database_url
 
