@@ -21,6 +21,7 @@ from core.cli import (
     calibration,
     compare,
     data,
+    evaluate,
     models,
     ood,
     prepare,
@@ -33,6 +34,7 @@ from core.storage.checkpoints import CheckpointError
 COMMANDS = (
     data,
     models,
+    evaluate,
     bench,
     ood,
     bench_predictive,
