@@ -191,11 +191,12 @@ def test_a_layer_holds_whole_packages():
     """No module is lifted out of its package into a lower layer (as the engine once imported
     ``core.storage.paths``, listed at the bottom while storage sits above the engine): a
     package's place in :data:`LAYERS` says what may import any of its modules."""
-    entries = {prefix: i for i, layer in enumerate(LAYERS) for prefix in layer}
+    entries = [(prefix, i) for i, layer in enumerate(LAYERS) for prefix in layer]
+    assert len({prefix for prefix, _ in entries}) == len(entries), "a prefix listed twice"
     lifted = [
         f"{prefix} (layer {i}) of {package} (layer {j})"
-        for prefix, i in entries.items()
-        for package, j in entries.items()
+        for prefix, i in entries
+        for package, j in entries
         if package != "core" and prefix.startswith(f"{package}.") and i != j
     ]
     assert lifted == []
