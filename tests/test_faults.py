@@ -479,7 +479,7 @@ import sys
 from pathlib import Path
 
 from core.storage.cache import CacheEntry
-from core.storage.checkpoints import list_user_checkpoints
+from core.storage.user_models import list_user_checkpoints
 
 folder, stop, action = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
 entry = CacheEntry(folder / "result.json", "json")
