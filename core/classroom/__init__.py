@@ -2,7 +2,8 @@
 
 * :mod:`core.classroom.store`: the one storage module: SQLite by default (WAL mode), a
   configurable database URL (``BNN_CLASS_DB``; PostgreSQL for several app replicas), each
-  submission stored exactly once by its client-side UUID;
+  submission stored exactly once by its client-side UUID; a drawing's record and checks in
+  :mod:`core.classroom.drawings`;
 * :mod:`core.classroom.report`: each model's accuracy, confusion matrix, reliability bins and
   "I don't know" drawings on a class's drawings, assembled from per-drawing predictions;
 * :mod:`core.classroom.live`: the Class page's evaluation, drawing by drawing: each model's
