@@ -28,8 +28,9 @@ import torch
 from app import share, ui
 from app.share import CLASS_PARAM
 from core.classroom import join
-from core.classroom.store import ClassFullError, ClassStore, check_class_code
-from core.storage.database import DatabaseError
+from core.classroom.drawings import check_class_code
+from core.classroom.store import ClassFullError, ClassStore
+from core.storage.database_errors import DatabaseError
 
 TITLE = "Send my drawing to the class"
 LABEL_KEY = "class_label"

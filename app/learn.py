@@ -14,7 +14,8 @@ import torch
 
 from app import share, ui
 from app.figures import show_figure, show_table
-from app.figures.classroom import learning_curve_figure, thumbnails
+from app.figures.classroom import learning_curve_figure
+from app.figures.pixels import enlarge
 from core.adapt import ADAPTERS
 from core.adapt.bench import load_study, study_table
 from core.adapt.live import LiveAdaptation, Plan, Snapshot, State, start
@@ -169,7 +170,7 @@ def changed(snap: Snapshot, kept: np.ndarray) -> None:
             f"{right} of them are now right."
         )
         st.image(
-            thumbnails(kept[[i for i, *_ in result.changed]]),
+            list(enlarge(kept[[i for i, *_ in result.changed]])),
             caption=[f"meant {m}: {b} → {a}" for _, m, b, a in result.changed],
         )
 
@@ -195,7 +196,7 @@ def asked(snap: Snapshot, learn: np.ndarray, labels: list[int]) -> None:
             f"{labels[i]} · MI {score:.2f}" if pick.how == "bald" else f"{labels[i]}"
             for i, score in zip(chosen, pick.scores.tolist(), strict=True)
         ]
-        st.image(thumbnails(learn[chosen]), caption=captions)
+        st.image(list(enlarge(learn[chosen])), caption=captions)
 
 
 def show_run(run: LiveAdaptation) -> bool:

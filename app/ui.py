@@ -8,7 +8,7 @@ sign-in (:func:`teacher_sign_in`) and database errors told to students without t
 
 Models are named by their registry name (shipped) or ``user:NAME`` (trained on the Train page
 or with ``python -m core train --name``, stored in the user-model folder); the sidebar lists
-both, the user-trained ones marked as such. Each model has a task (:func:`model_dataset`,
+both, the user-trained ones marked as such. Each model has a task (:func:`checkpoint_dataset`,
 MNIST or Fashion-MNIST) and pages evaluate it on that task's test set (:func:`test_set`).
 
 Pages read the sidebar's choices only through :func:`selected_models`, :func:`selected_names`
@@ -49,12 +49,11 @@ from core.storage.checkpoints import (
     CheckpointInfo,
     checkpoint_dataset,
     is_user_key,
-    list_user_checkpoints,
     resolve_checkpoint,
     shared_model,
     task_title,
-    user_title,
 )
+from core.storage.user_models import list_user_checkpoints, user_title
 from core.studies import evaluations
 
 T = TypeVar("T")
@@ -76,26 +75,13 @@ def model_title(name: str) -> str:
     Returns:
         Its registered title; ``NAME (user-trained)`` (plus its task when not MNIST, and
         ``partial: D of N epochs`` when its training did not finish) for a user-trained model
-        (:func:`core.storage.checkpoints.user_title`; names are letters, digits, ``_`` and
+        (:func:`core.storage.user_models.user_title`; names are letters, digits, ``_`` and
         ``-``, safe in Markdown); ``name`` itself otherwise.
     """
     if is_user_key(name):
         return user_title(name)
     spec = REGISTRY.get(name)
     return spec.title if spec else name
-
-
-def model_dataset(name: str) -> str:
-    """Give the task a checkpoint was trained on.
-
-    Args:
-        name: The checkpoint's registry name or ``user:NAME``.
-
-    Returns:
-        The dataset's name, e.g. ``"mnist"`` or ``"fashion_mnist"``
-        (:func:`core.storage.checkpoints.checkpoint_dataset`).
-    """
-    return checkpoint_dataset(name)
 
 
 def all_checkpoints() -> list[CheckpointInfo]:
@@ -253,7 +239,7 @@ def test_set(dataset: str = "mnist") -> tuple[torch.Tensor, torch.Tensor]:
     """Load a task's test set once, shared read-only by all sessions.
 
     Args:
-        dataset: ``"mnist"`` or ``"fashion_mnist"`` (see :func:`model_dataset`).
+        dataset: ``"mnist"`` or ``"fashion_mnist"`` (see :func:`checkpoint_dataset`).
 
     Returns:
         Images ``(10000, 1, 28, 28)`` in [0, 1] and int64 labels ``(10000,)``.
@@ -376,7 +362,9 @@ def rejection_thresholds(names: list[str]) -> dict[str, Thresholds]:
     jobs = [
         job
         for name in names
-        for job in evaluations.evaluation_jobs([name], [model_dataset(name)], title=model_title)
+        for job in evaluations.evaluation_jobs(
+            [name], [checkpoint_dataset(name)], title=model_title
+        )
     ]
     run_jobs(jobs, THRESHOLDS_MESSAGE)
     return {name: _thresholds(name, version(name)) for name in names}
@@ -494,7 +482,7 @@ def database_problem(headline: str, exc: Exception) -> None:
     Args:
         headline: The line for everyone, e.g. "The class's drawings cannot be read right
             now; try again in a moment."
-        exc: The :class:`~core.storage.database.DatabaseError`.
+        exc: The :class:`~core.storage.database_errors.DatabaseError`.
     """
     st.error(headline)
     if visitor().teacher:

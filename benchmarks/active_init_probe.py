@@ -26,9 +26,9 @@ import torch
 
 from core.active.loop import ActiveLearner, load_active_data, round_accuracy
 from core.active.protocols import PROTOCOLS
+from core.atomic import atomic_write_text
 from core.cli.overrides import parse_value
-from core.storage.atomic import atomic_write_text
-from core.storage.paths import REPO_ROOT
+from core.paths import REPO_ROOT
 
 
 def result_path(setting: str, tag: str = ""):

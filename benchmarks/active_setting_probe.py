@@ -36,17 +36,11 @@ from pathlib import Path
 
 import torch
 
-from core.active.loop import (
-    ActiveConfig,
-    ActiveLearner,
-    load_active_data,
-    round_accuracy,
-    run_entry,
-    stored_result,
-)
+from core.active.loop import ActiveConfig, ActiveLearner, load_active_data, round_accuracy
+from core.active.study import run_entry, stored_result
+from core.atomic import atomic_write_text
 from core.cli.overrides import parse_value
-from core.storage.atomic import atomic_write_text
-from core.storage.paths import REPO_ROOT
+from core.paths import REPO_ROOT
 
 VALIDATION = 100
 PROBES = REPO_ROOT / "notebook" / "active"

@@ -28,11 +28,11 @@ from pathlib import Path
 
 import torch
 
+from core.atomic import atomic_write, atomic_write_text
 from core.bandits.protocols import PROTOCOLS
 from core.bandits.runner import BanditRun
 from core.bandits.store import save_reference, truncated
 from core.cli.overrides import suffix, with_overrides
-from core.storage.atomic import atomic_write, atomic_write_text
 
 PART_BYTES = 15 * 2**20  # the device tool fetches files of up to 16 MiB
 

@@ -40,10 +40,11 @@ from pathlib import Path
 import torch
 
 from core.classroom import export
+from core.classroom.drawings import as_tensors, to_pixels
 from core.classroom.report import model_report
-from core.classroom.store import ClassStore, as_tensors, to_pixels
+from core.classroom.store import ClassStore
 from core.storage.checkpoints import CheckpointError, load_checkpoint
-from core.storage.database import DB_ENV
+from core.storage.database_errors import DB_ENV
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

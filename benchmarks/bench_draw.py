@@ -20,8 +20,8 @@ from pathlib import Path
 import core.storage.checkpoints
 from core.catalogue import REGISTRY
 from core.methods import build_model
+from core.paths import cache_dir
 from core.storage.checkpoints import checkpoint_path, save_checkpoint
-from core.storage.paths import cache_dir
 from harness.drawing import MAIN, canvas_state
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

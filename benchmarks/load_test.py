@@ -218,7 +218,7 @@ class JobWatch:
         self.thread = threading.Thread(target=self._watch, daemon=True)
 
     def _watch(self) -> None:
-        from core.jobs.store import JobStatus
+        from core.jobs.records import JobStatus
 
         fraction: dict[int, float] = {}
         deadline = time.monotonic() + self.timeout_s

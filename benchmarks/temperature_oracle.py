@@ -18,6 +18,7 @@ import math
 
 import torch
 
+from core.atomic import atomic_write_text
 from core.catalogue import list_checkpoints
 from core.engine.device import default_device
 from core.evaluation.calibration import (
@@ -26,16 +27,10 @@ from core.evaluation.calibration import (
     fit_temperature,
     tempered,
 )
-from core.storage.atomic import atomic_write_text
-from core.storage.checkpoints import load_checkpoint
-from core.storage.paths import REPO_ROOT
-from core.studies.calibration import (
-    NOISE_SEED,
-    predictive,
-    task_dataset,
-    temperature_fit,
-    validation_split,
-)
+from core.paths import REPO_ROOT
+from core.storage.checkpoints import checkpoint_dataset, load_checkpoint
+from core.studies.calibration.temperature import temperature_fit
+from core.studies.calibration.validation import NOISE_SEED, predictive, validation_split
 from core.studies.evaluations import evaluate_dataset
 
 RESULT = REPO_ROOT / "notebook" / "calibration" / "calibration-temperature-oracle.json"
@@ -65,7 +60,7 @@ def bootstrap_interval(
 
 def oracle_row(name: str) -> dict:
     """The held-out and test-set temperatures of one checkpoint and the test ECE at each."""
-    dataset = task_dataset(name)
+    dataset = checkpoint_dataset(name)
     test = evaluate_dataset(name, dataset, n_samples=N_SAMPLES)
     held_out = temperature_fit(name, dataset=dataset, n_samples=N_SAMPLES)
     model, _ = load_checkpoint(name, default_device())

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from core.atomic import remove_stale_temporaries
 from core.methods import ModelConfig
-from core.storage.atomic import remove_stale_temporaries
+from core.paths import CHECKPOINT_DIR, user_model_dir
 from core.storage.checkpoints import (
     CheckpointError,
     CheckpointInfo,
@@ -24,15 +25,15 @@ from core.storage.checkpoints import (
     partial_note,
     read_metadata,
 )
-from core.storage.paths import CHECKPOINT_DIR, user_model_dir
 from core.training import TrainConfig
 
 GAUSSIAN_PRIOR = {"kind": "gaussian", "sigma": 1.0}
 MIXTURE_PRIOR = {"kind": "mixture", "pi": 0.5, "sigma1": 1.0, "sigma2": 0.0024787521766663585}
 TRAIN_SUBSET = 55_000
 """Training images of the shipped models trained here: the first 55,000 of the seeded order, so
-that the last 5,000 (:data:`core.studies.calibration.VALIDATION_SIZE`) stay unseen for the
-temperature fit. Their epochs are the 60,000-image recipe's × 60/55: the same number of steps."""
+that the last 5,000 (:data:`core.studies.calibration.validation.VALIDATION_SIZE`) stay unseen
+for the temperature fit. Their epochs are the 60,000-image recipe's × 60/55: the same number of
+steps."""
 
 REGISTRY: dict[str, CheckpointSpec] = {
     spec.name: spec
@@ -234,7 +235,7 @@ def promote(name: str, source_dir: Path | None = None) -> Path:
     Args:
         name: A registered checkpoint name.
         source_dir: Folder of the user-trained checkpoint; None for
-            :func:`~core.storage.paths.user_model_dir`.
+            :func:`~core.paths.user_model_dir`.
 
     Returns:
         The shipped ``.pt`` path.

@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import BinaryIO, Protocol
 
 from core import settings
-from core.storage.atomic import atomic_write
-from core.storage.paths import data_dir
+from core.atomic import atomic_write
+from core.paths import data_dir
 
 KEY_ENV = "BNN_TEACHER_KEY"
 KEY_FILE = "teacher_key"
@@ -94,7 +94,7 @@ def key_file() -> Path:
     """Give where a generated key is kept.
 
     Returns:
-        :data:`KEY_FILE` in the data folder (:func:`core.storage.paths.data_dir`).
+        :data:`KEY_FILE` in the data folder (:func:`core.paths.data_dir`).
     """
     return data_dir() / KEY_FILE
 
@@ -112,7 +112,7 @@ def _exclusive(path: Path) -> Iterator[None]:
 
 
 def _write_private(text: str) -> Callable[[BinaryIO], None]:
-    """A writer for :func:`~core.storage.atomic.atomic_write` that makes the file 0600 first."""
+    """A writer for :func:`~core.atomic.atomic_write` that makes the file 0600 first."""
 
     def write(f: BinaryIO) -> None:
         os.fchmod(f.fileno(), 0o600)

@@ -9,14 +9,9 @@ from app.figures import show_figure, show_table
 from app.figures.active import curves_figure
 from core.active.acquisition import TITLES
 from core.active.live import LIVE_SLOTS, LiveState, Snapshot, comparison
-from core.active.loop import (
-    MODEL_KINDS,
-    ActiveLearner,
-    live_config,
-    load_active_data,
-    stored_result,
-)
+from core.active.loop import MODEL_KINDS, ActiveLearner, live_config, load_active_data
 from core.active.protocols import PAPER_LABELS, paper_comparison
+from core.active.study import stored_result
 from core.data import DatasetUnavailable
 from core.methods import method
 

@@ -14,7 +14,7 @@ from app.figures.adversarial import curve_figure, tile, trajectory_figure
 from core.data import class_examples
 from core.engine.sampler import predictive_samples
 from core.evaluation.attacks import perturb
-from core.storage.checkpoints import TASK_DATASETS, CheckpointError, task_title
+from core.storage.checkpoints import TASK_DATASETS, CheckpointError, checkpoint_dataset, task_title
 from core.studies.robustness import (
     EPS_GRID,
     CurveSettings,
@@ -123,7 +123,7 @@ n_samples = ui.sample_count()
 if not models:
     st.warning("Choose at least one trained model in the sidebar.")
     st.stop()
-tasks = [t for t in TASK_DATASETS if any(ui.model_dataset(m) == t for m in models)]
+tasks = [t for t in TASK_DATASETS if any(checkpoint_dataset(m) == t for m in models)]
 task = tasks[0]
 if len(tasks) > 1:
     task = share.radio(
@@ -135,9 +135,9 @@ if len(tasks) > 1:
     )
     st.text(  # may hold user-trained model names
         "Left out (another task): "
-        + ", ".join(ui.model_title(m) for m in models if ui.model_dataset(m) != task)
+        + ", ".join(ui.model_title(m) for m in models if checkpoint_dataset(m) != task)
     )
-    models = {m: model for m, model in models.items() if ui.model_dataset(m) == task}
+    models = {m: model for m, model in models.items() if checkpoint_dataset(m) == task}
 SOURCE = SOURCES.get(task, "mlp")
 test_images, test_labels = ui.require_test_set(task)
 

@@ -10,40 +10,36 @@ import pandas as pd
 import streamlit as st
 
 from app import share, ui
+from app.cold_posterior import cold_posterior_section
 from app.figures import show_figure, show_table
 from app.figures.calibration import (
     coverage_figure,
     reliability_figure,
     shift_figure,
-    temperature_figure,
 )
+from app.figures.pixels import enlarge
 from core.data import DatasetUnavailable, dataset_info
 from core.evaluation.calibration import coverage_curve
 from core.evaluation.shift import SHIFTS
 from core.evaluation.uncertainty import SCORES
-from core.storage.checkpoints import CheckpointError, checkpoint_path
-from core.studies.calibration import (
+from core.storage.checkpoints import CheckpointError, checkpoint_dataset
+from core.studies.calibration.rejection import (
     EFFECT_WORDS,
     MISCALIBRATED_P,
     REJECTION_LIMIT,
-    VALIDATION_SIZE,
     CalibrationResult,
-    ShiftSettings,
     calibration_jobs,
     calibration_result,
-    example_answers,
     scaling_counts,
+)
+from core.studies.calibration.shift import (
+    ShiftSettings,
+    example_answers,
     shift_curve,
     shift_jobs,
     shifted_examples,
-    task_dataset,
 )
-from core.studies.cold_posterior import (
-    METRICS,
-    SPREAD_FLOOR,
-    shipped_at,
-    stored_cold_posterior,
-)
+from core.studies.calibration.validation import VALIDATION_SIZE
 from core.studies.evaluations import IN_DISTRIBUTION, evaluate_dataset
 
 DEFAULT_SCORE = "predictive_entropy"
@@ -52,7 +48,6 @@ SHIFT_SAMPLES = (5, 10, 20, 50, 100)
 DEFAULT_SHIFT_SAMPLES = 20
 DEFAULT_SHIFT_INPUTS = 2000
 COLUMNS = 3  # reliability diagrams per row
-SCALE = 3  # screen pixels per image pixel
 PREPARING = "Scoring the test set and fitting temperatures (once per model, then cached on disk)"
 SHIFTING = "Evaluating the shifted test sets (once per model and shift, then cached on disk)"
 # A severity of each shift with its unit, e.g. "60°": the shift table's header.
@@ -69,98 +64,6 @@ METRIC_COLUMNS = {
     "nll": "NLL",
     "brier": "Brier",
 }
-
-
-def cold_posterior_section() -> None:
-    """SGLD's test error, NLL, ECE and sample spread against its temperature, from the stored
-    study; a slider picks the temperature described."""
-    st.header("Cold posteriors: SGLD's temperature")
-    st.markdown(
-        "SGLD adds just enough noise to its gradient steps that the networks it visits are "
-        "samples of the posterior: the networks that fit the training digits, each as often "
-        "as it is probable. The temperature T scales that noise. At T = 1 the samples come "
-        "from the posterior itself; below 1 from a *tempered* posterior, sharpened until, as "
-        "T → 0, every sample is the single most probable network. Wenzel et al. (2020) found "
-        "that deep networks often predict better when cooled like this — the *cold posterior "
-        "effect*. Accuracy can rise, but the samples stop differing, and the spread between "
-        "them (their mutual information), the uncertainty a Bayesian network is for, "
-        "disappears. A cold sampler is then one network wearing the name of a posterior."
-    )
-    models = list(shipped_at().values())
-    if not all(checkpoint_path(name).is_file() for name in models):
-        st.info("The temperature study needs the shipped SGLD models, which are missing here.")
-        return
-    study = ui.kept(stored_cold_posterior, models=models)
-    if study is None:
-        st.info("The temperature study has not been measured for these SGLD models yet.")
-        return
-    options = [p.temperature for p in study.points]
-    chosen = share.select_slider(
-        "Temperature T",
-        options=options,
-        value=max(options),
-        format_func=lambda t: f"{t:g}",
-        key="cal_temperature",
-        help="T = 1 samples the posterior; to the right, colder.",
-    )
-    point = study.at(chosen)
-    for column, (metric, (title, _)) in zip(st.columns(len(METRICS)), METRICS.items(), strict=True):
-        column.metric(title, point.formatted(metric))
-    if not point.samples_differ:
-        st.warning(
-            f"At T = {chosen:g} the samples barely differ: their mutual information on rotated "
-            f"digits, {point.mutual_information:.4f} nats, is below {SPREAD_FLOOR} nats. They "
-            "act as one network, so what they show is not a posterior's uncertainty."
-        )
-    else:
-        st.success(
-            f"At T = {chosen:g} the samples differ: their mutual information on rotated digits, "
-            f"{point.mutual_information:.4f} nats, is above {SPREAD_FLOOR} nats."
-        )
-    metrics = list(METRICS.items())
-    for row in range(0, len(metrics), 2):
-        for column, (metric, (title, _)) in zip(st.columns(2), metrics[row : row + 2], strict=True):
-            with column:
-                fig = temperature_figure(
-                    np.asarray(options),
-                    np.asarray([getattr(p, metric) for p in study.points]),
-                    f"{title} against T",
-                    title,
-                    chosen,
-                    SPREAD_FLOOR if metric == "mutual_information" else None,
-                    "floor",
-                )
-                show_figure(fig, f"cal_cold_{metric}")
-    spread = study.settings["spread"]
-    origins = "; ".join(
-        f"T = {p.temperature:g}: "
-        + (f"the shipped {ui.model_title(p.checkpoint)}" if p.checkpoint else "trained for this")
-        + f", {p.epochs} epochs"
-        for p in study.points
-    )
-    st.caption(
-        "The same SGLD recipe at each temperature: prior N(0, 0.3²), step as SGD's learning "
-        "rate 0.5 decayed ×0.95 per epoch, 8 networks kept over the second half of training, "
-        f"the same seed ({origins}). Error, NLL and ECE: the predictive mean of "
-        f"{study.settings['n_samples']} passes (each kept network once) on the 10,000 test "
-        "digits. "
-        f"Spread: the mean mutual information on {spread['n_inputs']:,} test digits rotated by "
-        f"every angle from 0 to 180°, {spread['n_samples']} passes each (the shift section's "
-        "Mean MI, averaged over the angles). Dashed: the floor below which a sampler's "
-        "networks are too alike to be called posterior samples."
-    )
-    if len({p.epochs for p in study.points}) > 1:
-        st.warning(
-            "Not every temperature was trained for as long ("
-            + ", ".join(f"T = {p.temperature:g}: {p.epochs} epochs" for p in study.points)
-            + "). A shorter run ends at a larger step, whose noisier samples differ more and "
-            "err more: read the temperatures trained for fewer epochs as a rough guide only."
-        )
-
-
-def enlarge(image: np.ndarray) -> np.ndarray:
-    """``image (H, W)`` with each pixel repeated :data:`SCALE` times along both axes."""
-    return np.kron(image, np.ones((SCALE, SCALE), dtype=np.float32))
 
 
 def metrics_table(results: dict[str, CalibrationResult]) -> pd.DataFrame:
@@ -304,7 +207,7 @@ def rejection_section(results: dict[str, CalibrationResult], task: str, n_sample
     for name, r in results.items():
         label = ui.model_title(name)
         found = ui.kept(
-            evaluate_dataset, name, task_dataset(name), n_samples=n_samples, models=[name]
+            evaluate_dataset, name, checkpoint_dataset(name), n_samples=n_samples, models=[name]
         )
         coverage, accuracy = coverage_curve(found.scores[score], found.correct)
         curves[label] = coverage.numpy(), accuracy.numpy()
@@ -511,7 +414,7 @@ models = [name for name, _ in ui.selected_models()]
 if not models:
     st.warning("Choose at least one trained model in the sidebar.")
     st.stop()
-tasks = {name: ui.kept(task_dataset, name, models=[name]) for name in models}
+tasks = {name: ui.kept(checkpoint_dataset, name, models=[name]) for name in models}
 if len(set(tasks.values())) > 1:
     task = share.selectbox(
         "Task",

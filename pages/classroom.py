@@ -26,17 +26,21 @@ from app import ui
 from app.classroom import join_panel, link_class_code, use_class_code
 from app.figures import show_figure, show_table
 from app.figures.calibration import reliability_figure
-from app.figures.classroom import confusion_figure, thumbnails
+from app.figures.classroom import confusion_figure
+from app.figures.pixels import enlarge
 from app.learn import learn_section
 from app.prepare import prepare_panel
 from core.classroom import export
+from core.classroom.drawings import Drawing, new_class_code
 from core.classroom.live import LiveReport, PredictionCache, live_reports
 from core.classroom.report import ModelReport
-from core.classroom.store import ClassStore, Drawing, new_class_code
+from core.classroom.store import ClassStore
 from core.classroom.teacher import clear_class, export_class
 from core.data import DatasetUnavailable
 from core.evaluation.uncertainty import SCORES
-from core.storage.database import DatabaseError, database_url, describe
+from core.storage.checkpoints import checkpoint_dataset
+from core.storage.database_errors import DatabaseError
+from core.storage.database_url import database_url, describe
 
 CODE_KEY = "classroom_code"
 LIVE_KEY = "classroom_live"
@@ -79,7 +83,7 @@ def chosen_code() -> str | None:
 def digit_models() -> list:
     """The chosen models trained on digits; the others are named, with the reason."""
     chosen = ui.selected_names()
-    other = [name for name in chosen if ui.model_dataset(name) != "mnist"]
+    other = [name for name in chosen if checkpoint_dataset(name) != "mnist"]
     if other:
         st.info("Not evaluated here: these models were trained on another task, not on digits.")
         st.text(", ".join(ui.model_title(name) for name in other))  # may hold user names
@@ -144,7 +148,7 @@ def gallery(records: list[Drawing], code: str) -> None:
     )
     with st.container(key="class_gallery"):
         st.image(
-            thumbnails(np.stack([d.image() for d in newest])),
+            list(enlarge(np.stack([d.image() for d in newest]))),
             caption=[f"{d.label} · #{d.id}" for d in newest],
         )
 
@@ -201,7 +205,7 @@ def model_details(result: LiveReport) -> None:
     shown = unknown[::-1][:DONT_KNOW_MAX]
     with st.container(key=f"class_unknown_{report.name}"):
         st.image(
-            thumbnails(np.stack([records[i].image() for i in shown])),
+            list(enlarge(np.stack([records[i].image() for i in shown]))),
             caption=[
                 f"meant {records[i].label}, top {int(report.predicted[i])} · #{records[i].id}"
                 for i in shown

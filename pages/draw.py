@@ -11,6 +11,7 @@ from streamlit_drawable_canvas import st_canvas
 from app import share, ui
 from app.classroom import submission_panel
 from app.figures import show_figure
+from app.figures.pixels import enlarge
 from app.figures.predictive import predictive_figure
 from app.figures.sweep import sweep_figure
 from core.data import DatasetUnavailable
@@ -18,6 +19,7 @@ from core.data.preprocess import mnist_style
 from core.data.upload import MAX_PIXELS, MAX_UPLOAD_MB, ImageError, read_image
 from core.evaluation.sweep import rotation_angles, rotation_sweep
 from core.evaluation.uncertainty import Thresholds, reasons, seeded_summary, verdict
+from core.storage.checkpoints import checkpoint_dataset
 from core.studies.cold_posterior import spread_caveat
 
 CANVAS_KEY = "draw_canvas"
@@ -27,7 +29,7 @@ TEST_INDEX_KEY = "draw_test_index"
 SWEEP_KEY = "draw_sweep"
 SOURCES = ("Draw", "Upload an image", "MNIST test digit")
 CANVAS_SIZE = 280
-PREVIEW_SCALE = 6
+PREVIEW_SCALE = 6  # screen pixels per image pixel of the preview
 ENTROPY_HELP = "Uncertainty of the averaged prediction, in nats: 0 when sure, ln 10 ≈ 2.30 at most."
 NARROW_CSS = """<style>
 /* On a phone Streamlit stacks columns: Undo and Clear stay side by side, a finger wide each. */
@@ -218,7 +220,7 @@ def show_rotation_sweep(image: torch.Tensor, models: list, n_samples: int) -> No
 def digit_models() -> list:
     """The chosen models trained on digits; the others are named with the reason."""
     chosen = ui.selected_names()
-    other = [name for name in chosen if ui.model_dataset(name) != "mnist"]
+    other = [name for name in chosen if checkpoint_dataset(name) != "mnist"]
     if other:
         st.info(
             "Not offered on this page: these models were trained on another task (e.g. "
@@ -250,8 +252,7 @@ if picked is not None:
     image, what = picked
     with preview_box:
         st.markdown("**What the models see** (28×28)")
-        big = np.kron(image, np.ones((PREVIEW_SCALE, PREVIEW_SCALE), dtype=np.float32))
-        st.image(big, clamp=True)
+        st.image(enlarge(image, PREVIEW_SCALE), clamp=True)
         st.text(what)  # may hold a file name: user text is shown literally, never as Markdown
     if not models:
         verdict_box.warning("Choose at least one trained model in the sidebar.")

@@ -13,10 +13,11 @@ import torch
 from app import share, ui
 from app.figures import show_figure, show_table
 from app.figures.ood import hist_figure, roc_figure, spread_figure, votes_figure
+from app.figures.pixels import enlarge
 from core.data import DatasetUnavailable, list_datasets, load_dataset
 from core.evaluation.metrics import roc_curve
 from core.evaluation.uncertainty import SCORES, PredictiveSummary
-from core.storage.checkpoints import TASK_DATASETS, task_title
+from core.storage.checkpoints import TASK_DATASETS, checkpoint_dataset, task_title
 from core.studies.evaluations import (
     IN_DISTRIBUTION,
     DatasetEvaluation,
@@ -36,7 +37,6 @@ from core.studies.ood import (
 )
 
 GRID = 9  # random samples shown
-SCALE = 3  # screen pixels per image pixel
 DEFAULT_DATASET = {"mnist": "fashion_mnist", "fashion_mnist": "mnist"}  # per task
 EVAL_SAMPLES = (10, 20, 50, 100)
 DEFAULT_SCORE = "mutual_information"
@@ -44,11 +44,6 @@ STRIP = 8  # most confident OOD inputs shown per model
 PICK_KEY = "ood_pick"
 SEED_KEY = "ood_seed"
 EVALUATING = "Evaluating (once, then cached on disk)"
-
-
-def enlarge(image: np.ndarray) -> np.ndarray:
-    """``image (H, W)`` with each pixel repeated :data:`SCALE` times along both axes."""
-    return np.kron(image, np.ones((SCALE, SCALE), dtype=np.float32))
 
 
 def random_samples(dataset: str, seed: int) -> np.ndarray:
@@ -210,7 +205,7 @@ available = [name for name, (ok, _) in status.items() if ok]
 missing = [name for name, (ok, _) in status.items() if not ok]
 
 chosen = [name for name, _ in ui.selected_models()]
-models = [name for name in chosen if ui.model_dataset(name) == task]
+models = [name for name in chosen if checkpoint_dataset(name) == task]
 if len(models) < len(chosen):
     st.caption(
         f"Left out: these chosen models were trained on another task than {TASK}, so its "

@@ -11,7 +11,7 @@ from app.figures import show_figure, show_table
 from app.figures.pruning import MODEL_DASHES, curve_figure, snr_figure, weights_figure
 from core.evaluation import pruning
 from core.methods import model_class
-from core.storage.checkpoints import CheckpointError, task_title
+from core.storage.checkpoints import CheckpointError, checkpoint_dataset, task_title
 from core.studies.pruning_curves import (
     CURVE_SAMPLES,
     POINT_MODELS,
@@ -87,7 +87,7 @@ try:
 except CheckpointError as exc:
     st.error(f"Cannot load {ui.model_title(name)}: {exc}")
     st.stop()
-task = ui.model_dataset(name)
+task = checkpoint_dataset(name)
 x_test, y_test = ui.require_test_set(task)
 if task != "mnist":
     st.caption(f"Trained on {task_title(task)}: evaluated on its test set.")

@@ -3,7 +3,7 @@
     python tests/ray_replica.py MODELS [NAME KIND EPOCHS]
 
 Starts a :class:`~core.jobs.JobQueue` (one worker, the Ray executor of ``BNN_RAY_ADDRESS``) on
-the database :func:`~core.storage.database.database_url` names, saving in the folder MODELS.
+the database :func:`~core.storage.database_url.database_url` names, saving in the folder MODELS.
 With NAME, KIND and EPOCHS it submits one small job (1,000 MNIST images) and prints its id.
 Then it lists the jobs every half second, as a replica's pages do (failing the jobs of dead
 workers), and once a job has been seen and none is active it prints one JSON line, every job
@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from core.jobs import JobQueue, make_request
-from core.storage.checkpoints import list_user_checkpoints
+from core.storage.user_models import list_user_checkpoints
 
 SMALL = {"n_train": 1000, "n_test": 200, "n_eval_samples": 1}
 

@@ -12,17 +12,18 @@ import torch
 import torch.nn.functional as F
 
 from core.active import loop
+from core.active import study as active_study
 from core.active.acquisition import ACQUISITIONS, acquire
 from core.active.loop import (
     ARCHITECTURES,
     MODEL_KINDS,
     ActiveConfig,
     ActiveLearner,
-    curve,
     live_config,
-    minibatch_terms,
     run_active,
 )
+from core.active.minibatch import minibatch_terms
+from core.active.study import curve
 from core.cli import main as cli_main
 from core.engine.interface import ModelConfig
 from core.evaluation.uncertainty import summarize
@@ -120,17 +121,23 @@ def test_an_interrupted_run_resumes_at_its_next_round_with_the_same_curve(
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        loop.cached_run(config, data, stop_at_40_labels)
-    assert loop.partial_entry(config).path.is_file() and not loop.run_entry(config).exists()
+        active_study.cached_run(config, data, stop_at_40_labels)
+    assert (
+        active_study.partial_entry(config).path.is_file()
+        and not active_study.run_entry(config).exists()
+    )
     steps = []
     step = ActiveLearner.step
     monkeypatch.setattr(ActiveLearner, "step", lambda self: steps.append(1) or step(self))
-    resumed = loop.cached_run(config, data)
+    resumed = active_study.cached_run(config, data)
     assert len(steps) == 2  # the rounds at 40 and 50 labels, not the first two again
     assert [(r.labels, r.accuracy, r.picked, r.scores) for r in resumed] == [
         (r.labels, r.accuracy, r.picked, r.scores) for r in uninterrupted
     ]
-    assert loop.run_entry(config).exists() and not loop.partial_entry(config).path.exists()
+    assert (
+        active_study.run_entry(config).exists()
+        and not active_study.partial_entry(config).path.exists()
+    )
 
 
 def test_bald_is_not_worse_than_random_beyond_the_seed_spread(data):
@@ -223,7 +230,9 @@ def test_runs_side_by_side_in_processes_give_the_rounds_of_one_thread_here(
 ):
     monkeypatch.setenv("BNN_CACHE_DIR", str(tmp_path / "cache"))
     base = replace(TINY, budget=40, pool_size=300, candidates=100)
-    result = loop.curves_for(["bald", "random"], 2, base, workers=2)  # full MNIST in the workers
+    result = active_study.curves_for(
+        ["bald", "random"], 2, base, workers=2
+    )  # full MNIST in the workers
     full = loop.load_active_data()
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -232,7 +241,7 @@ def test_runs_side_by_side_in_processes_give_the_rounds_of_one_thread_here(
             for seed in range(2):
                 config = replace(base, acquisition=name, seed=seed)
                 here = run_active(config, full)
-                stored = loop.cached_run(config)  # what the worker cached
+                stored = active_study.cached_run(config)  # what the worker cached
                 assert [(r.labels, r.accuracy, r.picked) for r in stored] == [
                     (r.labels, r.accuracy, r.picked) for r in here
                 ]
@@ -244,7 +253,7 @@ def test_runs_side_by_side_in_processes_give_the_rounds_of_one_thread_here(
 
 def test_runs_without_a_model_to_score_with_go_first():
     configs = [replace(TINY, acquisition=a, seed=s) for a in ("bald", "random") for s in (0, 1)]
-    ordered = loop.longest_first(configs)
+    ordered = active_study.longest_first(configs)
     assert [(c.acquisition, c.seed) for c in ordered] == [
         ("random", 0),
         ("random", 1),
@@ -475,9 +484,9 @@ def test_curves_of_runs_stopped_at_different_rounds_keep_each_seeds_labels_to_ta
     ]
     c = curve(runs, "bald")
     assert c.labels == [20, 30] and c.mean == pytest.approx([0.55, 0.935])
-    monkeypatch.setattr(loop, "curve_jobs", lambda configs, data=None: [])
-    monkeypatch.setattr(loop, "cached_run", lambda config, *a: runs[config.seed])
-    result = loop.curves_for(["bald"], 2, TINY)
+    monkeypatch.setattr(active_study, "curve_jobs", lambda configs, data=None: [])
+    monkeypatch.setattr(active_study, "cached_run", lambda config, *a: runs[config.seed])
+    result = active_study.curves_for(["bald"], 2, TINY)
     per_seed = result["curves"]["bald"]["per_seed"]
     assert [s["labels_to_90"] for s in per_seed] == [30, 30]
     assert [s["labels_to_95"] for s in per_seed] == [40, 30]

@@ -18,8 +18,8 @@ from core.engine.interface import ModelConfig
 from core.engine.laplace import fit_laplace, full_ggn
 from core.evaluation.metrics import seeded_error
 from core.methods import build_model
+from core.paths import user_model_dir
 from core.storage.checkpoints import load_checkpoint, resolve_checkpoint
-from core.storage.paths import user_model_dir
 
 
 def drawings(n: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:

@@ -18,9 +18,9 @@ from core.adapt.study import (
 )
 from core.data.synthetic import canvas_digits
 from core.jobs.owners import Visitor
+from core.paths import user_model_dir
 from core.stated.adapt import adapt_study
 from core.storage.checkpoints import load_checkpoint
-from core.storage.paths import user_model_dir
 
 
 def test_time_split_learns_the_older_half():

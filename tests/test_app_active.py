@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.active.loop import RESULT_FILE, STORED
+from core.active.study import RESULT_FILE, STORED
 
 PAGE = "../pages/active.py"
 CURVES = {

@@ -23,7 +23,9 @@ from core.evaluation.shift import SHIFTS
 from core.evaluation.uncertainty import SCORES
 from core.methods import build_model
 from core.storage.checkpoints import save_checkpoint
-from core.studies import calibration as study
+from core.studies.calibration import rejection as rejection_study
+from core.studies.calibration import shift as shift_study
+from core.studies.calibration import temperature as temperature_study
 from harness.browser import chromium_page, require_chromium, serve_app, wait_for_script
 
 PAGE = "../pages/calibration.py"
@@ -102,7 +104,8 @@ def test_every_model_shows_diagrams_tables_curves_and_samples(small_models):
     figures = charts(at)
     assert len(figures) == len(DIGITS) + 1 + SHIFT_CHARTS
     results = {
-        name: study.calibration_result(name, n_samples=SMALL[SAMPLES_KEY]) for name in DIGITS
+        name: rejection_study.calibration_result(name, n_samples=SMALL[SAMPLES_KEY])
+        for name in DIGITS
     }
     for figure, name in zip(figures, DIGITS, strict=False):  # one reliability diagram each
         title = figure["layout"]["title"]["text"]
@@ -148,7 +151,10 @@ def test_every_model_shows_diagrams_tables_curves_and_samples(small_models):
         names = [name for name in EVERY if task(name) == other]
         assert list(at.table[0].value.index) == [REGISTRY[name].title for name in names]
         for name in names:
-            assert study.calibration_result(name, n_samples=SMALL[SAMPLES_KEY]).dataset == other
+            assert (
+                rejection_study.calibration_result(name, n_samples=SMALL[SAMPLES_KEY]).dataset
+                == other
+            )
 
 
 def test_temperature_toggle_redraws_the_diagrams_after_scaling(small_models):
@@ -158,19 +164,19 @@ def test_temperature_toggle_redraws_the_diagrams_after_scaling(small_models):
     assert not at.exception, at.exception
     after = [f["layout"]["title"]["text"] for f in charts(at)[: len(DIGITS)]]
     for name, title in zip(DIGITS, after, strict=True):
-        r = study.calibration_result(name, n_samples=SMALL[SAMPLES_KEY])
+        r = rejection_study.calibration_result(name, n_samples=SMALL[SAMPLES_KEY])
         assert title.endswith(f"ECE {r.tempered['ece']:.4f}, T = {r.fit.temperature:.2f}")
     assert before != after
 
 
 def test_severity_slider_and_shift_choice_read_the_cached_grid(small_models):
     at = run_page(**{MODELS_KEY: ["mlp", "bbb_gaussian"]})
-    settings = study.ShiftSettings(n_inputs=100, n_samples=5)
+    settings = shift_study.ShiftSettings(n_inputs=100, n_samples=5)
     for shift in SHIFTS:
         at.selectbox(key="cal_shift").set_value(shift).run()
         assert not at.exception, (shift, at.exception)
         grid = SHIFTS[shift].severities
-        assert study.shift_jobs(["mlp", "bbb_gaussian"], [shift], settings) == []
+        assert shift_study.shift_jobs(["mlp", "bbb_gaussian"], [shift], settings) == []
         for severity in (grid[0], grid[-1]):
             at.select_slider(key=f"cal_severity_{shift}").set_value(severity).run()
             assert not at.exception, at.exception
@@ -182,7 +188,7 @@ def test_severity_slider_and_shift_choice_read_the_cached_grid(small_models):
                 "contrast": f"{severity:.0%} of the contrast removed",
             }[shift]
             assert table.index.name == f"At {header}"
-            level = study.shift_curve("mlp", shift, settings, severities=(severity,))[0]
+            level = shift_study.shift_curve("mlp", shift, settings, severities=(severity,))[0]
             assert table.loc[REGISTRY["mlp"].title, "Accuracy"] == f"{level.accuracy:.1%}"
             shapes = charts(at)[-1]["layout"]["shapes"]
             assert shapes[0]["x0"] == severity
@@ -196,7 +202,8 @@ def test_second_visit_reads_everything_from_the_disk_cache(small_models, monkeyp
     def fail(*args, **kwargs):
         raise AssertionError("computed again on a cached visit")
 
-    monkeypatch.setattr(study, "predictive", fail)
+    monkeypatch.setattr(temperature_study, "predictive", fail)
+    monkeypatch.setattr(shift_study, "predictive", fail)
     monkeypatch.setattr(core.studies.evaluations, "_compute", fail)
     second = run_page()
     assert [t.value.to_dict() for t in second.table] == [t.value.to_dict() for t in first.table]
@@ -204,7 +211,7 @@ def test_second_visit_reads_everything_from_the_disk_cache(small_models, monkeyp
 
 
 def test_models_trained_on_the_validation_split_are_named_in_a_warning(small_models, monkeypatch):
-    monkeypatch.setattr(study, "SEEN_RATIO", 1e9)  # every model counts as trained on it
+    monkeypatch.setattr(temperature_study, "SEEN_RATIO", 1e9)  # every model counts as trained on it
     st.cache_resource.clear()  # results kept in memory by earlier tests
     at = run_page(**{MODELS_KEY: ["mlp"]})
     text = at.warning[0].value
@@ -214,7 +221,7 @@ def test_models_trained_on_the_validation_split_are_named_in_a_warning(small_mod
 
 
 def test_the_headline_counts_what_scaling_did_from_the_tables_tests(small_models, monkeypatch):
-    real = study.calibration_result
+    real = rejection_study.calibration_result
     rigs = {  # per model: scaling's effect and the ECE's p-value
         "mlp": ("helps", 0.0002),
         "bbb_gaussian": ("harms", 0.2),
@@ -230,7 +237,7 @@ def test_the_headline_counts_what_scaling_did_from_the_tables_tests(small_models
             scaling=replace(r.scaling, effect=effect),
         )
 
-    monkeypatch.setattr(study, "calibration_result", rigged)
+    monkeypatch.setattr(rejection_study, "calibration_result", rigged)
     st.cache_resource.clear()
     at = run_page(**{MODELS_KEY: ["mlp", "bbb_gaussian", "dropout_mlp"]})
     headline = next(i.value for i in at.info if "Temperature scaling" in i.value)

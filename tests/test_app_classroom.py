@@ -19,12 +19,13 @@ import core.storage.checkpoints
 import core.studies.evaluations
 from app.ui import SAMPLES_KEY, TEACHER_FLAG, _kept
 from core.catalogue import REGISTRY
+from core.classroom.drawings import check_class_code
 from core.classroom.report import model_report
-from core.classroom.store import ClassStore, check_class_code
+from core.classroom.store import ClassStore
 from core.engine.sampler import predictive_samples
 from core.evaluation.uncertainty import SCORES
 from core.storage.checkpoints import load_checkpoint
-from core.storage.database import DB_ENV
+from core.storage.database_errors import DB_ENV
 from tests.checkpoint_util import save_small_checkpoints
 from tests.conftest import TEACHER_KEY
 

@@ -11,8 +11,9 @@ from app.learn import RUN_KEY
 from app.ui import all_checkpoints
 from core.adapt.live import Plan, start
 from core.jobs.owners import Visitor
-from core.storage.checkpoints import list_user_checkpoints, read_metadata
-from core.storage.paths import user_model_dir
+from core.paths import user_model_dir
+from core.storage.checkpoints import read_metadata
+from core.storage.user_models import list_user_checkpoints
 from tests.test_app_classroom import (  # noqa: F401
     class_db,
     class_page,

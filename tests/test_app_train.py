@@ -26,7 +26,7 @@ from core.jobs import (
     training_queue,
 )
 from core.methods import METHODS
-from core.storage.checkpoints import list_user_checkpoints
+from core.storage.user_models import list_user_checkpoints
 
 PAGE = "../pages/train.py"
 MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
@@ -288,8 +288,8 @@ def test_a_student_acts_only_on_their_own_also_when_no_key_was_set(paused, tmp_p
     """Two browser sessions on a server started without BNN_TEACHER_KEY (the default, which
     makes a key): B sees A's job and model but gets no control over them until the teacher
     key is entered; A keeps full control of its own."""
+    from core.paths import data_search_path
     from core.roles import teacher_key
-    from core.storage.paths import data_search_path
 
     monkeypatch.delenv("BNN_TEACHER_KEY")
     monkeypatch.setenv("BNN_DATA_PATH", os.pathsep.join(map(str, data_search_path())))

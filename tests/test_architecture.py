@@ -141,12 +141,13 @@ LAYERS = (
         "core.progress",
         "core.processes",
         "core.protocols",
-        "core.storage.paths",
-        "core.storage.atomic",
+        "core.paths",
+        "core.atomic",
         "core.roles",
     ),
     ("core.engine",),
-    ("core.data", "core.evaluation"),
+    ("core.evaluation",),
+    ("core.data",),
     ("core.training",),
     ("core.methods",),
     ("core.storage.checkpoints", "core.storage.cache", "core.storage"),
@@ -185,6 +186,21 @@ def test_no_core_module_imports_a_layer_above_it():
         for module, path in CORE.items()
     }
     assert {m: found for m, found in offenders.items() if found} == {}
+
+
+def test_a_layer_holds_whole_packages():
+    """No module is lifted out of its package into a lower layer (as the engine once imported
+    ``core.storage.paths``, listed at the bottom while storage sits above the engine): a
+    package's place in :data:`LAYERS` says what may import any of its modules."""
+    entries = [(prefix, i) for i, layer in enumerate(LAYERS) for prefix in layer]
+    assert len({prefix for prefix, _ in entries}) == len(entries), "a prefix listed twice"
+    lifted = [
+        f"{prefix} (layer {i}) of {package} (layer {j})"
+        for prefix, i in entries
+        for package, j in entries
+        if package != "core" and prefix.startswith(f"{package}.") and i != j
+    ]
+    assert lifted == []
 
 
 def test_core_modules_form_no_import_cycle():

@@ -13,7 +13,7 @@ import zipfile
 import pytest
 
 from core.classroom.store import ClassStore
-from core.storage.database import DB_ENV
+from core.storage.database_errors import DB_ENV
 from harness.browser import (
     choose_class_label,
     chromium_browsers,

@@ -9,9 +9,9 @@ import math
 import pytest
 
 from core.classroom.store import ClassStore
-from core.storage.checkpoints import list_user_checkpoints
 from core.storage.database import DB_ENV
-from tests.browser_util import (
+from core.storage.user_models import list_user_checkpoints
+from harness.browser import (
     chromium_browsers,
     open_sidebar,
     record_timings,

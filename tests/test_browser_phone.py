@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from core.classroom.store import ClassStore
-from core.storage.database import DB_ENV
+from core.storage.database_errors import DB_ENV
 from harness.browser import (
     PHONE,
     choose_class_label,

@@ -12,7 +12,7 @@ import torch
 
 from app.main import PAGES
 from core.classroom.store import ClassStore
-from core.storage.database import DB_ENV
+from core.storage.database_errors import DB_ENV
 from harness.browser import (
     chromium_page,
     draw,

@@ -15,7 +15,7 @@ from core.jobs import JobQueue, JobStatus, make_request
 from core.jobs.owners import Visitor
 from core.methods import ModelConfig, build_model
 from core.storage.checkpoints import save_checkpoint
-from core.storage.database import DB_ENV
+from core.storage.database_errors import DB_ENV
 from harness.browser import (
     chromium_browsers,
     press,

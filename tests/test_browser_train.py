@@ -10,7 +10,7 @@ from urllib.parse import urlparse
 import pytest
 
 from core.jobs import JobStatus, JobStore, make_request
-from core.jobs.executors import STOPPED
+from core.jobs.running import STOPPED
 from harness.browser import (
     choose,
     chromium_browsers,

@@ -30,7 +30,7 @@ from core.evaluation.calibration import (
     tempered,
     tempered_nll,
 )
-from core.evaluation.metrics import accuracy_coverage, nll, reliability
+from core.evaluation.metrics import nll, reliability
 from core.evaluation.shift import (
     SHIFTS,
     add_noise,
@@ -42,8 +42,12 @@ from core.evaluation.shift import (
 )
 from core.evaluation.uncertainty import SCORES
 from core.methods import build_model
-from core.storage.checkpoints import save_checkpoint
-from core.studies import calibration as study
+from core.storage.checkpoints import checkpoint_dataset, save_checkpoint
+from core.studies import calibration as calibration_study
+from core.studies.calibration import rejection as rejection_study
+from core.studies.calibration import shift as shift_study
+from core.studies.calibration import temperature as temperature_study
+from core.studies.calibration import validation as validation_study
 from core.studies.evaluations import IN_DISTRIBUTION, evaluate_dataset
 
 # --- synthetic predictors --------------------------------------------------------------------
@@ -176,11 +180,24 @@ def test_coverage_curve_ends_at_the_plain_accuracy_and_rises_as_coverage_falls()
     assert rejection_auc(score, correct) > correct.double().mean().item()
 
 
-def test_coverage_curve_without_ties_is_accuracy_coverage():
+def in_score_order(scores, correct) -> tuple[torch.Tensor, torch.Tensor]:
+    """Reject the highest scores first, ties in the inputs' order: the curve without tie care."""
+    hits = torch.as_tensor(correct).double()[torch.argsort(torch.as_tensor(scores), stable=True)]
+    kept = torch.arange(1, len(hits) + 1, dtype=torch.float64)
+    return kept / len(hits), hits.cumsum(0) / kept
+
+
+def test_coverage_curve_rejects_the_most_uncertain_first():
+    coverage, accuracy = coverage_curve([0.9, 0.1, 0.5, 0.2], [False, True, False, True])
+    assert coverage.tolist() == [0.25, 0.5, 0.75, 1.0]
+    assert accuracy.tolist() == [1.0, 1.0, 2 / 3, 0.5]
+
+
+def test_coverage_curve_without_ties_is_the_plain_order():
     g = torch.Generator().manual_seed(0)
     scores = torch.rand(500, generator=g, dtype=torch.float64)
     correct = torch.rand(500, generator=g) < 0.8
-    ours, theirs = coverage_curve(scores, correct), accuracy_coverage(scores, correct)
+    ours, theirs = coverage_curve(scores, correct), in_score_order(scores, correct)
     for a, b in zip(ours, theirs, strict=True):
         assert torch.allclose(a, b, atol=1e-12)
 
@@ -193,7 +210,7 @@ def test_coverage_curve_with_ties_is_the_mean_over_random_tie_breaks():
     draws = 20_000
     for _ in range(draws):  # break ties at random, then reject in order
         jitter = torch.rand(len(scores), generator=g) * 0.5
-        total += accuracy_coverage(scores + jitter, correct)[1]
+        total += in_score_order(scores + jitter, correct)[1]
     assert torch.allclose(coverage_curve(scores, correct)[1], total / draws, atol=0.01)
     flat = coverage_curve(torch.zeros(9), correct)[1]  # one score for all: no information
     assert torch.allclose(flat, torch.full((9,), 4 / 9, dtype=torch.float64))
@@ -238,6 +255,18 @@ def test_rotation_turns_counter_clockwise_and_zero_is_the_identity(images):
     one = torch.zeros(1, 1, 28, 28)
     one[0, 0, 2, 20] = 1.0  # upper right: a quarter turn counter-clockwise puts it upper left
     assert torch.nonzero(rotate_by(one, 90)[0, 0] > 0.5).tolist() == [[7, 2]]
+
+
+def test_rotation_by_one_angle_per_image_matches_each_images_own_turn(images):
+    angles = torch.tensor([0.0, 90.0, 180.0, -37.0])
+    turned = rotate_by(images, angles)
+    assert torch.allclose(turned[0], images[0], atol=1e-5)
+    assert torch.allclose(
+        turned[1:3],
+        torch.stack([torch.rot90(images[1], 1, (1, 2)), torch.rot90(images[2], 2, (1, 2))]),
+        atol=1e-5,
+    )
+    assert torch.allclose(turned[3:], rotate_by(images[3:], -37.0), atol=1e-6)
 
 
 def test_noise_has_the_requested_spread_and_the_same_pattern_at_every_level():
@@ -287,23 +316,25 @@ def test_every_shift_keeps_shape_and_range_and_starts_unshifted(images, shift):
 
 
 def test_split_is_disjoint_complete_and_seeded():
-    train, validation = study.split_indices(1000, 100, seed=5)
+    train, validation = validation_study.split_indices(1000, 100, seed=5)
     assert len(validation) == 100 and len(train) == 900
     assert sorted(torch.cat([train, validation]).tolist()) == list(range(1000))
-    again = study.split_indices(1000, 100, seed=5)
+    again = validation_study.split_indices(1000, 100, seed=5)
     assert torch.equal(again[1], validation)
-    assert not torch.equal(study.split_indices(1000, 100, seed=6)[1], validation)
+    assert not torch.equal(validation_study.split_indices(1000, 100, seed=6)[1], validation)
     for bad in (0, 1000):
         with pytest.raises(ValueError):
-            study.split_indices(1000, bad)
+            validation_study.split_indices(1000, bad)
 
 
 def test_validation_split_is_what_train_subset_leaves_out(mnist_small):
     images, labels = load_dataset("mnist", "train")
-    kept, _ = load_dataset("mnist", "train", n_inputs=len(images) - study.VALIDATION_SIZE, seed=0)
-    train, validation = study.split_indices(len(images))
+    kept, _ = load_dataset(
+        "mnist", "train", n_inputs=len(images) - validation_study.VALIDATION_SIZE, seed=0
+    )
+    train, validation = validation_study.split_indices(len(images))
     assert torch.equal(kept, images[train])  # what `core train --train-subset 55000` trains on
-    val_images, val_labels = study.validation_split()
+    val_images, val_labels = validation_study.validation_split()
     assert torch.equal(val_images, images[validation])
     assert torch.equal(val_labels, labels[validation])
 
@@ -311,7 +342,7 @@ def test_validation_split_is_what_train_subset_leaves_out(mnist_small):
 # --- the cached study on small untrained checkpoints -----------------------------------------
 
 NAMES = ("mlp", "dropout_mlp", "bbb_gaussian")
-SMALL = study.ShiftSettings(n_inputs=200, n_samples=4, validation_size=300)
+SMALL = shift_study.ShiftSettings(n_inputs=200, n_samples=4, validation_size=300)
 
 
 @pytest.fixture
@@ -341,37 +372,42 @@ def test_temperature_fit_reads_only_the_training_split(small, monkeypatch):
         return real(name, split, **kw)
 
     monkeypatch.setattr(core.data, "load_dataset", spy)
-    fit = study.temperature_fit("mlp", n_samples=2, validation_size=300)
+    fit = temperature_study.temperature_fit("mlp", n_samples=2, validation_size=300)
     assert calls == [("mnist", "train")]
     assert fit.validation_size == 300 and fit.temperature > 0
     assert fit.nll_after <= fit.nll_before + 1e-9  # the fit lowers the validation NLL
-    images, labels = study.validation_split(300)
+    images, labels = validation_study.validation_split(300)
     model, _ = core.storage.checkpoints.load_checkpoint("mlp")
     probs = model(images).softmax(-1)
     assert fit.nll_before == pytest.approx(nll(probs, labels), rel=1e-4)
     assert fit.nll_after == pytest.approx(tempered_nll(probs, labels, fit.temperature), rel=1e-4)
     calls.clear()
-    assert study.temperature_fit("mlp", n_samples=2, validation_size=300) == fit  # cached
+    assert (
+        temperature_study.temperature_fit("mlp", n_samples=2, validation_size=300) == fit
+    )  # cached
     assert calls == []
 
 
 def test_recorded_training_subset_decides_whether_the_split_was_seen(small, tmp_path):
-    fit = study.temperature_fit("mlp", n_samples=1, validation_size=300)
+    fit = temperature_study.temperature_fit("mlp", n_samples=1, validation_size=300)
     assert fit.training_images == 60_000
     torch.manual_seed(0)
     model = build_model(ModelConfig(kind="mlp", hidden=(16,)))
     folder = tmp_path / "recorded"
     for subset, seen in ((None, True), (55_000, False), (59_700, False), (59_701, True)):
         path = save_checkpoint("subset", model, {"train_subset": subset}, folder)
-        assert study.validation_seen(path, fit, test_nll=1.0)[0] is seen
+        assert temperature_study.validation_seen(path, fit, test_nll=1.0)[0] is seen
     path = save_checkpoint("unrecorded", model, {}, folder)  # then the NLLs decide
     low, high = replace(fit, nll_before=0.1), replace(fit, nll_before=1.1)
-    assert study.validation_seen(path, low, 1.0) == (True, "validation NLL 0.10× the test NLL")
-    assert study.validation_seen(path, high, 1.0)[0] is False
+    assert temperature_study.validation_seen(path, low, 1.0) == (
+        True,
+        "validation NLL 0.10× the test NLL",
+    )
+    assert temperature_study.validation_seen(path, high, 1.0)[0] is False
 
 
 def test_calibration_result_agrees_with_the_test_set_evaluation(small):
-    result = study.calibration_result("dropout_mlp", n_samples=3, validation_size=300)
+    result = rejection_study.calibration_result("dropout_mlp", n_samples=3, validation_size=300)
     evaluation = evaluate_dataset("dropout_mlp", IN_DISTRIBUTION, n_samples=3)
     correct = evaluation.correct
     assert result.num_inputs == len(evaluation) == 10_000
@@ -389,14 +425,14 @@ def test_calibration_result_agrees_with_the_test_set_evaluation(small):
     assert result.validation_nll_ratio == pytest.approx(
         result.fit.nll_before / result.metrics["nll"]
     )
-    seen = study.validation_seen("dropout_mlp", result.fit, result.metrics["nll"])
+    seen = temperature_study.validation_seen("dropout_mlp", result.fit, result.metrics["nll"])
     assert (result.validation_seen, result.validation_evidence) == seen
     json.dumps(result.to_dict())
 
 
 def test_shift_at_severity_zero_reproduces_the_unshifted_evaluation(small):
     for name in NAMES:
-        levels = study.shift_curve(name, "rotation", SMALL, severities=(0.0, 60.0))
+        levels = shift_study.shift_curve(name, "rotation", SMALL, severities=(0.0, 60.0))
         plain = evaluate_dataset(
             name, IN_DISTRIBUTION, n_samples=SMALL.n_samples, n_inputs=SMALL.n_inputs, seed=0
         )
@@ -411,18 +447,18 @@ def test_shift_at_severity_zero_reproduces_the_unshifted_evaluation(small):
 
 
 def test_shift_levels_are_cached_one_per_severity(small, monkeypatch):
-    first = study.shift_curve("mlp", "contrast", SMALL)
+    first = shift_study.shift_curve("mlp", "contrast", SMALL)
     assert [level.severity for level in first] == list(SHIFTS["contrast"].severities)
-    folder = small / "cache" / study.STUDY
+    folder = small / "cache" / calibration_study.STUDY
     assert len(list(folder.glob("shift-mnist-contrast-*.json"))) == len(first)
-    assert study.shift_jobs(["mlp"], ["contrast"], SMALL) == []
-    assert len(study.shift_jobs(["mlp", "bbb_gaussian"], ["contrast", "blur"], SMALL)) == 3
+    assert shift_study.shift_jobs(["mlp"], ["contrast"], SMALL) == []
+    assert len(shift_study.shift_jobs(["mlp", "bbb_gaussian"], ["contrast", "blur"], SMALL)) == 3
 
     def fail(*args, **kwargs):
         raise AssertionError("recomputed a cached level")
 
-    monkeypatch.setattr(study, "predictive", fail)
-    assert study.shift_curve("mlp", "contrast", SMALL) == first
+    monkeypatch.setattr(shift_study, "predictive", fail)
+    assert shift_study.shift_curve("mlp", "contrast", SMALL) == first
     for level in first:
         assert 0 <= level.rejected["max_prob"] <= 1
         assert level.temperature == first[0].temperature
@@ -456,7 +492,7 @@ def test_cli_prints_every_number_the_issue_asks_for(small, capsys):
 
 
 def test_each_model_is_rated_on_the_dataset_it_was_trained_on(small, tmp_path):
-    assert study.task_dataset("mlp") == "mnist"  # shipped digit models: from the registry
+    assert checkpoint_dataset("mlp") == "mnist"  # shipped digit models: from the registry
     try:
         load_dataset("fashion_mnist", "train", n_inputs=1)
     except DatasetUnavailable as exc:
@@ -464,12 +500,12 @@ def test_each_model_is_rated_on_the_dataset_it_was_trained_on(small, tmp_path):
     torch.manual_seed(0)
     model = build_model(ModelConfig(kind="mlp", hidden=(16,)))
     path = save_checkpoint("clothes", model, {"dataset": "fashion_mnist"}, tmp_path / "user")
-    assert study.task_dataset(path) == "fashion_mnist"
-    result = study.calibration_result(path, n_samples=1, validation_size=300)
+    assert checkpoint_dataset(path) == "fashion_mnist"
+    result = rejection_study.calibration_result(path, n_samples=1, validation_size=300)
     evaluation = evaluate_dataset(path, "fashion_mnist", n_samples=1)
     assert result.dataset == result.fit.dataset == "fashion_mnist"
     assert result.metrics["accuracy"] == pytest.approx(evaluation.accuracy)
-    level = study.shift_curve(path, "blur", SMALL, severities=(0.0,))[0]
+    level = shift_study.shift_curve(path, "blur", SMALL, severities=(0.0,))[0]
     plain = evaluate_dataset(path, "fashion_mnist", n_samples=4, n_inputs=200, seed=0)
     assert level.accuracy == pytest.approx(plain.accuracy)
 
@@ -478,7 +514,7 @@ def test_missing_mnist_is_a_dataset_error(small, monkeypatch, tmp_path):
     monkeypatch.setenv("BNN_DATA_DIR", str(tmp_path / "empty"))
     monkeypatch.setenv("BNN_DATA_PATH", str(tmp_path / "nowhere"))
     with pytest.raises(DatasetUnavailable):
-        study.temperature_fit("mlp", n_samples=2, validation_size=300)
+        temperature_study.temperature_fit("mlp", n_samples=2, validation_size=300)
 
 
 @pytest.mark.parametrize("subset", [55_000, 50_000, 60_000, None, "absent"])
@@ -486,9 +522,9 @@ def test_tuning_reads_the_validation_images_only_of_models_that_never_saw_them(s
     meta = {"dataset": "mnist"} | ({} if subset == "absent" else {"train_subset": subset})
     save_checkpoint("tuned", build_model(REGISTRY["mlp"].model), meta)
     if subset in (55_000, 50_000):
-        images, labels = study.held_out_validation("tuned")
-        expected_images, expected_labels = study.validation_split()
+        images, labels = validation_study.held_out_validation("tuned")
+        expected_images, expected_labels = validation_study.validation_split()
         assert torch.equal(images, expected_images) and torch.equal(labels, expected_labels)
         return
     with pytest.raises(ValueError, match="--train-subset 55000"):
-        study.held_out_validation("tuned")
+        validation_study.held_out_validation("tuned")

@@ -12,9 +12,9 @@ import torch
 
 from core.catalogue import MIXTURE_PRIOR, REGISTRY, list_checkpoints
 from core.methods import ModelConfig, build_model
+from core.paths import REPO_ROOT
 from core.storage import checkpoints
 from core.storage.checkpoints import CheckpointError, load_checkpoint, save_checkpoint
-from core.storage.paths import REPO_ROOT
 
 TINY = ModelConfig(kind="bbb", hidden=(8,), prior=MIXTURE_PRIOR)
 
@@ -136,7 +136,7 @@ def test_shipped_checkpoint_is_small_and_loads(name):
 
 def test_registered_models_hold_out_the_calibration_split_and_train_without_it():
     from core.jobs.training import spec_request
-    from core.studies.calibration import VALIDATION_SIZE
+    from core.studies.calibration.validation import VALIDATION_SIZE
 
     held_out = [spec for spec in REGISTRY.values() if spec.train_subset is not None]
     assert held_out  # the shipped models leave the temperature-scaling images out

@@ -18,7 +18,7 @@ from app.share import CLASS_PARAM
 from app.ui import SAMPLES_KEY, TEACHER_FLAG
 from core.classroom import join
 from core.classroom.join import is_loopback, join_link, public_base, students_base
-from core.storage.database import DB_ENV
+from core.storage.database_errors import DB_ENV
 
 PAGE = "../pages/classroom.py"
 PUBLIC = "http://10.0.0.5:8501"

@@ -17,15 +17,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from core.classroom.store import (
-    DEFAULT_LIMIT,
-    LIMIT_ENV,
-    ClassFullError,
-    ClassStore,
-    class_limit,
-    to_pixels,
-)
-from core.storage.database import RETRY_SECONDS, ConnectionLost, Database, DatabaseError
+from core.classroom.drawings import to_pixels
+from core.classroom.store import DEFAULT_LIMIT, LIMIT_ENV, ClassFullError, ClassStore, class_limit
+from core.storage.database import Database
+from core.storage.database_errors import RETRY_SECONDS, ConnectionLost, DatabaseError
 from harness.browser import free_port
 from harness.cluster import new_database, restartable_postgres
 from tests.class_writer import drawing_of, own_id, run_threads, shared_ids

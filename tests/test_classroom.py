@@ -20,8 +20,9 @@ import torch
 from PIL import Image
 
 from core.classroom import export
+from core.classroom.drawings import check_class_code
 from core.classroom.report import class_report, confusion_matrix, model_report
-from core.classroom.store import ClassStore, check_class_code
+from core.classroom.store import ClassStore
 from core.classroom.store import clear as clear_class
 from core.classroom.store import count as count_class
 from core.classroom.store import submit as submit_drawing
@@ -32,7 +33,8 @@ from core.engine.sampler import predictive_samples
 from core.evaluation.metrics import calibration
 from core.evaluation.uncertainty import SCORES, rejection_limits, summarize
 from core.methods import build_model
-from core.storage.database import DB_ENV, DEFAULT_FILE, DatabaseError, database_url, describe
+from core.storage.database_errors import DB_ENV, DatabaseError
+from core.storage.database_url import DEFAULT_FILE, database_url, describe
 from tests.class_writer import run_threads
 
 

@@ -10,9 +10,9 @@ import pytest
 import torch
 
 import core.classroom.report as report_module
+from core.classroom.drawings import Drawing, as_tensors, to_pixels
 from core.classroom.live import CacheKey, PredictionCache, live_reports
 from core.classroom.report import Predictions, assemble_report, model_report, predict
-from core.classroom.store import Drawing, as_tensors, to_pixels
 from core.engine.interface import ModelConfig
 from core.evaluation.calibration import calibration_metrics
 from core.evaluation.uncertainty import DEFAULT_SCORE, REJECT, SCORES, UNSURE

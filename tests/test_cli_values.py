@@ -14,8 +14,8 @@ from core.catalogue import REGISTRY
 from core.cli import build_parser, main
 from core.data import DatasetUnavailable, load_dataset
 from core.methods import build_model
+from core.paths import REPO_ROOT, user_model_dir
 from core.storage.checkpoints import save_checkpoint
-from core.storage.paths import REPO_ROOT, user_model_dir
 
 HOSTILE = [
     "ood --samples 99999999999999999999",  # the four

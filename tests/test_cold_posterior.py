@@ -13,7 +13,7 @@ import streamlit as st
 import torch
 from streamlit.testing.v1 import AppTest
 
-import core.studies.cold_posterior as cold
+import app.cold_posterior as cold_panel
 from app.ui import MODELS_KEY
 from core.catalogue import REGISTRY
 from core.data import DatasetUnavailable, load_dataset
@@ -197,7 +197,7 @@ def test_the_section_shows_the_four_numbers_against_the_temperature(empty_cache)
 
 
 def test_without_a_stored_study_the_section_says_so_and_computes_nothing(empty_cache, monkeypatch):
-    monkeypatch.setattr(cold, "stored_cold_posterior", lambda: None)
+    monkeypatch.setattr(cold_panel, "stored_cold_posterior", lambda: None)
     at = run_page()
     assert any("has not been measured" in i.value for i in at.info)
     assert cold_charts(at) == []

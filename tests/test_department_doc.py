@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from core import settings
-from core.storage.database import database_url
+from core.storage.database_url import database_url
 from harness.browser import REPO_ROOT, free_port
 from harness.cluster import missing
 

@@ -28,19 +28,19 @@ from streamlit.testing.v1 import AppTest
 import core.catalogue
 import core.storage.checkpoints
 from app import ui
-from core.catalogue import REGISTRY
-from core.data import DatasetUnavailable, load_dataset
-from core.engine.sampler import predictive_samples
-from core.evaluation.uncertainty import summarize
-from core.methods import build_model
-from core.storage.atomic import (
+from core.atomic import (
     STALE_SECONDS,
     atomic_write_text,
     remove_stale_temporaries,
     writer_tag,
 )
+from core.catalogue import REGISTRY
+from core.data import DatasetUnavailable, load_dataset
+from core.engine.sampler import predictive_samples
+from core.evaluation.uncertainty import summarize
+from core.methods import build_model
+from core.paths import REPO_ROOT, data_search_path
 from core.storage.checkpoints import CheckpointError, save_checkpoint
-from core.storage.paths import REPO_ROOT, data_search_path
 from tests.test_app_draw import MAIN
 
 SHIPPED = REPO_ROOT / "checkpoints"
@@ -479,7 +479,7 @@ import sys
 from pathlib import Path
 
 from core.storage.cache import CacheEntry
-from core.storage.checkpoints import list_user_checkpoints
+from core.storage.user_models import list_user_checkpoints
 
 folder, stop, action = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
 entry = CacheEntry(folder / "result.json", "json")

@@ -248,3 +248,16 @@ def test_sampled_functions_are_one_float32_trace_of_pieces_separated_by_gaps():
     assert np.allclose(xs.reshape(3, 6)[:, :-1], x)
     empty = spaghetti(x, functions[:0], "#336699", "none")
     assert len(empty.x) == len(empty.y) == 0
+
+
+def test_an_enlarged_image_turns_each_pixel_into_a_square_of_its_value():
+    from app.figures.pixels import enlarge
+
+    image = np.array([[0.0, 0.25], [0.5, 1.0]])
+    big = enlarge(image, 3)
+    assert big.shape == (6, 6) and big.dtype == np.float32
+    for (i, j), value in np.ndenumerate(image):
+        assert np.all(big[3 * i : 3 * i + 3, 3 * j : 3 * j + 3] == value)
+    stack = enlarge(np.array([[[0, 255]], [[255, 0]]], dtype=np.uint8), 2)  # (2, 1, 2): a batch
+    assert stack.shape == (2, 2, 4) and stack.max() == 1.0
+    assert np.array_equal(stack[0], [[0, 0, 1, 1], [0, 0, 1, 1]])

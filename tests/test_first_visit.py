@@ -8,7 +8,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from app.main import PAGES
-from core.storage.paths import REPO_ROOT
+from core.paths import REPO_ROOT
 
 
 @pytest.mark.slow

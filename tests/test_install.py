@@ -75,7 +75,7 @@ def test_the_wheel_holds_core_and_app_with_core_data_files(wheel):
     data = {n for n in names if n.startswith("core/") and not n.endswith(".py")}
     assert {
         "core/bandits/data/agaricus-lepiota.data.gz",
-        "core/engine/native/tiny_mlp.c",
+        "core/bandits/kernel/tiny_mlp.c",
         "core/engine/native/sample_kl.c",
         "core/engine/native/common.h",
     } <= data

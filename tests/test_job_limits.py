@@ -14,7 +14,7 @@ import pytest
 from core.jobs import JobQueue, JobStatus, JobStore, make_request
 from core.jobs.limits import LimitError, Limits, client_address
 from core.jobs.owners import Visitor
-from core.jobs.store import JOBS
+from core.jobs.schema import JOBS
 from core.storage.database import Database, Table
 
 SMALL = {"n_train": 1000, "epochs": 2}

@@ -17,7 +17,9 @@ import pytest
 
 from core.jobs import JobQueue, JobStatus, JobStore, TrainRequest, make_request
 from core.jobs.owners import Visitor
-from core.jobs.store import HOST, MAX_STEP_POINTS, PROCESS, STALE_S, Report, worker_gone
+from core.jobs.records import Report
+from core.jobs.schema import MAX_STEP_POINTS
+from core.jobs.workers import HOST, PROCESS, STALE_S, worker_gone
 from core.training import EpochStats, StepStats
 from harness.cluster import new_database, restartable_postgres
 from tests.test_jobs import Gate, wait_for

@@ -33,15 +33,17 @@ from core.methods import build_model
 from core.storage.checkpoints import (
     CheckpointError,
     checkpoint_dataset,
-    delete_user_checkpoint,
-    list_user_checkpoints,
     load_checkpoint,
     partial_note,
     read_metadata,
-    rename_user_checkpoint,
     resolve_checkpoint,
     save_checkpoint,
     user_key,
+)
+from core.storage.user_models import (
+    delete_user_checkpoint,
+    list_user_checkpoints,
+    rename_user_checkpoint,
     user_title,
 )
 from core.training import TrainConfig, train

@@ -8,7 +8,6 @@ import pytest
 import torch
 
 from core.evaluation.metrics import (
-    accuracy_coverage,
     auroc,
     average_precision,
     brier,
@@ -104,12 +103,6 @@ def test_nll_brier_and_calibration():
     assert brier(torch.eye(3), torch.arange(3)) == 0.0
     cal = calibration(probs, labels)
     assert cal["accuracy"] == 0.5 and set(cal) == {"accuracy", "ece", "nll", "brier"}
-
-
-def test_accuracy_coverage_rejects_uncertain_first():
-    coverage, accuracy = accuracy_coverage([0.9, 0.1, 0.5, 0.2], [False, True, False, True])
-    assert coverage.tolist() == [0.25, 0.5, 0.75, 1.0]
-    assert accuracy.tolist() == [1.0, 1.0, 2 / 3, 0.5]
 
 
 def test_evaluate_model_reports_calibration():

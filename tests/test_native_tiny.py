@@ -1,4 +1,4 @@
-"""The compiled tiny-network kernel (core/engine/native/tiny.py) against the PyTorch path.
+"""The compiled tiny-network kernel (core/bandits/kernel/tiny.py) against the PyTorch path.
 
 Given the same initial networks, minibatches and weight noise, U updates of the kernel must
 reach the parameters that the methods' own models (``MLP``; ``BayesMLP`` with ``lrt=False``,
@@ -19,9 +19,9 @@ import torch.nn.functional as F
 from torch.func import functional_call
 
 from core.bandits.agents import ModelSettings, NeuralGroup, kl_factors
+from core.bandits.kernel.tiny import Hyper, NativeUnavailable, TinyNetworks
 from core.bandits.native import NativeGroup, group_class
 from core.bandits.runner import BanditRun, RunConfig
-from core.engine.native.tiny import Hyper, NativeUnavailable, TinyNetworks
 from core.engine.priors import GaussianPrior, ScaleMixturePrior, prior_from_dict
 from core.methods import ModelConfig, build_model
 

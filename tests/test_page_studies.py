@@ -22,7 +22,7 @@ from core.evaluation.shift import shift_images
 from core.evaluation.uncertainty import seeded_summary
 from core.methods import ModelConfig, build_model
 from core.storage.checkpoints import load_checkpoint, save_checkpoint
-from core.studies.calibration import example_answers, shifted_examples
+from core.studies.calibration.shift import example_answers, shifted_examples
 from core.studies.ood import sample_summary
 from core.studies.pruning_curves import (
     QUICK_INPUTS,

@@ -23,6 +23,7 @@ from core.bandits.live import (
 from core.bandits.runner import RunConfig
 from core.cli import main
 from core.jobs.owners import Visitor
+from core.paths import REPO_ROOT
 from core.prepare import (
     PREPARERS,
     PreparationRun,
@@ -33,7 +34,6 @@ from core.prepare import (
     read_guide,
 )
 from core.stated.guide import GUIDE, GuideLink, guide_links
-from core.storage.paths import REPO_ROOT
 
 TINY = "http://localhost:8501/ood?sidebar_models=mlp&ood_dataset=font_letters&ood_subset=20&ood_samples=10"
 """A link whose evaluations take a second: one MLP, 20 inputs a side, 10 passes."""

@@ -20,18 +20,12 @@ from pathlib import Path
 import pytest
 
 from core.jobs import JobQueue, JobStatus, make_request
-from core.jobs.executors import FORCE_AFTER_S, SECRET_URL, RayExecutor, actor_name
 from core.jobs.owners import Visitor
-from core.jobs.store import (
-    HOST,
-    PROCESS,
-    STALE_S,
-    JobStore,
-    ray_actor,
-    ray_worker,
-    worker_gone,
-)
-from core.storage.database import DatabaseError, database_url
+from core.jobs.ray_executor import FORCE_AFTER_S, SECRET_URL, RayExecutor, actor_name
+from core.jobs.store import JobStore
+from core.jobs.workers import HOST, PROCESS, STALE_S, ray_actor, ray_worker, worker_gone
+from core.storage.database_errors import DatabaseError
+from core.storage.database_url import database_url
 from harness.browser import REPO_ROOT
 from harness.cluster import new_database
 from tests.test_jobs import wait_for

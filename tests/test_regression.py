@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from core.cli import regression as cli
+from core.paths import REPO_ROOT
 from core.regression import study
 from core.regression.data import (
     MAX_DRAWN_POINTS,
@@ -40,7 +41,6 @@ from core.regression.metrics import (
     summarize,
 )
 from core.regression.study import compute_fit, fit_entry, fit_method, load_fit, ship_fit
-from core.storage.paths import REPO_ROOT
 
 
 @pytest.fixture(autouse=True)

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from core.classroom.drawings import check_class_code, new_class_code
 from core.classroom.export import csv_png_zip
-from core.classroom.store import ClassStore, check_class_code, new_class_code
+from core.classroom.store import ClassStore
 from core.classroom.teacher import clear_class, export_class
 from core.jobs.owners import Visitor
 from core.roles import (

@@ -30,8 +30,8 @@ from core.engine.interface import flat
 from core.engine.objective import minibatch_objective
 from core.engine.priors import GaussianPrior, ScaleMixturePrior
 from core.methods import ModelConfig, build_model
+from core.paths import REPO_ROOT
 from core.storage.checkpoints import load_checkpoint
-from core.storage.paths import REPO_ROOT
 from core.training import TrainConfig, train
 
 MIXTURE = {"kind": "mixture", "pi": 0.5, "sigma1": 1.0, "sigma2": math.exp(-6)}

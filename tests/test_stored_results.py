@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from core.active.loop import RESULT_FILE, stored_result
+from core.active.study import RESULT_FILE, stored_result
 from core.bandits.store import load_references
 from core.stated.training import stored_runs
 from core.storage.results import STUDIES, StoredResults, results_dir

@@ -5,22 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from core.data.synthetic import rotate_by
 from core.engine.interface import ModelConfig
 from core.engine.sampler import predictive_samples
 from core.evaluation.sweep import rotation_angles, rotation_sweep
 from core.methods import build_model
-
-
-def test_right_angle_rotations_are_exact_and_counter_clockwise():
-    x = torch.rand(2, 1, 28, 28)
-    assert torch.allclose(rotate_by(x, torch.zeros(2)), x, atol=1e-5)
-    assert torch.allclose(
-        rotate_by(x, torch.full((2,), 90.0)), torch.rot90(x, 1, (2, 3)), atol=1e-5
-    )
-    assert torch.allclose(
-        rotate_by(x, torch.full((2,), 180.0)), torch.rot90(x, 2, (2, 3)), atol=1e-5
-    )
 
 
 def test_sweep_at_zero_degrees_is_the_plain_prediction():

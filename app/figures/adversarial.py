@@ -9,26 +9,28 @@ import numpy as np
 import plotly.graph_objects as go
 
 from app.figures import MODEL_COLORS, class_color, layout, vline
+from app.figures.pixels import enlarge
 from core.studies.robustness import RobustnessCurve
 
-SCALE = 3  # screen pixels per MNIST pixel in a digit grid
 DASHES = ("solid", "dot")
 HEIGHT = 330
 EPS_AXIS = {"title": {"text": "ε (pixel units; images in [0, 1])"}}
 
 
 def tile(rows: list[np.ndarray]) -> np.ndarray:
-    """Stack rows of digits into one image enlarged :data:`SCALE` times, with grey 2-pixel gaps.
+    """Stack rows of digits into one enlarged image, with grey 2-pixel gaps between them.
+
+    Each pixel becomes a square of 3 × 3 (:func:`~app.figures.pixels.enlarge`).
 
     Args:
         rows: Rows of ``(G, 28, 28)`` images in [0, 1], the same ``G`` in every row.
 
     Returns:
-        One image ``(30 · len(rows) · SCALE, 30 · G · SCALE)`` in [0, 1].
+        One image ``(30 · len(rows) · 3, 30 · G · 3)`` in [0, 1].
     """
     padded = [np.pad(r, ((0, 0), (0, 2), (0, 2)), constant_values=0.35) for r in rows]
     big = np.concatenate([np.concatenate(list(r), axis=1) for r in padded], axis=0)
-    return np.kron(big, np.ones((SCALE, SCALE), dtype=np.float32))
+    return enlarge(big)
 
 
 def curve_figure(

@@ -1,7 +1,7 @@
 """The Class page's figures.
 
-The confusion matrix of a model on the class's drawings, the gallery's enlarged thumbnails, and
-the curve of a network learning the class's handwriting.
+The confusion matrix of a model on the class's drawings, and the curve of a network learning
+the class's handwriting.
 """
 
 from __future__ import annotations
@@ -11,8 +11,6 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from app.figures import CLASS_TICKS, class_color, layout
-
-THUMBNAIL_SCALE = 3  # screen pixels per image pixel in the gallery
 
 
 def confusion_figure(confusion: np.ndarray, title: str) -> go.Figure:
@@ -51,22 +49,6 @@ def confusion_figure(confusion: np.ndarray, title: str) -> go.Figure:
         "scaleanchor": "x",
     }
     return go.Figure([heatmap], layout(title, 380, xaxis, yaxis, margin={"t": 70}))
-
-
-def thumbnails(images: np.ndarray, scale: int = THUMBNAIL_SCALE) -> list[np.ndarray]:
-    """Enlarge images for the gallery without blurring (each pixel becomes a square).
-
-    Args:
-        images: ``(N, 28, 28)`` in [0, 1] or uint8.
-        scale: Screen pixels per image pixel.
-
-    Returns:
-        ``N`` float32 arrays ``(28·scale, 28·scale)`` in [0, 1].
-    """
-    x = np.asarray(images)
-    x = x.astype(np.float32) / 255.0 if x.dtype == np.uint8 else x.astype(np.float32)
-    block = np.ones((scale, scale), dtype=np.float32)
-    return [np.kron(image, block) for image in x]
 
 
 def learning_curve_figure(curves: dict[str, list[dict]], titles: dict[str, str]) -> go.Figure:

@@ -133,7 +133,7 @@ def paper_comparison(result: dict) -> list[dict]:
     """Labels to 10 % and 5 % test error per acquisition, beside Gal et al.'s Table 1.
 
     Args:
-        result: What :func:`core.active.loop.curves_for` returned for the ``gal2017`` runs
+        result: What :func:`core.active.study.curves_for` returned for the ``gal2017`` runs
             (each curve with its ``per_seed`` labels). An error level below what its runs'
             ``stop_at`` let them reach (an ablation stopped at 10 % error) is left out.
 

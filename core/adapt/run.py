@@ -20,14 +20,10 @@ from core.adapt.registry import adapter
 from core.engine.seeding import seeded
 from core.jobs.training import free_name
 from core.methods import Model
+from core.paths import user_model_dir
 from core.progress import ProgressFn, report
-from core.storage.checkpoints import (
-    checkpoint_dataset,
-    load_checkpoint,
-    save_checkpoint,
-    validate_model_name,
-)
-from core.storage.paths import user_model_dir
+from core.storage.checkpoints import checkpoint_dataset, load_checkpoint, save_checkpoint
+from core.storage.user_models import validate_model_name
 
 STEPS = COMMON_SETTINGS[0]
 LR = COMMON_SETTINGS[1]
@@ -142,7 +138,7 @@ def adapt(
         name: Save the result as ``user:NAME`` (``NAME-2``, ... when taken); None: do not save.
         owner: Who may rename or delete the saved model
             (:attr:`core.jobs.owners.Visitor.id`; "" for the teacher at the command line).
-        directory: Where to save; None for :func:`~core.storage.paths.user_model_dir`.
+        directory: Where to save; None for :func:`~core.paths.user_model_dir`.
         progress: Gets the fraction done.
         cancel: Setting it stops within one step; nothing is saved.
 
@@ -216,7 +212,7 @@ def save_adapted(
         adapted: The model and its metadata.
         name: The wanted name (``NAME-2``, ... when taken).
         owner: Who may rename or delete it ("" for the teacher at the command line).
-        directory: Where; None for :func:`~core.storage.paths.user_model_dir`.
+        directory: Where; None for :func:`~core.paths.user_model_dir`.
 
     Returns:
         The same model with its ``path``.

@@ -192,7 +192,7 @@ class ModelSettings:
             draws one weight sample per minibatch, as Blundell et al. (2015) do.
         engine: Who trains the MLP and BBB reward networks: ``"torch"`` (the methods' own
             PyTorch models and procedures) or ``"native"`` (the compiled kernel of
-            :mod:`core.engine.native.tiny`: the same estimator and optimisers, two hidden layers,
+            :mod:`core.bandits.kernel.tiny`: the same estimator and optimisers, two hidden layers,
             weight sampling only; the other families stay on PyTorch).
         dropout: Dropout probability of MC dropout.
         members: Networks per ensemble.

@@ -3,7 +3,7 @@
 Blundell et al.'s protocol takes 64 minibatch updates per step for 50,000 steps: 3.2 million
 updates of 20 tiny networks. Through PyTorch each update is hundreds of small operations
 (about 40 hours on a 2-core CPU); :class:`NativeGroup` runs each step's updates of all its
-networks in one call of :class:`~core.engine.native.tiny.TinyNetworks`. It is the
+networks in one call of :class:`~core.bandits.kernel.tiny.TinyNetworks`. It is the
 :class:`~core.bandits.agents.NeuralGroup` of its family in everything else — the same initial
 networks (built by the method's own model), buffer, minibatch positions and ε-greedy
 exploration, all drawn from the group's generator — and it shows its parameters to the rest of
@@ -18,7 +18,7 @@ import time
 import torch
 
 from core.bandits.agents import GROUPS, AgentGroup, ModelSettings, NeuralGroup
-from core.engine.native.tiny import Hyper, TinyNetworks
+from core.bandits.kernel.tiny import Hyper, TinyNetworks
 from core.engine.priors import prior_from_dict
 from core.training import TrainConfig
 

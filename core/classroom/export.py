@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from PIL import Image
 
-from core.classroom.store import PIXELS, SIDE, Drawing
+from core.classroom.drawings import PIXELS, SIDE, Drawing
 
 IDX_IMAGES_MAGIC = 2051  # 0x00000803: unsigned bytes, 3 dimensions
 IDX_LABELS_MAGIC = 2049  # 0x00000801: unsigned bytes, 1 dimension

@@ -27,8 +27,8 @@ from typing import NamedTuple
 
 import torch
 
+from core.classroom.drawings import Drawing, as_tensors
 from core.classroom.report import ModelReport, Predictions, assemble_report, predict
-from core.classroom.store import Drawing, as_tensors
 from core.engine.interface import LabModel
 from core.evaluation.uncertainty import DEFAULT_SCORE, Thresholds
 

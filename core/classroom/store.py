@@ -20,33 +20,32 @@ again with the same submission id for a few seconds (:meth:`Database.write
 none twice; a full class or a bad drawing is never retried.
 
 The SQL is plain ``INSERT``/``SELECT``/``DELETE`` and ``INSERT … ON CONFLICT (submission_id) DO
-NOTHING`` (SQLite ≥ 3.24, PostgreSQL ≥ 9.5); only the schema differs.
+NOTHING`` (SQLite ≥ 3.24, PostgreSQL ≥ 9.5); only the schema differs. A drawing's record and
+its checks are :mod:`core.classroom.drawings`.
 """
 
 from __future__ import annotations
 
-import re
-import secrets
-import uuid
-from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import torch
 
 from core import settings
-from core.storage.database import BUSY_TIMEOUT_S, Database, DatabaseError, Table
+from core.classroom.drawings import (
+    ClassDrawings,
+    Drawing,
+    as_tensors,
+    check_class_code,
+    checked_label,
+    checked_submission_id,
+    to_pixels,
+)
+from core.storage.database import BUSY_TIMEOUT_S, Database, Table
+from core.storage.database_errors import DatabaseError
 
-CLASS_CODE_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,32}")
-SIDE = 28
-PIXELS = SIDE * SIDE
-NUM_CLASSES = 10
-EMPTY_INK = 0.05
-"""A drawing whose brightest pixel is below this (in [0, 1]) is empty (as
-:data:`core.data.preprocess.BLANK`)."""
 LIMIT_ENV = "BNN_CLASS_LIMIT"
 DEFAULT_LIMIT = 2000
 """Most drawings one class holds unless ``BNN_CLASS_LIMIT`` says otherwise."""
@@ -65,135 +64,6 @@ _COLUMNS = "id, class_code, label, pixels, created"
 
 class ClassFullError(ValueError):
     """The class already holds as many drawings as a class may; nothing was stored."""
-
-
-@dataclass(frozen=True)
-class Drawing:
-    """One stored drawing.
-
-    Attributes:
-        id: The row's id (increasing with submission order, never reused).
-        class_code: The class it belongs to.
-        label: The digit the student meant, 0–9.
-        pixels: The 28×28 image as 784 uint8 bytes, row-major, 255 = full ink.
-        created: When it was stored (UTC, timezone-aware).
-    """
-
-    id: int
-    class_code: str
-    label: int
-    pixels: bytes
-    created: datetime
-
-    def image(self) -> np.ndarray:
-        """Give the drawing as an array.
-
-        Returns:
-            uint8 ``(28, 28)``.
-        """
-        return np.frombuffer(self.pixels, np.uint8).reshape(SIDE, SIDE)
-
-
-class ClassDrawings(NamedTuple):
-    """A class's drawings as tensors, oldest first (unpacks as ``images, labels, ids, times``).
-
-    Attributes:
-        images: float32 ``(N, 1, 28, 28)`` in [0, 1], the inputs the models saw (to 1/255).
-        labels: int64 ``(N,)``, the digits the students meant.
-        ids: The rows' ids, ``N`` ints.
-        times: When each was stored, ``N`` UTC datetimes.
-    """
-
-    images: torch.Tensor
-    labels: torch.Tensor
-    ids: list[int]
-    times: list[datetime]
-
-
-# --- validation ----------------------------------------------------------------------------
-
-
-def check_class_code(code: str | None) -> str:
-    """Validate a class code.
-
-    There is no default class: a code nobody chose would be every teacher's, and guessable.
-
-    Args:
-        code: The code, e.g. from the link's ``?class=``.
-
-    Returns:
-        The code, surrounding spaces removed.
-
-    Raises:
-        ValueError: If it is missing, or not 1–32 letters, digits, ``_`` or ``-``.
-    """
-    code = (code or "").strip()
-    if not code:
-        raise ValueError("no class code: use the code your teacher gave")
-    if not CLASS_CODE_PATTERN.fullmatch(code):
-        raise ValueError(
-            f"bad class code: use 1 to 32 letters, digits, '_' or '-' (got {len(code)} characters)"
-        )
-    return code
-
-
-CODE_WORDS = (
-    ("amber", "brave", "calm", "clever", "coral", "eager", "gentle", "golden", "happy", "jolly")
-    + ("lively", "lucky", "merry", "quick", "quiet", "silver", "sunny", "swift", "witty"),
-    ("badger", "beaver", "falcon", "gecko", "heron", "koala", "lynx", "marten", "otter", "panda")
-    + ("puffin", "raven", "robin", "salmon", "tiger", "walrus", "wombat", "zebra", "finch"),
-)
-"""Words of :func:`new_class_code`: an adjective, then an animal."""
-
-
-def new_class_code() -> str:
-    """Propose a fresh class code that is easy to read out and type.
-
-    Returns:
-        ``adjective-animal-NN``, e.g. ``"swift-otter-42"`` (one of 36,100).
-    """
-    adjective, animal = (secrets.choice(words) for words in CODE_WORDS)
-    return f"{adjective}-{animal}-{secrets.randbelow(100):02d}"
-
-
-def _label(label: Any) -> int:
-    if isinstance(label, bool) or not isinstance(label, int | np.integer):
-        raise ValueError(f"label must be a whole number 0-9, got {label!r}")
-    if not 0 <= int(label) < NUM_CLASSES:
-        raise ValueError(f"label out of range: {int(label)} is not a digit 0-9")
-    return int(label)
-
-
-def _submission_id(submission_id: Any) -> str:
-    try:
-        return str(uuid.UUID(str(submission_id)))
-    except ValueError:
-        raise ValueError(f"bad submission id: {str(submission_id)[:40]!r} is not a UUID") from None
-
-
-def to_pixels(image: torch.Tensor | np.ndarray) -> bytes:
-    """Quantise a 28×28 input to the stored 784 bytes.
-
-    Args:
-        image: float ``(28, 28)`` or ``(1, 28, 28)`` in [0, 1], white ink on black (the
-            preprocessed input the models saw).
-
-    Returns:
-        784 uint8 bytes, row-major, ``round(255 · value)``.
-
-    Raises:
-        ValueError: On a wrong shape, values outside [0, 1] (or NaN), or an empty drawing
-            (brightest pixel below :data:`EMPTY_INK`).
-    """
-    x = torch.as_tensor(image).detach().cpu()
-    if tuple(x.shape) not in ((SIDE, SIDE), (1, SIDE, SIDE)):
-        raise ValueError(f"wrong shape: expected (28, 28) or (1, 28, 28), got {tuple(x.shape)}")
-    x = x.double().reshape(SIDE, SIDE)
-    if not bool(((x >= 0) & (x <= 1)).all()):
-        raise ValueError("pixel values must lie in [0, 1]")
-    if float(x.max()) < EMPTY_INK:
-        raise ValueError("empty drawing: there is no ink to send")
-    return (x * 255).round().to(torch.uint8).numpy().tobytes()
 
 
 # --- the store ------------------------------------------------------------------------------
@@ -223,7 +93,7 @@ class ClassStore:
     (Streamlit sessions) of a server and by several processes.
 
     Args:
-        url: A database URL; None for :func:`~core.storage.database.database_url`.
+        url: A database URL; None for :func:`~core.storage.database_url.database_url`.
         timeout: Seconds a write waits for another writer before :class:`DatabaseError`.
         limit: Most drawings one class may hold; None for :func:`class_limit`.
 
@@ -284,9 +154,9 @@ class ClassStore:
             DatabaseError: If the database is busy, corrupt or cannot be opened.
         """
         pixels = to_pixels(image)
-        label = _label(label)
+        label = checked_label(label)
         code = check_class_code(class_code)
-        key = _submission_id(submission_id)
+        key = checked_submission_id(submission_id)
         created = datetime.now(UTC).isoformat(timespec="milliseconds")
         sql = self.db.sql
         find = sql("SELECT id FROM drawings WHERE submission_id = ?")
@@ -420,24 +290,6 @@ class ClassStore:
         )
 
 
-def as_tensors(records: Sequence[Drawing]) -> ClassDrawings:
-    """Turn drawing records into tensors.
-
-    Args:
-        records: The drawings, in the order wanted.
-
-    Returns:
-        ``(images (N, 1, 28, 28) float32 in [0, 1], labels (N,) int64, ids, times)``.
-    """
-    if records:
-        raw = np.frombuffer(b"".join(r.pixels for r in records), np.uint8)
-        images = torch.from_numpy(raw.reshape(-1, 1, SIDE, SIDE).astype(np.float32) / 255.0)
-    else:
-        images = torch.zeros(0, 1, SIDE, SIDE)
-    labels = torch.tensor([r.label for r in records], dtype=torch.long)
-    return ClassDrawings(images, labels, [r.id for r in records], [r.created for r in records])
-
-
 # --- module-level shortcuts on the configured database -------------------------------------
 
 
@@ -445,7 +297,7 @@ def store() -> ClassStore:
     """Open the configured store (``BNN_CLASS_DB`` is read at each call).
 
     Returns:
-        A :class:`ClassStore` on :func:`~core.storage.database.database_url`.
+        A :class:`ClassStore` on :func:`~core.storage.database_url.database_url`.
 
     Raises:
         DatabaseError: If the URL is not a supported database.

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from core.classroom.store import ClassStore, Drawing
+from core.classroom.drawings import Drawing
+from core.classroom.store import ClassStore
 from core.roles import Actor, require_teacher
 
 

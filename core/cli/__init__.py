@@ -22,6 +22,7 @@ from core.cli import (
     calibration,
     compare,
     data,
+    evaluate,
     models,
     ood,
     prepare,
@@ -34,6 +35,7 @@ from core.storage.checkpoints import CheckpointError
 COMMANDS = (
     data,
     models,
+    evaluate,
     bench,
     ood,
     bench_predictive,

@@ -19,15 +19,9 @@ import json
 import sys
 
 from core.active.acquisition import ACQUISITIONS
-from core.active.loop import (
-    ARCHITECTURES,
-    MODEL_KINDS,
-    RESULT_FILE,
-    STORED,
-    ActiveConfig,
-    curves_for,
-)
+from core.active.loop import ARCHITECTURES, MODEL_KINDS, ActiveConfig
 from core.active.protocols import PROTOCOLS, paper_comparison
+from core.active.study import RESULT_FILE, STORED, curves_for
 from core.cli.overrides import suffix, with_overrides
 from core.cli.values import IMAGES, SEEDS, WORKERS
 from core.processes import keep_freed_memory
@@ -38,7 +32,7 @@ def format_table(result: dict) -> str:
     """One line per acquisition function: labels to 85/90/95 %, final and mean accuracy.
 
     Args:
-        result: What :func:`core.active.loop.curves_for` returned.
+        result: What :func:`core.active.study.curves_for` returned.
 
     Returns:
         The table as text.

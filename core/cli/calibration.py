@@ -23,11 +23,13 @@ from core.cli.values import IMAGES, SAMPLES
 from core.evaluation.shift import SHIFTS
 from core.evaluation.uncertainty import SCORES
 from core.progress import text_progress
-from core.studies.calibration import VALIDATION_SIZE, ShiftSettings, calibration_summary
+from core.studies.calibration.shift import ShiftSettings
+from core.studies.calibration.summary import calibration_summary
+from core.studies.calibration.validation import VALIDATION_SIZE
 
 
 def format_table(summary: dict) -> str:
-    """Format :func:`core.studies.calibration.calibration_summary` as text tables.
+    """Format :func:`core.studies.calibration.summary.calibration_summary` as text tables.
 
     Args:
         summary: The summary.

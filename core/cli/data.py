@@ -7,8 +7,8 @@ import sys
 
 from core.data.prepare import ESSENTIAL, prepare_data
 from core.data.registry import list_datasets
+from core.paths import data_dir
 from core.progress import text_progress
-from core.storage.paths import data_dir
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -1,10 +1,10 @@
-"""Finding dataset files in the data folders (:func:`core.storage.paths.data_search_path`)."""
+"""Finding dataset files in the data folders (:func:`core.paths.data_search_path`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from core.storage.paths import data_search_path
+from core.paths import data_search_path
 
 
 class DatasetUnavailable(Exception):

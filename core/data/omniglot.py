@@ -19,10 +19,10 @@ import numpy as np
 import torch
 from PIL import Image
 
+from core.atomic import atomic_write
 from core.data import locate
 from core.data.preprocess import mnist_style
-from core.storage.atomic import atomic_write
-from core.storage.paths import data_dir
+from core.paths import data_dir
 
 VERSION = 1  # bump when the processing changes, so stale processed files are not used
 ZIPS = ("images_background_small1.zip", "images_background_small2.zip")

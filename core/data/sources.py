@@ -27,8 +27,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from core.data.locate import DatasetUnavailable
+from core.paths import data_dir
 from core.progress import ProgressFn, report
-from core.storage.paths import data_dir
 
 TORCHVISION_CLASSES = {"mnist": "MNIST", "fashion_mnist": "FashionMNIST", "kmnist": "KMNIST"}
 IDX_FILES = (

@@ -10,6 +10,7 @@ import torch.nn.functional as F
 from PIL import Image, ImageDraw, ImageFont, features
 
 from core.data.preprocess import mnist_style
+from core.evaluation.shift import rotate_by
 
 MNIST_MEAN = 0.1307  # MNIST pixel mean and standard deviation: the Gaussian noise matches them
 MNIST_STD = 0.3081
@@ -64,24 +65,6 @@ def rotate(images: torch.Tensor, seed: int) -> torch.Tensor:
     magnitude = torch.rand(len(images), generator=g) * (high - low) + low
     sign = torch.randint(0, 2, (len(images),), generator=g) * 2 - 1
     return rotate_by(images, magnitude * sign)
-
-
-def rotate_by(images: torch.Tensor, degrees: torch.Tensor) -> torch.Tensor:
-    """Turn each image about its centre by its own angle (bilinear, zero outside).
-
-    Args:
-        images: float32 ``(N, 1, H, W)`` in [0, 1].
-        degrees: ``(N,)`` angles in degrees, counter-clockwise on screen.
-
-    Returns:
-        The rotated images, same shape, clipped to [0, 1]; 0° returns the images unchanged.
-    """
-    theta = torch.deg2rad(degrees.to(images.dtype))
-    cos, sin = torch.cos(theta), torch.sin(theta)
-    zero = torch.zeros_like(theta)
-    affine = torch.stack([torch.stack([cos, -sin, zero], 1), torch.stack([sin, cos, zero], 1)], 1)
-    grid = F.affine_grid(affine, list(images.shape), align_corners=False)
-    return F.grid_sample(images, grid, align_corners=False).clamp_(0.0, 1.0)
 
 
 def canvas_digits(images: torch.Tensor, seed: int) -> torch.Tensor:

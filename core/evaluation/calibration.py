@@ -335,11 +335,10 @@ def calibration_metrics(probs, labels, bins: int = ECE_BINS) -> dict[str, float]
 def coverage_curve(scores, correct) -> tuple[torch.Tensor, torch.Tensor]:
     """Accuracy against coverage when the most uncertain inputs are rejected first.
 
-    Like :func:`core.evaluation.metrics.accuracy_coverage`, but inputs with equal scores are
-    treated alike: where the cut falls inside a group of ties, the accuracy is its expectation
-    over a random choice among them. So a score that is the same for every input (e.g. the
-    mutual information of a deterministic network) gives a flat curve at the plain accuracy,
-    not one that depends on the inputs' order.
+    Inputs with equal scores are treated alike: where the cut falls inside a group of ties, the
+    accuracy is its expectation over a random choice among them. So a score that is the same for
+    every input (e.g. the mutual information of a deterministic network) gives a flat curve at
+    the plain accuracy, not one that depends on the inputs' order.
 
     Args:
         scores: Uncertainty scores ``(N,)`` (higher = more uncertain).

@@ -267,23 +267,6 @@ def calibration(probs, labels, bins: int = ECE_BINS) -> dict[str, float]:
     }
 
 
-def accuracy_coverage(scores, correct) -> tuple[torch.Tensor, torch.Tensor]:
-    """Accuracy against coverage when rejecting the most uncertain inputs first.
-
-    Args:
-        scores: Uncertainty scores ``(N,)`` (higher = more uncertain).
-        correct: Whether each prediction was right ``(N,)``.
-
-    Returns:
-        ``(coverage, accuracy)``, ``(N,)`` each: keeping the ``k`` inputs with the lowest
-        ``scores`` gives coverage k/N and accuracy = fraction of them ``correct``.
-    """
-    s, hit = _vec(scores), _vec(correct)
-    kept = torch.arange(1, len(s) + 1, dtype=torch.float64)
-    hits = hit[torch.argsort(s, stable=True)].cumsum(0)
-    return kept / len(s), hits / kept
-
-
 @torch.no_grad()
 def evaluate_model(model: LabModel, x: torch.Tensor, y: torch.Tensor, n_samples: int) -> dict:
     """Metrics of the predictive mean of ``n_samples`` passes on images ``x`` and labels ``y``.

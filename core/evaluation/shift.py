@@ -22,24 +22,28 @@ import torch
 import torch.nn.functional as F
 
 
-def rotate_by(images: torch.Tensor, degrees: float) -> torch.Tensor:
-    """Turn every image by the same angle about its centre (bilinear, zero outside).
+def rotate_by(images: torch.Tensor, degrees: float | torch.Tensor) -> torch.Tensor:
+    """Turn images about their centres (bilinear, zero outside).
 
     Args:
         images: float ``(N, 1, H, W)`` in [0, 1].
-        degrees: The angle; positive turns counter-clockwise as the image is shown (rows going
-            down), e.g. 90 equals ``torch.rot90(images, 1, (2, 3))``.
+        degrees: One angle for every image, or ``(N,)`` angles, one per image; positive turns
+            counter-clockwise as the image is shown (rows going down), e.g. 90 equals
+            ``torch.rot90(images, 1, (2, 3))``.
 
     Returns:
-        The turned images, same shape, clipped to [0, 1].
+        The turned images, same shape, clipped to [0, 1]; a single angle of 0 returns a copy.
     """
-    if degrees == 0:
+    if isinstance(degrees, torch.Tensor):
+        theta = torch.deg2rad(degrees.to(images.dtype)).to(images.device)
+    elif degrees == 0:
         return images.clone()
-    theta = torch.tensor(math.radians(degrees), dtype=images.dtype)
+    else:
+        theta = torch.full((len(images),), math.radians(degrees), dtype=images.dtype)
+        theta = theta.to(images.device)
     cos, sin = torch.cos(theta), torch.sin(theta)
-    zero = torch.zeros((), dtype=images.dtype)
-    affine = torch.stack([torch.stack([cos, -sin, zero]), torch.stack([sin, cos, zero])])
-    affine = affine.to(images.device).expand(len(images), 2, 3)
+    zero = torch.zeros_like(theta)
+    affine = torch.stack([torch.stack([cos, -sin, zero], 1), torch.stack([sin, cos, zero], 1)], 1)
     grid = F.affine_grid(affine, list(images.shape), align_corners=False)
     return F.grid_sample(images, grid, align_corners=False).clamp_(0.0, 1.0)
 

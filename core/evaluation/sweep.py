@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 import torch
 
-from core.data.synthetic import rotate_by
 from core.engine.interface import LabModel
 from core.engine.sampler import predictive_samples
 from core.engine.seeding import seeded
+from core.evaluation.shift import rotate_by
 from core.evaluation.uncertainty import summarize
 
 

@@ -14,13 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.storage.checkpoints import (
-    checkpoint_path,
-    delete_user_checkpoint,
-    read_metadata,
-    rename_user_checkpoint,
-)
-from core.storage.paths import user_model_dir
+from core.paths import user_model_dir
+from core.storage.checkpoints import checkpoint_path, read_metadata
+from core.storage.user_models import delete_user_checkpoint, rename_user_checkpoint
 
 
 @dataclass(frozen=True)

@@ -43,14 +43,17 @@ import time
 from pathlib import Path
 
 from core import settings
-from core.jobs.executors import Runner, make_executor
+from core.jobs.executors import make_executor
 from core.jobs.limits import Limits, Room
 from core.jobs.owners import Visitor
-from core.jobs.store import PROCESS, JobStore, TrainJob
+from core.jobs.records import TrainJob
+from core.jobs.running import Runner
+from core.jobs.store import JobStore
 from core.jobs.training import TrainRequest, run_training
+from core.jobs.workers import PROCESS
+from core.paths import user_model_dir
 from core.storage.checkpoints import checkpoint_path
-from core.storage.database import DatabaseError
-from core.storage.paths import user_model_dir
+from core.storage.database_errors import DatabaseError
 
 WORKERS_ENV = "BNN_TRAIN_WORKERS"
 THREADS_ENV = "BNN_TRAIN_THREADS"
@@ -77,8 +80,8 @@ class JobQueue:
             signature); tests pass another. With ``BNN_RAY_ADDRESS`` set, jobs train in Ray actors
             instead (:mod:`core.jobs.executors`).
         directory: The user-model folder; None for
-            :func:`~core.storage.paths.user_model_dir` at submission time.
-        url: The database; None for :func:`~core.storage.database.database_url`.
+            :func:`~core.paths.user_model_dir` at submission time.
+        url: The database; None for :func:`~core.storage.database_url.database_url`.
     """
 
     def __init__(

@@ -14,9 +14,10 @@ one transaction (so two replicas never run the same job), reports progress and p
 it trains, and reads back whether someone asked to cancel. A job whose worker died is marked
 failed with one line when anyone next reads it: at once when the worker was a process on this
 host that is gone (or an earlier run of this very process), otherwise once its last sign of
-life is :data:`STALE_S` old — unless the reader can ask the worker's owner, e.g. Ray for a job
-of a Ray actor (:func:`ray_worker`), which may wait silently in Ray's queue after the replica
-that submitted it has gone.
+life is :data:`~core.jobs.workers.STALE_S` old — unless the reader can ask the worker's owner,
+e.g. Ray for a job of a Ray actor (:func:`~core.jobs.workers.ray_worker`), which may wait
+silently in Ray's queue after the replica that submitted it has gone. The job's record is
+:mod:`core.jobs.records`, the tables :mod:`core.jobs.schema`.
 
 A write whose PostgreSQL connection was cut (a restart) is tried again for a few seconds
 (:meth:`~core.storage.database.Database.write`): cancelling, a worker's sign of life, progress
@@ -27,267 +28,41 @@ points twice); adding and claiming a job are not repeated, and fail with one lin
 from __future__ import annotations
 
 import json
-import math
-import os
-import socket
 import time
-import uuid
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, replace
-from enum import StrEnum
+from collections.abc import Sequence
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 from core.jobs.limits import Limits, Room, check_request, job_images
 from core.jobs.owners import Visitor
+from core.jobs.records import JobStatus, Report, TrainJob
+from core.jobs.schema import (
+    ACTIVE,
+    COLUMNS,
+    JOBS,
+    LIMITS,
+    NEXT,
+    POINTS,
+    QUEUE_KEY,
+    curves_from_points,
+    job_from_row,
+    room_of,
+    stored_limits,
+)
 from core.jobs.training import TrainRequest
-from core.storage.database import Database, Table
-from core.training import EpochStats, StepStats
+from core.jobs.workers import Alive, dead_worker_error, worker_gone
+from core.storage.database import Database
 
-STALE_S = 60.0
-"""Seconds without a sign of life after which a running job's worker counts as dead."""
-MAX_STEP_POINTS = 2000
-"""Most running-average points a job gives for its live curves (thinned evenly)."""
 KEEP_FINISHED = 50
 """Finished jobs kept in the list; older ones are forgotten when a job is added."""
-HOST = socket.gethostname()
-PROCESS = f"{HOST}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-"""This process's worker name: host, process id and a token new at every start."""
-RAY_WORKER = "ray:"
-"""How the worker name of a job trained by a Ray actor begins (:func:`ray_worker`)."""
-Alive = Callable[[str], bool | None]
-"""Tells whether a Ray actor (by name) is alive: True, False, or None when it cannot tell."""
-
-JOBS = Table.with_id(
-    "jobs",
-    """name TEXT NOT NULL,
-    owner TEXT NOT NULL,
-    request TEXT NOT NULL,
-    status TEXT NOT NULL,
-    submitted DOUBLE PRECISION NOT NULL,
-    started DOUBLE PRECISION,
-    finished DOUBLE PRECISION,
-    fraction DOUBLE PRECISION NOT NULL DEFAULT 0,
-    message TEXT NOT NULL DEFAULT 'queued',
-    device TEXT NOT NULL DEFAULT '',
-    worker TEXT NOT NULL DEFAULT '',
-    heartbeat DOUBLE PRECISION,
-    cancel_asked INTEGER NOT NULL DEFAULT 0,
-    path TEXT NOT NULL DEFAULT '',
-    metrics TEXT NOT NULL DEFAULT '{{}}',
-    error TEXT NOT NULL DEFAULT '',
-    details TEXT NOT NULL DEFAULT ''""",
-    ("CREATE INDEX IF NOT EXISTS jobs_by_status ON jobs (status, id)",),
-    added=("address TEXT NOT NULL DEFAULT ''", "teacher INTEGER NOT NULL DEFAULT 0"),
-)
-POINTS = Table.with_id(
-    "job_points",
-    "job_id BIGINT NOT NULL, kind TEXT NOT NULL, data TEXT NOT NULL",
-    ("CREATE INDEX IF NOT EXISTS job_points_by_job ON job_points (job_id, id)",),
-)
-_LIMITS_TABLE = (
-    "CREATE TABLE IF NOT EXISTS job_limits (name TEXT PRIMARY KEY, value BIGINT NOT NULL)"
-)
-LIMITS = Table("job_limits", sqlite=(_LIMITS_TABLE,), postgres=(_LIMITS_TABLE,))
-_COLUMNS = (
-    "id, request, status, submitted, started, finished, fraction, message, device, worker, "
-    "heartbeat, cancel_asked, path, metrics, error, details, teacher"
-)
-_QUEUE_KEY = "jobs"  # the write lock of adding and claiming (PostgreSQL advisory lock key)
-_ACTIVE = "status IN ('queued', 'running')"
-_NEXT = "ORDER BY teacher DESC, id"  # the order queued jobs start in: the teacher's first
-
-
-class JobStatus(StrEnum):
-    """Where a job is in its life.
-
-    Attributes:
-        QUEUED: Waiting for a free worker.
-        RUNNING: Training.
-        DONE: Finished and saved.
-        CANCELLED: Stopped by a user; nothing saved.
-        FAILED: Stopped by an error, or its worker died; nothing saved.
-    """
-
-    QUEUED = "queued"
-    RUNNING = "running"
-    DONE = "done"
-    CANCELLED = "cancelled"
-    FAILED = "failed"
-
-    @property
-    def active(self) -> bool:
-        """Whether the job is queued or running."""
-        return self in (JobStatus.QUEUED, JobStatus.RUNNING)
-
-
-@dataclass
-class TrainJob:
-    """One training job as stored, and everything the page shows about it.
-
-    Attributes:
-        id: Job number, 1, 2, ... in order of submission (across all replicas).
-        request: What is trained.
-        status: Where the job is.
-        submitted: Submission time (seconds since the epoch).
-        started: When it started training, or None.
-        finished: When it ended, or None.
-        fraction: Fraction done, in [0, 1].
-        message: The last progress message.
-        device: Where it trains ("" until it starts).
-        worker: The process that runs it (host, process id, start token; "" until it starts).
-        heartbeat: The worker's last sign of life (seconds since the epoch), or None.
-        cancelling: Someone asked to cancel the running job; it stops within a second or so.
-        position: For a queued job, 1 for the next to start, 2, ... (the teacher's jobs
-            first, then in order of submission); else None.
-        history: Every finished epoch's stats (read with the job's points only).
-        steps: Running averages within epochs, every 20 steps (at most
-            :data:`MAX_STEP_POINTS`, thinned evenly; read with the job's points only).
-        path: The saved checkpoint, once done.
-        metrics: The saved model's whole-test-set metrics, once done.
-        error: What went wrong, for a failed job (one line).
-        details: The failed job's traceback, for the server log.
-        teacher: Whether the teacher asked for it (it goes first; no limit applies).
-    """
-
-    id: int
-    request: TrainRequest
-    status: JobStatus = JobStatus.QUEUED
-    submitted: float = field(default_factory=time.time)
-    started: float | None = None
-    finished: float | None = None
-    fraction: float = 0.0
-    message: str = "queued"
-    device: str = ""
-    worker: str = ""
-    heartbeat: float | None = None
-    cancelling: bool = False
-    position: int | None = None
-    history: list[EpochStats] = field(default_factory=list)
-    steps: list[StepStats] = field(default_factory=list)
-    path: Path | None = None
-    metrics: dict = field(default_factory=dict)
-    error: str = ""
-    details: str = ""
-    teacher: bool = False
-
-    @property
-    def owner(self) -> str:
-        """Who asked for the job (:attr:`core.jobs.owners.Visitor.id`)."""
-        return self.request.owner
-
-    def elapsed(self, now: float | None = None) -> float:
-        """Seconds spent training so far (0 while queued).
-
-        Args:
-            now: The current time; None for :func:`time.time`.
-
-        Returns:
-            The training time, up to now or to the end.
-        """
-        if self.started is None:
-            return 0.0
-        return (self.finished or now or time.time()) - self.started
-
-    def eta(self, now: float | None = None) -> float | None:
-        """Estimated seconds left, extrapolated from the fraction done so far.
-
-        Args:
-            now: The current time; None for :func:`time.time`.
-
-        Returns:
-            The estimate, or None before any progress or once the job ended.
-        """
-        if self.status is not JobStatus.RUNNING or self.fraction <= 0.0:
-            return None
-        elapsed = self.elapsed(now)
-        return elapsed * (1.0 - self.fraction) / self.fraction
-
-
-@dataclass
-class Report:
-    """What a worker tells the store about a running job since its last report.
-
-    Attributes:
-        fraction: Fraction done, in [0, 1].
-        message: The latest progress message.
-        epochs: Epochs finished since the last report.
-        steps: Running-average points since the last report.
-    """
-
-    fraction: float = 0.0
-    message: str = "starting"
-    epochs: list[EpochStats] = field(default_factory=list)
-    steps: list[StepStats] = field(default_factory=list)
-
-
-def ray_worker(actor: str, process: str = "") -> str:
-    """The worker name of a job that a Ray actor trains.
-
-    Args:
-        actor: The actor's name in the lab's Ray namespace.
-        process: :data:`PROCESS` of the actor's process, once it has begun the job.
-
-    Returns:
-        ``ray:<actor>``, or ``ray:<actor>@<process>``.
-    """
-    return f"{RAY_WORKER}{actor}@{process}" if process else f"{RAY_WORKER}{actor}"
-
-
-def ray_actor(worker: str) -> str:
-    """The Ray actor a worker name names (:func:`ray_worker`).
-
-    Args:
-        worker: A job's worker.
-
-    Returns:
-        The actor's name; "" for a worker that is not a Ray actor.
-    """
-    if not worker.startswith(RAY_WORKER):
-        return ""
-    return worker.removeprefix(RAY_WORKER).partition("@")[0]
-
-
-def worker_gone(
-    worker: str, heartbeat: float | None, now: float, alive: Alive | None = None
-) -> bool:
-    """Whether the worker running a job is certainly or probably dead.
-
-    Args:
-        worker: :data:`PROCESS` of the worker's process, or a Ray actor's :func:`ray_worker`.
-        heartbeat: Its last sign of life.
-        now: The current time.
-        alive: Asked about a Ray actor whose last sign of life is older than :data:`STALE_S`
-            (it may wait in Ray's queue, where nobody reports for it); None: nobody to ask.
-
-    Returns:
-        True for an earlier run of this process's id, a process of this host that no longer
-        exists, or a last sign of life older than :data:`STALE_S` (for a Ray actor: that Ray
-        does not know as alive).
-    """
-    actor = ray_actor(worker)
-    process = worker.partition("@")[2] if actor else worker
-    host, _, rest = process.partition(":")
-    pid, _, token = rest.partition(":")
-    if host == HOST and pid.isdigit():
-        if int(pid) == os.getpid():
-            return process != PROCESS
-        try:
-            os.kill(int(pid), 0)
-        except ProcessLookupError:
-            return True
-        except PermissionError:
-            pass  # alive, another user's
-    if heartbeat is not None and now - heartbeat <= STALE_S:
-        return False
-    return not (actor and alive is not None and alive(actor))
 
 
 class JobStore:
     """The training jobs in the lab's database (see the module's description).
 
     Args:
-        url: A database URL; None for :func:`~core.storage.database.database_url`.
+        url: A database URL; None for :func:`~core.storage.database_url.database_url`.
         alive: Asked whether a silent Ray actor still runs a job (:func:`worker_gone`); None
             for a process that does not use Ray.
 
@@ -326,13 +101,13 @@ class JobStore:
             visitor = Visitor(request.owner)
         request = replace(request, owner=visitor.id)
         sql = self.db.sql
-        with self.db.transaction(_QUEUE_KEY) as conn:
+        with self.db.transaction(QUEUE_KEY) as conn:
             taken = conn.execute(
-                sql(f"SELECT 1 FROM jobs WHERE {_ACTIVE} AND name = ?"), (request.name,)
+                sql(f"SELECT 1 FROM jobs WHERE {ACTIVE} AND name = ?"), (request.name,)
             ).fetchone()
             if taken:
                 raise ValueError(f"a queued or running job is named {request.name!r} already")
-            room = self._room(lambda q, p: conn.execute(sql(q), p).fetchall(), visitor)
+            room = room_of(lambda q, p: conn.execute(sql(q), p).fetchall(), visitor)
             images = job_images(request.n_train, request.training.epochs)
             check_request(images, visitor.teacher, room)
             row = conn.execute(
@@ -366,7 +141,7 @@ class JobStore:
         Raises:
             DatabaseError: If the database cannot be used.
         """
-        return self._room(self.db.rows, visitor)
+        return room_of(self.db.rows, visitor)
 
     def limits(self) -> Limits:
         """The class's limits: the teacher's, else the server's settings.
@@ -377,7 +152,7 @@ class JobStore:
         Raises:
             DatabaseError: If the database cannot be used.
         """
-        return self._limits(self.db.rows)
+        return stored_limits(self.db.rows)
 
     def set_limits(self, limits: Limits, visitor: Visitor) -> None:
         """Store the class's limits, for every replica and restart (the teacher only).
@@ -406,25 +181,7 @@ class JobStore:
                 [(name, int(value)) for name, value in values.items()],
             )
 
-        self.db.write(_QUEUE_KEY, work)
-
-    @staticmethod
-    def _limits(query: Callable[[str, tuple], list]) -> Limits:
-        stored = dict(query("SELECT name, value FROM job_limits", ()))
-        defaults = Limits.defaults()
-        return Limits(**{k: int(stored.get(k, v)) for k, v in asdict(defaults).items()})
-
-    def _room(self, query: Callable[[str, tuple], list], visitor: Visitor) -> Room:
-        rows = query(
-            "SELECT COUNT(*), "
-            "COALESCE(SUM(CASE WHEN owner = ? THEN 1 ELSE 0 END), 0), "
-            "COALESCE(SUM(CASE WHEN address = ? AND address <> '' THEN 1 ELSE 0 END), 0) "
-            f"FROM jobs WHERE {_ACTIVE} AND teacher = 0",
-            (visitor.id, visitor.address),
-        )
-        students, by_browser, by_address = rows[0] if rows else (0, 0, 0)
-        mine = max(int(by_browser), int(by_address))
-        return Room(mine=mine, students=int(students), limits=self._limits(query))
+        self.db.write(QUEUE_KEY, work)
 
     def cancel(self, job_id: int, visitor: Visitor) -> bool:
         """Cancel a job: a queued one ends at once, a running one is asked to stop.
@@ -465,7 +222,7 @@ class JobStore:
                 conn.execute(sql("UPDATE jobs SET cancel_asked = 1 WHERE id = ?"), (job_id,))
             return True
 
-        return self.db.write(_QUEUE_KEY, work)
+        return self.db.write(QUEUE_KEY, work)
 
     def forget(self, job_id: int) -> None:
         """Drop a finished job and its points (its checkpoint, if any, stays).
@@ -477,7 +234,7 @@ class JobStore:
         def work(conn: Any) -> Any:
             self._delete(conn, f"id = {int(job_id)} AND status NOT IN ('queued', 'running')")
 
-        self.db.write(_QUEUE_KEY, work)
+        self.db.write(QUEUE_KEY, work)
 
     def _forget_old(self, conn: Any) -> None:
         rows = conn.execute(
@@ -508,9 +265,9 @@ class JobStore:
         """
         sql = self.db.sql
         now = time.time()
-        with self.db.transaction(_QUEUE_KEY) as conn:
+        with self.db.transaction(QUEUE_KEY) as conn:
             row = conn.execute(
-                f"SELECT id FROM jobs WHERE status = 'queued' {_NEXT} LIMIT 1"
+                f"SELECT id FROM jobs WHERE status = 'queued' {NEXT} LIMIT 1"
             ).fetchone()
             if row is None:
                 return None
@@ -522,9 +279,9 @@ class JobStore:
                 (now, now, worker, device, row[0]),
             )
             found = conn.execute(
-                sql(f"SELECT {_COLUMNS} FROM jobs WHERE id = ?"), (row[0],)
+                sql(f"SELECT {COLUMNS} FROM jobs WHERE id = ?"), (row[0],)
             ).fetchone()
-        return self._job(found)
+        return job_from_row(found)
 
     def begin(self, job_id: int, worker: str, device: str) -> None:
         """Record the process that trains a claimed job (it may not be the one that claimed it).
@@ -682,17 +439,9 @@ class JobStore:
         if not dead:
             return list(jobs)
         sql = self.db.sql
-        with self.db.transaction(_QUEUE_KEY) as conn:
+        with self.db.transaction(QUEUE_KEY) as conn:
             for job in dead:
-                seen = (
-                    "never"
-                    if job.heartbeat is None
-                    else time.strftime("%H:%M:%S", time.localtime(job.heartbeat))
-                )
-                job.error = (
-                    f"the process that trained it stopped (last sign of life {seen}); "
-                    "nothing was saved — start it again"
-                )
+                job.error = dead_worker_error(job.heartbeat)
                 job.status, job.finished, job.message = JobStatus.FAILED, now, "failed"
                 conn.execute(
                     sql(
@@ -711,8 +460,8 @@ class JobStore:
         Returns:
             The jobs, each with its queue position.
         """
-        rows = self.db.rows(f"SELECT {_COLUMNS} FROM jobs ORDER BY id")
-        jobs = self.fail_dead([self._job(r) for r in rows])
+        rows = self.db.rows(f"SELECT {COLUMNS} FROM jobs ORDER BY id")
+        jobs = self.fail_dead([job_from_row(r) for r in rows])
         waiting = sorted(
             (j for j in jobs if j.status is JobStatus.QUEUED), key=lambda j: (not j.teacher, j.id)
         )
@@ -729,10 +478,10 @@ class JobStore:
         Returns:
             The job, or None if unknown or forgotten.
         """
-        rows = self.db.rows(f"SELECT {_COLUMNS} FROM jobs WHERE id = ?", (job_id,))
+        rows = self.db.rows(f"SELECT {COLUMNS} FROM jobs WHERE id = ?", (job_id,))
         if not rows:
             return None
-        (job,) = self.fail_dead([self._job(rows[0])])
+        (job,) = self.fail_dead([job_from_row(rows[0])])
         if job.status is JobStatus.QUEUED:
             (ahead,) = self.db.rows(
                 "SELECT COUNT(*) FROM jobs WHERE status = 'queued' "
@@ -743,32 +492,5 @@ class JobStore:
         points = self.db.rows(
             "SELECT kind, data FROM job_points WHERE job_id = ? ORDER BY id", (job_id,)
         )
-        job.history = [EpochStats(**json.loads(d)) for k, d in points if k == "epoch"]
-        steps = [StepStats(**json.loads(d)) for k, d in points if k == "step"]
-        stride = math.ceil(len(steps) / MAX_STEP_POINTS) if steps else 1
-        job.steps = steps[::stride]
+        job.history, job.steps = curves_from_points(points)
         return job
-
-    @staticmethod
-    def _job(row: Sequence[Any]) -> TrainJob:
-        (job_id, request, status, submitted, started, finished, fraction, message, device) = row[:9]
-        worker, heartbeat, cancel_asked, path, metrics, error, details, teacher = row[9:]
-        return TrainJob(
-            id=int(job_id),
-            request=TrainRequest.from_dict(json.loads(request)),
-            status=JobStatus(status),
-            submitted=float(submitted),
-            started=None if started is None else float(started),
-            finished=None if finished is None else float(finished),
-            fraction=float(fraction),
-            message=str(message),
-            device=str(device),
-            worker=str(worker),
-            heartbeat=None if heartbeat is None else float(heartbeat),
-            cancelling=bool(cancel_asked) and status == JobStatus.RUNNING,
-            path=Path(path) if path else None,
-            metrics=json.loads(metrics),
-            error=str(error),
-            details=str(details),
-            teacher=bool(teacher),
-        )

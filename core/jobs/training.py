@@ -6,7 +6,7 @@ and any settings of :class:`~core.engine.interface.ModelConfig` and
 given come from the kind's registered model, the method's own settings take their declared
 defaults) or a registered spec. :func:`run_training` trains it with
 :func:`core.training.train` and saves the result **once, at the end**, atomically, as a user
-checkpoint in :func:`~core.storage.paths.user_model_dir` (never ``checkpoints/``) with the
+checkpoint in :func:`~core.paths.user_model_dir` (never ``checkpoints/``) with the
 same metadata as the shipped models. A cancelled, failed or killed run therefore leaves no
 checkpoint, and an existing file is never half-overwritten. Used by the Train page's job queue
 (:mod:`core.jobs.queue`) and by ``python -m core train --kind ...``.
@@ -26,6 +26,7 @@ from core.engine.device import default_device, device_name, library_versions
 from core.engine.interface import ModelConfig
 from core.evaluation.metrics import evaluate_model
 from core.methods import build_model, method
+from core.paths import user_model_dir
 from core.progress import ProgressFn, report
 from core.storage.checkpoints import (
     TASK_DATASETS,
@@ -33,9 +34,8 @@ from core.storage.checkpoints import (
     checkpoint_path,
     save_checkpoint,
     task_title,
-    validate_model_name,
 )
-from core.storage.paths import user_model_dir
+from core.storage.user_models import validate_model_name
 from core.training import EpochStats, StepStats, TrainConfig, train
 
 TRAIN_SHARE = 0.95  # of the progress bar; the final evaluation takes the rest
@@ -318,7 +318,7 @@ def run_training(
         on_epoch: Gets each epoch's stats (test error on ``request.n_test`` images).
         on_step: Gets the running averages every 20 steps.
         cancel: Setting it stops the run within one step; nothing is saved.
-        directory: Where to save; None for :func:`~core.storage.paths.user_model_dir`.
+        directory: Where to save; None for :func:`~core.paths.user_model_dir`.
 
     Returns:
         The saved path (None if cancelled), the history and the final metrics.

@@ -18,7 +18,7 @@ import time
 from collections.abc import Sequence
 
 from core.jobs.limits import job_images
-from core.jobs.store import JobStatus, TrainJob
+from core.jobs.records import JobStatus, TrainJob
 
 TRAIN_SECONDS_PER_IMAGE = 27.0 / 30_000
 EVAL_SECONDS_PER_PASS = 35.0 / 100
@@ -104,7 +104,7 @@ def expected_wait(
     """Seconds until a queued job starts, if the queue's ``workers`` take the jobs in order.
 
     Each worker is free once its running job ends; the queued jobs ahead of ``job`` (smaller
-    :attr:`~core.jobs.store.TrainJob.position`) each go to the first free worker, and ``job``
+    :attr:`~core.jobs.records.TrainJob.position`) each go to the first free worker, and ``job``
     starts when the next worker frees after them.
 
     Args:

@@ -25,7 +25,8 @@ from core.catalogue import default_models, list_checkpoints
 from core.data import DatasetUnavailable
 from core.progress import Job, ProgressFn, report, share
 from core.stated.guide import GUIDE, GuideLink, guide_links
-from core.storage.checkpoints import CheckpointError, checkpoint_dataset, list_user_checkpoints
+from core.storage.checkpoints import CheckpointError, checkpoint_dataset
+from core.storage.user_models import list_user_checkpoints
 
 COMMON = frozenset({"present", "hide", "class", "sidebar_models", "sidebar_samples"})
 """Parameters of every page: presenter mode, hidden controls, the class, the sidebar's models."""

@@ -23,13 +23,13 @@ from dataclasses import dataclass, field
 
 import torch
 
+from core.paths import REPO_ROOT
 from core.progress import Job, ProgressFn, report
 from core.regression.data import RegressionData
 from core.regression.hmc import chain_functions, run_nuts
 from core.regression.methods import METHODS, FitSettings, check_method, predict, train_network
 from core.regression.metrics import Predictive, band_difference, regression_metrics, summarize
 from core.storage.cache import CacheEntry, cache_entry
-from core.storage.paths import REPO_ROOT
 
 STUDY = "regression"
 CACHE_VERSION = 4  # bump when what is computed or stored changes

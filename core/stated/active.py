@@ -1,11 +1,11 @@
 """Stated values of the Active learning page's stored curves.
 
-Read by :func:`core.active.loop.stored_result`, as the page reads them.
+Read by :func:`core.active.study.stored_result`, as the page reads them.
 """
 
 from __future__ import annotations
 
-from core.active.loop import stored_result
+from core.active.study import stored_result
 from core.stated.registry import stated
 
 

@@ -18,7 +18,9 @@ def adapt_study(method: str, column: str) -> str:
     """One cell of the stored study's table, e.g. ``adapt_study mlp mnist`` → ``19.9``."""
     result = load_study()
     if result is None:
-        raise FileNotFoundError("the lab has no stored adaptation study (python -m benchmarks.bench_adapt)")
+        raise FileNotFoundError(
+            "the lab has no stored adaptation study (python -m benchmarks.bench_adapt)"
+        )
     if method not in TITLES:
         raise ValueError(f"adapt_study's method is one of {sorted(TITLES)}, not {method!r}")
     names = columns(list(result["settings"]["sizes"]))

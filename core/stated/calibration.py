@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from core.catalogue import REGISTRY
 from core.stated.registry import stated
-from core.studies.calibration import MISCALIBRATED_P, calibration_result, scaling_counts
+from core.studies.calibration.rejection import MISCALIBRATED_P, calibration_result, scaling_counts
 
 
 def _results() -> dict:

@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.atomic import atomic_write_text
+from core.paths import REPO_ROOT
 from core.progress import ProgressFn, report
 from core.stated.markers import Marker, markers, rewrite
 from core.stated.registry import value
-from core.storage.atomic import atomic_write_text
-from core.storage.paths import REPO_ROOT
 
 DOCUMENTS = tuple(
     REPO_ROOT / path

@@ -15,9 +15,9 @@ from core.engine.device import default_device
 from core.engine.sampler import DEFAULT_SAMPLES
 from core.evaluation.sweep import rotation_angles, rotation_sweep
 from core.evaluation.uncertainty import seeded_summary, verdict
+from core.paths import REPO_ROOT
 from core.stated.registry import stated
 from core.storage.checkpoints import shared_model
-from core.storage.paths import REPO_ROOT
 from core.studies.evaluations import rejection_thresholds
 
 EXAMPLES = REPO_ROOT / "docs" / "img" / "examples"

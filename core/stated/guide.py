@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import parse_qsl
 
-from core.storage.paths import REPO_ROOT
+from core.paths import REPO_ROOT
 
 GUIDE = REPO_ROOT / "docs" / "teaching.md"
 """The teacher's guide."""

@@ -1,1 +1,1 @@
-"""Where things live on disk: paths, atomic writes, checkpoints and the one result cache."""
+"""What is kept on disk: checkpoints, the one result cache and the class database."""

@@ -24,9 +24,9 @@ from typing import Any, TypeVar
 
 import torch
 
-from core.storage.atomic import atomic_write
+from core.atomic import atomic_write
+from core.paths import CHECKPOINT_DIR, cache_dir
 from core.storage.checkpoints import content_hash, resolve_checkpoint
-from core.storage.paths import CHECKPOINT_DIR, cache_dir
 
 FORMATS = ("json", "pt")
 SHIPPED_DIR = CHECKPOINT_DIR / "results"

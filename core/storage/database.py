@@ -5,7 +5,7 @@ live in the same database, named by one URL, ``BNN_CLASS_DB``: ``sqlite:///relat
 ``sqlite:////absolute/path.db`` (SQLAlchemy's convention), a plain file path, or
 ``postgresql://user:password@host/dbname`` (needs ``psycopg``, from
 ``requirements-cluster.txt``). By default it is the SQLite file ``class_drawings.sqlite`` in the
-writable data folder (:func:`core.storage.paths.data_dir`).
+writable data folder (:func:`core.paths.data_dir`).
 
 SQLite runs in WAL mode (readers never wait for a writer; one writer at a time), with a busy
 timeout, and every write is one short ``BEGIN IMMEDIATE … COMMIT`` transaction, so any number of
@@ -36,39 +36,24 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from core import settings
-from core.storage.paths import data_dir
+from core.storage.database_errors import (
+    DB_ENV,
+    DatabaseError,
+    T,
+    busy_message,
+    is_driver_error,
+    retrying,
+    translated,
+)
+from core.storage.database_url import database_url, describe, sqlite_path
 
-DB_ENV = "BNN_CLASS_DB"
-DB_FILE_ENV = "BNN_CLASS_DB_FILE"
-DEFAULT_FILE = "class_drawings.sqlite"
 BUSY_TIMEOUT_S = 5.0
-RETRY_SECONDS = 8.0
-"""How long a call whose connection to the server failed is tried again (a restart)."""
-_SERVER_GOING = ("57P01", "57P02", "57P03")
-"""PostgreSQL's admin_shutdown, crash_shutdown and cannot_connect_now."""
-T = TypeVar("T")
-
-
-class DatabaseError(RuntimeError):
-    """The lab's database cannot be used (busy, corrupt, unreachable); its message is one line.
-
-    Nothing already stored is lost when it is raised: the failed operation changed nothing.
-    """
-
-
-class ConnectionLost(DatabaseError):
-    """The connection to the database server could not be opened or was cut (a restart).
-
-    :func:`retrying` tries such a call again; raised to its caller, its message is one line.
-    """
 
 
 @dataclass(frozen=True)
@@ -124,185 +109,6 @@ class Table:
         )
 
 
-# --- database URLs -------------------------------------------------------------------------
-
-
-def database_url() -> str:
-    """Give the configured database URL.
-
-    A URL with a password belongs in ``BNN_CLASS_DB_FILE``: a file readable only by the
-    server's user (mode 0600), which Ray workers read on their node, where an environment
-    variable would be copied into Ray's logs and every worker's environment.
-
-    Returns:
-        The URL in ``BNN_CLASS_DB_FILE`` (first line), else ``BNN_CLASS_DB``, else
-        ``sqlite:///<data folder>/class_drawings.sqlite`` (absolute).
-
-    Raises:
-        DatabaseError: If ``BNN_CLASS_DB_FILE`` cannot be read, is empty, or may be read by
-            other users (group or others have any permission on it).
-    """
-    file = settings.text(DB_FILE_ENV)
-    if not file:
-        return settings.text(DB_ENV) or f"sqlite:///{data_dir() / DEFAULT_FILE}"
-    path = Path(file).expanduser()
-    try:
-        mode = path.stat().st_mode & 0o777
-        lines = path.read_text(encoding="utf-8").strip().splitlines()
-    except OSError as exc:
-        raise DatabaseError(f"{DB_FILE_ENV} {path}: {exc.strerror or exc}") from exc
-    if mode & 0o077:
-        raise DatabaseError(
-            f"{DB_FILE_ENV} {path} may be read by other users (mode {mode:04o}): chmod 600 it"
-        )
-    if not lines:
-        raise DatabaseError(f"{DB_FILE_ENV} {path} is empty: write the database URL in it")
-    return lines[0].strip()
-
-
-def sqlite_path(url: str) -> Path | None:
-    """Give the SQLite file a database URL names.
-
-    Args:
-        url: ``sqlite:///relative.db``, ``sqlite:////absolute.db`` or a plain path.
-
-    Returns:
-        The file's absolute path; None for a ``postgresql://`` URL.
-
-    Raises:
-        DatabaseError: For another scheme, or an in-memory or empty SQLite URL.
-    """
-    if url.startswith(("postgresql://", "postgres://")):
-        return None
-    if url.startswith("sqlite:"):
-        if not url.startswith("sqlite:///"):
-            raise DatabaseError(f"{DB_ENV}: write sqlite:///path/to/file.db, got {url[:60]!r}")
-        path = url.removeprefix("sqlite:///")
-    elif "://" in url:
-        scheme = url.split("://", 1)[0]
-        raise DatabaseError(f"{DB_ENV}: unsupported database {scheme!r}: use sqlite or postgresql")
-    else:
-        path = url
-    if path in ("", ":memory:"):
-        raise DatabaseError(f"{DB_ENV}: an in-memory or empty SQLite path keeps nothing")
-    return Path(path).expanduser().absolute()
-
-
-def describe(url: str) -> str:
-    """Name a database for display, without credentials.
-
-    Args:
-        url: A database URL.
-
-    Returns:
-        The SQLite file's path, or ``postgresql://host/dbname`` with the user and password left
-        out.
-    """
-    try:
-        path = sqlite_path(url)
-    except DatabaseError:
-        path = None
-    if path is not None:
-        return str(path)
-    scheme, _, rest = url.partition("://")
-    return f"{scheme}://{rest.rpartition('@')[2]}"
-
-
-# --- errors ----------------------------------------------------------------------------------
-
-
-def _busy(where: str, timeout: float) -> str:
-    """The line for a write that waited ``timeout`` seconds for another writer."""
-    return (
-        f"{where}: the lab's database is busy (locked by another writer for more than "
-        f"{timeout:g} s); nothing was changed, try again"
-    )
-
-
-def _translate(exc: Exception, where: str, timeout: float) -> DatabaseError:
-    """One clear line for a database exception (SQLite's own error name decides which)."""
-    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    name = getattr(exc, "sqlite_errorname", "") or ""
-    keep = f"it was left untouched (move it away or point {DB_ENV} elsewhere)"
-    if _connection_lost(exc):
-        return ConnectionLost(
-            f"{where}: the database server cannot be reached or cut the connection ({text}); "
-            f"is it running, and is {DB_ENV} right?"
-        )
-    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
-        return DatabaseError(_busy(where, timeout))
-    if name == "SQLITE_READONLY_DIRECTORY":
-        return DatabaseError(
-            f"{where}: the folder is not writable, and SQLite must create its -wal and -shm "
-            f"files beside the database; nothing was changed (let the server's user write "
-            f"in {Path(where).parent} or point {DB_ENV} elsewhere)"
-        )
-    if name.startswith("SQLITE_READONLY"):
-        return DatabaseError(
-            f"{where}: the lab's database is read-only for this server; nothing was changed "
-            f"(let the server's user write it or point {DB_ENV} elsewhere)"
-        )
-    if name.startswith("SQLITE_CANTOPEN"):
-        return DatabaseError(
-            f"{where}: cannot open or create the lab's database (is the folder missing or "
-            f"not writable?); point {DB_ENV} elsewhere"
-        )
-    if name == "SQLITE_NOTADB":
-        return DatabaseError(f"{where}: file is not a SQLite database; {keep}")
-    if isinstance(exc, sqlite3.DatabaseError):
-        return DatabaseError(f"{where}: not a usable SQLite database ({text}); {keep}")
-    return DatabaseError(f"{where}: database error ({text})")
-
-
-def _driver_error(exc: Exception) -> bool:
-    """Whether an exception comes from the database driver (sqlite3 or psycopg)."""
-    return isinstance(exc, sqlite3.Error) or type(exc).__module__.split(".")[0] == "psycopg"
-
-
-def _connection_lost(exc: Exception) -> bool:
-    """Whether a driver's exception says that the connection to the server failed or was cut.
-
-    psycopg reports a connection that could not be opened (refused, server starting or shutting
-    down, but also a wrong user or database name) without a SQLSTATE, one cut by the server with
-    class 08 or as an operator's shutdown; a constraint, a lock or a full class is none of them.
-    """
-    if isinstance(exc, sqlite3.Error) or not _driver_error(exc):
-        return False
-    import psycopg  # the exception came from it
-
-    state = getattr(exc, "sqlstate", None)
-    return isinstance(exc, psycopg.OperationalError) and (
-        state is None or state.startswith("08") or state in _SERVER_GOING
-    )
-
-
-def retrying(call: Callable[[], T], seconds: float = RETRY_SECONDS) -> T:
-    """Run ``call``, again after a pause each time it raises :class:`ConnectionLost`.
-
-    The pauses grow from 0.1 s to 1 s (doubling); no attempt starts after ``seconds``.
-
-    Args:
-        call: The operation; it must be safe to run again after a cut connection.
-        seconds: How long to keep trying after the first attempt started.
-
-    Returns:
-        What ``call`` returns.
-
-    Raises:
-        ConnectionLost: The last attempt's line, saying how long it was tried, when the server
-            did not come back in time.
-    """
-    deadline, pause = time.monotonic() + seconds, 0.1
-    while True:
-        try:
-            return call()
-        except ConnectionLost as exc:
-            if time.monotonic() + pause > deadline:
-                raise ConnectionLost(f"{exc} (tried for {seconds:g} s)") from exc
-        time.sleep(pause)
-        pause = min(2 * pause, 1.0)
-
-
 # --- connections -----------------------------------------------------------------------------
 
 _initialised: set[tuple[str, Table]] = set()  # (PostgreSQL URL, table) this process ensured
@@ -327,7 +133,7 @@ def _writers_of(path: Path, timeout: float, where: str) -> Iterator[None]:
     with _writer_locks_guard:
         lock = _writer_locks.setdefault(path.resolve(), threading.Lock())
     if not lock.acquire(timeout=timeout):
-        raise DatabaseError(_busy(where, timeout))
+        raise DatabaseError(busy_message(where, timeout))
     try:
         yield
     finally:
@@ -424,18 +230,18 @@ class Database:
         except DatabaseError:
             raise
         except Exception as exc:
-            if not (isinstance(exc, OSError) or _driver_error(exc)):
+            if not (isinstance(exc, OSError) or is_driver_error(exc)):
                 raise
-            raise _translate(exc, where, self.timeout) from exc
+            raise translated(exc, where, self.timeout) from exc
         try:
             with closing(conn):
                 yield conn
         except (DatabaseError, OSError):
             raise  # ours, or the caller's own (PermissionError is an OSError)
         except Exception as exc:  # SQLite's, or psycopg's when PostgreSQL is used
-            if not _driver_error(exc):
+            if not is_driver_error(exc):
                 raise
-            raise _translate(exc, where, self.timeout) from exc
+            raise translated(exc, where, self.timeout) from exc
 
     @contextmanager
     def transaction(self, key: str) -> Iterator[Any]:

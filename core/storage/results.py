@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from core import settings
-from core.storage.atomic import atomic_write_text
-from core.storage.paths import CHECKPOINT_DIR
+from core.atomic import atomic_write_text
+from core.paths import CHECKPOINT_DIR
 
 STUDIES = {
     "adaptation": "every method learning canvas-style digits (python -m benchmarks.bench_adapt)",

@@ -39,7 +39,7 @@ from core.methods import build_model, method
 from core.progress import ProgressFn, report, share
 from core.storage.cache import CacheEntry, cache_entry
 from core.storage.checkpoints import CheckpointSpec, load_checkpoint
-from core.studies.calibration import predictive
+from core.studies.calibration.validation import predictive
 from core.training import train
 
 STUDY = "cold_posterior"

@@ -24,13 +24,14 @@ from pathlib import Path
 
 import torch
 
+from core.atomic import atomic_write_text
 from core.engine.device import default_device
 from core.engine.sampler import predictive_samples
 from core.engine.seeding import seeded
 from core.evaluation.metrics import calibration
 from core.evaluation.uncertainty import rejection_limits, summarize
+from core.paths import CHECKPOINT_DIR
 from core.progress import Job, ProgressFn, report
-from core.storage.atomic import atomic_write_text
 from core.storage.cache import CacheEntry, cache_entry
 from core.storage.checkpoints import (
     checkpoint_dataset,
@@ -38,7 +39,6 @@ from core.storage.checkpoints import (
     load_checkpoint,
     resolve_checkpoint,
 )
-from core.storage.paths import CHECKPOINT_DIR
 
 CACHE_VERSION = 2  # bump when what is computed or stored changes
 BATCH_SIZE = 500  # inputs per progress step

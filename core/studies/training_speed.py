@@ -26,6 +26,7 @@ from pathlib import Path
 
 import torch
 
+from core.atomic import atomic_write_text
 from core.catalogue import MIXTURE_PRIOR
 from core.engine import native
 from core.engine.device import (
@@ -45,7 +46,6 @@ from core.evaluation.linfit import fit_line
 from core.methods import ModelConfig, build_model
 from core.progress import ProgressFn, report
 from core.roles import Actor, require_teacher
-from core.storage.atomic import atomic_write_text
 from core.storage.results import StoredResults
 from core.training import TrainStep, cuda_graphs_enabled, make_optimizer
 from core.training.step import WARMUP_STEPS

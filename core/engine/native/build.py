@@ -1,9 +1,10 @@
 """Build and load the C kernels of :mod:`core.engine.native` (first use compiles, ~1 s).
 
-A kernel is one C source of this folder (with the shared ``common.h``), optionally specialised
-by preprocessor definitions (``tiny_mlp.c`` is compiled per network shape). It is compiled with
-the system C compiler (``CC``, default ``cc``) into the cache folder
-(:func:`core.storage.paths.cache_dir` ``/native``), under a name keyed by the sources, the
+A kernel is one C source (this folder's own, or another package's such as the bandits' tiny
+networks) that may include this folder's shared ``common.h``, optionally specialised by
+preprocessor definitions (the bandits' ``tiny_mlp.c`` is compiled per network shape). It is
+compiled with the system C compiler (``CC``, default ``cc``) into the cache folder
+(:func:`core.paths.cache_dir` ``/native``), under a name keyed by the sources, the
 definitions, the flags, the compiler's version and the machine, so an edited kernel or a new
 compiler rebuilds and a second process loads the first one's library. Object files are compiled with
 ``-ffast-math`` (for libmvec's vector ``expf``/``logf``) but linked without it: linking with it
@@ -27,10 +28,11 @@ import threading
 from pathlib import Path
 
 from core import settings
-from core.storage.paths import cache_dir
+from core.paths import cache_dir
 
 SOURCE = Path(__file__).with_name("sample_kl.c")
 HEADERS = (Path(__file__).with_name("common.h"),)
+INCLUDE = f"-I{Path(__file__).parent}"  # other packages' kernels include common.h too
 COMPILE_FLAGS = ("-O3", "-march=native", "-ffast-math", "-fopenmp", "-fPIC", "-std=c11")
 LINK_FLAGS = ("-shared", "-fopenmp")
 BUILD_TIMEOUT_S = 120
@@ -81,8 +83,9 @@ def _build(cc: str, target: Path, source: Path = SOURCE, defines: Defines = ()) 
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as tmp:
         obj, lib = Path(tmp) / f"{source.stem}.o", Path(tmp) / f"{source.stem}.so"
+        compile_args = [*COMPILE_FLAGS, *_define_flags(defines), INCLUDE, "-c", str(source)]
         for command in (
-            [cc, *COMPILE_FLAGS, *_define_flags(defines), "-c", str(source), "-o", str(obj)],
+            [cc, *compile_args, "-o", str(obj)],
             [cc, *LINK_FLAGS, str(obj), "-o", str(lib), "-lm"],
         ):
             result = subprocess.run(
@@ -125,40 +128,40 @@ def _load(source: Path = SOURCE, defines: Defines = ()) -> ctypes.CDLL:
     return ctypes.CDLL(str(target))
 
 
-def load_kernel(name: str, defines: Defines = ()) -> ctypes.CDLL | None:
-    """The kernel ``name``.c of this folder built with ``defines``; None when unavailable.
+def load_kernel(source: Path, defines: Defines = ()) -> ctypes.CDLL | None:
+    """The kernel of the C file ``source`` built with ``defines``; None when unavailable.
 
-    Thread-safe; the outcome is kept for the life of the process (per name and definitions).
+    Thread-safe; the outcome is kept for the life of the process (per source and definitions).
 
     Args:
-        name: The source's stem, e.g. ``"tiny_mlp"``.
+        source: The kernel's C file, which may include this folder's ``common.h``.
         defines: Preprocessor definitions ``(name, value)``.
 
     Returns:
         The loaded library, or None (see :func:`kernel_reason`).
     """
-    key = (name, tuple(defines))
+    key = (source, tuple(defines))
     with _lock:
         if key not in _kernels:
             try:
-                _kernels[key] = _load(Path(__file__).with_name(f"{name}.c"), key[1])
+                _kernels[key] = _load(source, key[1])
             except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
                 _kernels[key] = str(exc)
         found = _kernels[key]
     return found if isinstance(found, ctypes.CDLL) else None
 
 
-def kernel_reason(name: str, defines: Defines = ()) -> str | None:
+def kernel_reason(source: Path, defines: Defines = ()) -> str | None:
     """Why :func:`load_kernel` returned None for these arguments, in one line.
 
     Args:
-        name: The source's stem.
+        source: The kernel's C file.
         defines: Its definitions.
 
     Returns:
         The reason, or None (not tried, or loaded).
     """
-    found = _kernels.get((name, tuple(defines)))
+    found = _kernels.get((source, tuple(defines)))
     return found if isinstance(found, str) else None
 
 

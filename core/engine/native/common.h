@@ -1,4 +1,4 @@
-/* Shared by the kernels of core/engine/native: counter-based normal noise and the scale-mixture
+/* Shared by the kernels of core/engine/native and core/bandits/kernel: counter-based normal noise and the scale-mixture
  * prior's helpers (see sample_kl.c for the generator's definition). */
 #ifndef BNN_NATIVE_COMMON_H
 #define BNN_NATIVE_COMMON_H

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ctypes
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
@@ -30,6 +31,9 @@ from core.engine.priors import GaussianPrior, Prior, ScaleMixturePrior
 
 _P = ctypes.c_void_p
 _LAYOUT = ("D", "A", "H1", "H2", "P1", "P2", "W1", "B1", "W2", "B2", "W3", "B3", "NP")
+
+SOURCE = Path(__file__).with_name("tiny_mlp.c")
+"""The kernel's C source, built per network shape."""
 
 
 class NativeUnavailable(RuntimeError):
@@ -130,9 +134,9 @@ class TinyNetworks:
             ("TINY_H1", hidden[0]),
             ("TINY_H2", hidden[1]),
         )
-        lib = build.load_kernel("tiny_mlp", defines)
+        lib = build.load_kernel(SOURCE, defines)
         if lib is None:
-            raise NativeUnavailable(build.kernel_reason("tiny_mlp", defines) or "not built")
+            raise NativeUnavailable(build.kernel_reason(SOURCE, defines) or "not built")
         self._lib = lib
         lib.tiny_key.restype = ctypes.c_uint64
         lib.tiny_key.argtypes = [ctypes.c_uint64, ctypes.c_int64, ctypes.c_int64]

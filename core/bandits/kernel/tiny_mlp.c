@@ -1,4 +1,4 @@
-/* K tiny reward networks trained online in one call (core/engine/native/tiny.py).
+/* K tiny reward networks trained online in one call (core/bandits/kernel/tiny.py).
  *
  * Every network is D → H1 → H2 → 1 with ReLU, its input a context of D − A columns (mostly
  * zeros: the mushroom's one-hot attributes) joined with a one-hot action of A columns. The sizes
@@ -14,14 +14,14 @@
  * mask zeroes their noise). A Bayesian network stores [μ | ρ] (2·NP), σ = softplus(ρ).
  *
  * One update of network k on the minibatch at positions pos[0..B) of its ring buffer:
- *   BBB: w = μ + σ·ε, ε from the counter-based stream keyed by tiny_key(seed, k, u) (common.h),
+ *   BBB: w = μ + σ·ε, ε from the counter-based stream keyed by tiny_key(seed, k, u) (core/engine/native/common.h),
  *        one draw per minibatch as in Blundell et al. (2015); MLP: w = θ;
  *   f_b = net_w(x_b); loss = Σ_b (f_b − r_b)²/(2σ_n²) + kw·KL (kw = β·B/N, BBB only) where
  *        KL is the closed form for a Gaussian prior and log q(w) − log p(w) at the draw for the
  *        scale mixture;
  *   backpropagation that skips the zeros of the inputs and of the ReLUs (lists of non-zeros,
  *        so no branch depends on the data), then the reparameterisation's gradients
- *        (as bnn_sample_kl_backward in sample_kl.c) and Adam exactly as torch.optim.Adam
+ *        (as bnn_sample_kl_backward in core/engine/native/sample_kl.c) and Adam exactly as torch.optim.Adam
  *        (no weight decay): m ← m + (1−β1)(g − m), v ← β2·v + (1−β2)·g²,
  *        θ ← θ − lr/(1−β1ᵗ) · m / (√v/√(1−β2ᵗ) + eps); or, when hyper.sgd is set, plain
  *        gradient steps θ ← θ − lr·g as torch.optim.SGD (no momentum), the moments untouched.
@@ -81,7 +81,7 @@ typedef struct {
     float kl_weight;             /* β·B/N */
     float gaussian;              /* 1: Gaussian prior, 0: scale mixture */
     float inv_sp2;               /* Gaussian: 1/σp² */
-    float mixture[5];            /* mixture: t0, k, log_b0, inv_s2, inv_s1 (common.h) */
+    float mixture[5];            /* mixture: t0, k, log_b0, inv_s2, inv_s1 (core/engine/native/common.h) */
     float sgd;                   /* 1: plain gradient steps instead of Adam */
     float kl_geometric;          /* 1: update u of U weighs kl_weight·U·2^-(u+1)/(1 − 2^-U) */
 } hyper_t;

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from core import settings
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[1]
 CHECKPOINT_DIR = Path(settings.text("BNN_CHECKPOINT_DIR") or REPO_ROOT / "checkpoints")
 """The shipped checkpoints (``BNN_CHECKPOINT_DIR`` overrides, e.g. for tests)."""
 

@@ -1,0 +1,1 @@
+"""The bandits' compiled kernel: tiny reward networks trained a step per call (:mod:`.tiny`)."""
