@@ -26,7 +26,7 @@ from core.active.loop import (
 from core.cli import main as cli_main
 from core.engine.interface import ModelConfig
 from core.evaluation.uncertainty import summarize
-from core.methods import build_model, method
+from core.methods import build_model, check_config, method
 from core.methods.base import TRAIN_FIELDS
 from core.training import TrainConfig, train
 from tests.browser_util import REPO_ROOT
@@ -172,7 +172,7 @@ def test_the_cnn_maps_images_and_flat_inputs_alike_and_keeps_old_configs_valid()
     assert ModelConfig.from_dict(old).conv == ()  # checkpoints written before ``conv``
     assert not any("conv" in key for key in build_model(ModelConfig(kind="mlp")).state_dict())
     with pytest.raises(ValueError, match="convolutions"):
-        ModelConfig(kind="bbb", conv=(8,))
+        check_config(ModelConfig(kind="bbb", conv=(8,)))
     with pytest.raises(ValueError, match="convolutions are offered for mlp and dropout, not bbb"):
         ActiveConfig(kind="bbb", **ARCHITECTURES["cnn"])
 

@@ -8,11 +8,11 @@ import threading
 import pytest
 import torch
 
-from core.engine.bbb import BayesMLP
 from core.engine.layers import BayesLinear
 from core.engine.objective import kl_weight, minibatch_objective
 from core.engine.priors import GaussianPrior, ScaleMixturePrior, blundell_mixture_grid
 from core.methods import ModelConfig, build_model
+from core.methods.bbb.model import BayesMLP
 from core.training import TrainConfig, train
 
 MIXTURE = {"kind": "mixture", "pi": 0.5, "sigma1": 1.0, "sigma2": math.exp(-6)}

@@ -9,12 +9,12 @@ import torch
 from torch.func import functional_call
 
 from core.engine.interface import ModelConfig
-from core.engine.swag import SWAG
 from core.jobs.training import make_request
 from core.methods import METHODS, build_model, method
 from core.methods.cyclical import CyclicalProcedure
 from core.methods.sgld import LangevinProcedure
 from core.methods.swag import SWAGProcedure
+from core.methods.swag.moments import SWAG
 from core.storage.checkpoints import load_checkpoint, save_checkpoint
 from core.training import TrainConfig, train
 

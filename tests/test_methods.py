@@ -9,20 +9,20 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from core.engine.ensemble import DeepEnsemble
 from core.engine.interface import ModelConfig
-from core.engine.laplace import (
+from core.engine.mlp import MLP
+from core.engine.objective import alpha_energy, minibatch_objective
+from core.engine.sampler import predictive_samples
+from core.evaluation.uncertainty import entropy
+from core.methods import build_model
+from core.methods.ensemble.model import DeepEnsemble
+from core.methods.laplace.model import (
     LastLayerLaplace,
     fit_laplace,
     full_ggn,
     last_layer_statistics,
     log_marglik,
 )
-from core.engine.mlp import MLP
-from core.engine.objective import alpha_energy, minibatch_objective
-from core.engine.sampler import predictive_samples
-from core.evaluation.uncertainty import entropy
-from core.methods import build_model
 from core.storage.checkpoints import load_checkpoint, save_checkpoint
 from core.training import TrainConfig, train
 

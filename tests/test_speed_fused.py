@@ -16,7 +16,6 @@ import torch
 import torch.nn.functional as F
 from torch.func import vmap
 
-from core.engine.bbb import BayesMLP
 from core.engine.fused import (
     FusedSampler,
     SampleKL,
@@ -30,6 +29,7 @@ from core.engine.interface import flat
 from core.engine.objective import minibatch_objective
 from core.engine.priors import GaussianPrior, ScaleMixturePrior
 from core.methods import ModelConfig, build_model
+from core.methods.bbb.model import BayesMLP
 from core.storage.checkpoints import load_checkpoint
 from core.storage.paths import REPO_ROOT
 from core.training import TrainConfig, train

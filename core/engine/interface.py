@@ -12,44 +12,18 @@ offers:
 * ``weight_posterior``: whether each weight has a posterior mean and standard deviation
   (signal-to-noise pruning applies).
 
-A new method is one module of :mod:`core.methods` whose model class follows :class:`LabModel`
-(plus a :class:`ModelKind` member).
+A new method is one package of :mod:`core.methods` whose model class follows :class:`LabModel`.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
 import torch
 from torch import nn
 from torch.func import vmap
-
-
-class ModelKind(StrEnum):
-    """Model families; the value is what checkpoints and configs store.
-
-    Attributes:
-        BBB: Bayes by Backprop, a mean-field Gaussian posterior over the weights.
-        MLP: A point estimate.
-        DROPOUT: MC dropout.
-        ENSEMBLE: A deep ensemble of independently initialised MLPs.
-        LAPLACE: An MLP with a last-layer Laplace posterior (fitted post hoc).
-        SGLD: Weight samples of stochastic-gradient Langevin dynamics.
-        SGMCMC_CYCLIC: Weight samples of cyclical SG-MCMC (warm restarts).
-        SWAG: A Gaussian fitted to SGD iterates (diagonal plus low rank).
-    """
-
-    BBB = "bbb"  # Bayes by Backprop, mean-field Gaussian posterior over weights
-    MLP = "mlp"  # point estimate
-    DROPOUT = "dropout"  # MC dropout
-    ENSEMBLE = "ensemble"  # deep ensemble of independently initialised MLPs
-    LAPLACE = "laplace"  # MLP with a last-layer Laplace posterior (post hoc)
-    SGLD = "sgld"  # weight samples of SGLD
-    SGMCMC_CYCLIC = "sgmcmc_cyclic"  # weight samples of cyclical SG-MCMC
-    SWAG = "swag"  # Gaussian fitted to SGD iterates
 
 
 @dataclass(frozen=True)
@@ -96,10 +70,11 @@ padding and one 2 × 2 max-pool (28 → 25 → 22 → 11), the network of Gal et
 class ModelConfig:
     """Architecture of a model; JSON-serialisable via :meth:`to_dict`.
 
-    ``kind`` is normalised to its :class:`ModelKind` value and ``hidden`` to a tuple of ints.
+    ``hidden`` and ``conv`` are normalised to tuples of ints. Whether the method of ``kind``
+    exists and offers convolutions is checked by :func:`core.methods.check_config`.
 
     Attributes:
-        kind: A :class:`ModelKind` value.
+        kind: The method, a key of :data:`core.methods.METHODS`.
         hidden: Hidden layer widths.
         in_features: Input width (784 for flattened 28 × 28 images).
         num_classes: Number of classes C (the output width).
@@ -120,12 +95,11 @@ class ModelConfig:
             features (None: ``dropout``, as on the dense layers).
 
     Raises:
-        ValueError: If ``kind`` is not a :class:`ModelKind` value, ``members < 1``,
-            ``rank < 2``, ``conv`` is given for another kind or a non-square input, or
-            ``conv_layout`` or ``conv_dropout`` is out of range.
+        ValueError: If ``members < 1``, ``rank < 2``, ``conv`` is given for a non-square
+            input, or ``conv_layout`` or ``conv_dropout`` is out of range.
     """
 
-    kind: str = ModelKind.BBB.value
+    kind: str = "bbb"
     hidden: tuple[int, ...] = (400, 400)
     in_features: int = 784
     num_classes: int = 10
@@ -141,23 +115,14 @@ class ModelConfig:
     conv_dropout: float | None = None
 
     def __post_init__(self) -> None:
-        try:
-            kind = ModelKind(self.kind)
-        except ValueError:
-            kinds = [k.value for k in ModelKind]
-            raise ValueError(f"model kind must be one of {kinds}, got {self.kind!r}") from None
-        object.__setattr__(self, "kind", kind.value)
         object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))
         if self.members < 1:
             raise ValueError(f"members must be at least 1, got {self.members}")
         if self.rank < 2:
             raise ValueError(f"SWAG's rank must be at least 2, got {self.rank}")
         object.__setattr__(self, "conv", tuple(int(c) for c in self.conv))
-        if self.conv:
-            if kind not in (ModelKind.MLP, ModelKind.DROPOUT):
-                raise ValueError(f"convolutions are offered for mlp and dropout, not {kind.value}")
-            if math.isqrt(self.in_features) ** 2 != self.in_features:
-                raise ValueError(f"convolutions need a square image, got {self.in_features} inputs")
+        if self.conv and math.isqrt(self.in_features) ** 2 != self.in_features:
+            raise ValueError(f"convolutions need a square image, got {self.in_features} inputs")
         if self.conv_layout not in CONV_LAYOUTS:
             raise ValueError(f"conv_layout must be one of {sorted(CONV_LAYOUTS)}")
         if self.conv_dropout is not None and not 0.0 <= self.conv_dropout < 1.0:
@@ -203,7 +168,7 @@ class ModelConfig:
             The validated configuration.
 
         Raises:
-            ValueError: If ``d["kind"]`` is not a :class:`ModelKind` value or ``members < 1``.
+            ValueError: If a field is out of range (see the class).
         """
         return cls(**d)
 

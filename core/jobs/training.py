@@ -125,7 +125,7 @@ def kind_template(kind: str) -> CheckpointSpec | None:
     """The registered MNIST spec a new model of ``kind`` takes its defaults from.
 
     Args:
-        kind: A :class:`~core.engine.interface.ModelKind` value.
+        kind: A method's kind (a key of :data:`core.methods.METHODS`).
 
     Returns:
         The first registered MNIST spec of that kind trained by gradient descent (for a post-hoc
@@ -155,7 +155,7 @@ def make_request(
 
     Args:
         name: The user model's name.
-        kind: A :class:`~core.engine.interface.ModelKind` value.
+        kind: A method's kind (a key of :data:`core.methods.METHODS`).
         dataset: The task dataset.
         n_train: Training images; None for all.
         n_test: Test images evaluated after each epoch; None for all.
@@ -177,7 +177,7 @@ def make_request(
     fields = unit.configure(given) | {
         k: v for k, v in settings.items() if k not in given and k != "kind"
     }
-    template = kind_template(unit.trains_like.value if unit.trains_like else kind)
+    template = kind_template(unit.trains_like or kind)
     own_template = kind_template(kind)
     model = own_template.model if own_template else ModelConfig(kind=kind)
     training = template.training if template else TrainConfig()

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, fields, replace
 
 from torch import nn
 
-from core.engine.interface import ModelConfig, ModelKind
+from core.engine.interface import ModelConfig
 from core.training import Procedure, TrainConfig
 
 SettingValue = float | int | str | bool
@@ -133,6 +133,9 @@ class Method:
         settings: Its own hyperparameters (the common ones, epochs, learning rate and batch
             size, are every method's).
         assemble: Maps the settings' values (by name) to configuration fields (by name).
+        order: Where pickers list it (ascending; a new method without one comes last).
+        convolutional: Whether its model may start with convolutions
+            (:attr:`~core.engine.interface.ModelConfig.conv`).
         trains_like: A kind whose shipped model's training settings a new model starts from
             (a post-hoc method trains its network as that kind), or None for its own.
         curve_kl: Whether the complexity cost is worth a curve while it trains.
@@ -144,14 +147,16 @@ class Method:
             maximum-likelihood members, not at all).
     """
 
-    kind: ModelKind
+    kind: str
     title: str
     summary: str
     model_class: type[nn.Module]
     procedure: type[Procedure] = Procedure
     settings: tuple[Setting, ...] = ()
     assemble: Callable[[dict], dict] = _identity
-    trains_like: ModelKind | None = None
+    order: int = 100
+    convolutional: bool = False
+    trains_like: str | None = None
     curve_kl: bool = False
     lr: float = 1e-3
     prior_weight_decay: Callable[[ModelConfig], float] = _no_weight_decay
@@ -165,7 +170,7 @@ class Method:
         for s in self.settings:
             if s.name == name:
                 return s
-        raise KeyError(f"{self.kind.value} has no setting {name!r}")
+        raise KeyError(f"{self.kind} has no setting {name!r}")
 
     def defaults(self) -> dict:
         """Every setting's default, by name."""
@@ -185,7 +190,7 @@ class Method:
         """
         unknown = set(given) - {s.name for s in self.settings}
         if unknown:
-            raise ValueError(f"{self.kind.value} has no setting {', '.join(sorted(unknown))}")
+            raise ValueError(f"{self.kind} has no setting {', '.join(sorted(unknown))}")
         values = self.defaults() | {k: self.setting(k).check(v) for k, v in given.items()}
         return self.assemble({s.name: values[s.name] for s in self.settings if s.applies(values)})
 
@@ -212,7 +217,7 @@ class Method:
             raise ValueError(f"unknown settings: {', '.join(sorted(unknown))}")
         own_model = {k: v for k, v in fields.items() if k in MODEL_FIELDS}
         own_training = {k: v for k, v in fields.items() if k in TRAIN_FIELDS}
-        model = ModelConfig.from_dict(model.to_dict() | own_model | {"kind": self.kind.value})
+        model = ModelConfig.from_dict(model.to_dict() | own_model | {"kind": self.kind})
         return model, replace(training, **own_training)
 
 

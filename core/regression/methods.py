@@ -5,14 +5,16 @@ with one input and one output (two for the heteroscedastic likelihood), plus the
 noise parameter:
 
 * ``"bbb"``, ``"bbb_mixture"``, ``"bbb_lrt"``: Bayes by Backprop
-  (:class:`~core.engine.bbb.BayesMLP` of :class:`~core.engine.layers.BayesLinear` layers) with a
-  Gaussian prior N(0, σp²), Blundell's scale mixture ½·N(0, σp²) + ½·N(0, e⁻¹²) (Monte-Carlo
+  (:class:`~core.methods.bbb.model.BayesMLP` of :class:`~core.engine.layers.BayesLinear`
+  layers) with a Gaussian prior N(0, σp²), Blundell's scale mixture ½·N(0, σp²) + ½·N(0, e⁻¹²)
+  (Monte-Carlo
   complexity cost), or a Gaussian prior trained with local reparameterisation. The loss is the
   negative ELBO Σₙ NLLₙ + β·KL(q‖p), its NLL averaged over S weight draws that are vmapped
   (``randomness="different"``) exactly like :mod:`core.engine.objective`;
-* ``"dropout"``: MC dropout (:class:`~core.engine.mlp.DropoutMLP`), weight decay (1 − p)/σp²
+* ``"dropout"``: MC dropout (:class:`~core.methods.dropout.model.DropoutMLP`), weight decay
+  (1 − p)/σp²
   (Gal & Ghahramani 2016: the dropout objective with a N(0, σp²) prior);
-* ``"ensemble"``: a deep ensemble (:class:`~core.engine.ensemble.DeepEnsemble`): M MLPs whose
+* ``"ensemble"``: a deep ensemble (:class:`~core.methods.ensemble.model.DeepEnsemble`): M MLPs whose
   stacked parameters (``torch.func.stack_module_state``) are trained in one vmapped loop, each
   a maximum-likelihood estimate with its own noise parameter and no weight decay, as in
   Lakshminarayanan et al. (2017): their random initialisations are the only source of
@@ -71,7 +73,7 @@ class MethodInfo:
 
     Attributes:
         title: Human name.
-        kind: The :class:`~core.engine.interface.ModelKind` value of its network.
+        kind: The method of its network, a key of :data:`core.methods.METHODS`.
         notice: What to look for in its picture.
         keys: The :class:`FitSettings` fields its result depends on (its cache key).
         model: Variant fields of its :class:`~core.engine.interface.ModelConfig`, from the

@@ -1,7 +1,8 @@
 """Cyclical SG-MCMC (Zhang et al. 2020): SGLD with warm restarts.
 
-The step size follows cosine cycles (:class:`~core.engine.sgmcmc.CyclicalSchedule`, ε₀ = 2·lr/N
-as for :mod:`core.methods.sgld`): each cycle starts with a large step that escapes the current
+The step size follows cosine cycles (:class:`~core.methods.sgld.sampler.CyclicalSchedule`,
+ε₀ = 2·lr/N as for :mod:`core.methods.sgld`): each cycle starts with a large step that escapes the
+current
 mode, explores without noise for the first ``exploration`` of the cycle, then samples with
 Langevin noise; the ``members`` samples are kept at the end of the cycles, spread evenly over
 each cycle's sampling stage, so every cycle's mode is represented.
@@ -11,11 +12,10 @@ from __future__ import annotations
 
 import math
 
-from core.engine.interface import ModelKind
 from core.engine.samples import WeightSamples
-from core.engine.sgmcmc import CyclicalSchedule
 from core.methods.base import PRIOR_SETTINGS, Method, Setting, prior_of
 from core.methods.sgld import SAMPLES_KEPT, TEMPERATURE, LangevinProcedure
+from core.methods.sgld.sampler import CyclicalSchedule
 
 
 class CyclicalProcedure(LangevinProcedure):
@@ -50,7 +50,8 @@ class CyclicalProcedure(LangevinProcedure):
 
 
 METHOD = Method(
-    kind=ModelKind.SGMCMC_CYCLIC,
+    kind="sgmcmc_cyclic",
+    order=7,
     title="Cyclical SG-MCMC (warm restarts)",
     summary="SGLD whose step size restarts large every cycle and shrinks: each cycle finds a "
     "new mode and takes samples there (Zhang et al. 2020).",

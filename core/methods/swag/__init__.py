@@ -5,8 +5,8 @@ average NLL (plus ``weight_decay`` on the summed minibatch loss, as Adam's), as 
 do; after ``burn_in`` of the steps, 2·K iterates at evenly spaced steps update SWAG's running
 moments and its last K deviations. With ``precondition`` the iterates are Adam's at the constant
 rate instead (the regression playground's sharp 1-D likelihoods defeat plain SGD);
-(:class:`~core.engine.swag.SWAG`). The model then holds the mean, the per-weight standard
-deviation and the K deviations (:class:`~core.engine.samples.SWAGNetwork`); every pass draws
+(:class:`~core.methods.swag.moments.SWAG`). The model then holds the mean, the per-weight standard
+deviation and the K deviations (:class:`~core.methods.swag.model.SWAGNetwork`); every pass draws
 weights from N(θ̄, ½(diag σ² + D Dᵀ/(K − 1))).
 """
 
@@ -16,10 +16,9 @@ import math
 
 import torch
 
-from core.engine.interface import ModelKind
-from core.engine.samples import SWAGNetwork
-from core.engine.swag import SWAG
 from core.methods.base import Method, Setting, prior_precision
+from core.methods.swag.model import SWAGNetwork
+from core.methods.swag.moments import SWAG
 from core.training import Procedure, make_optimizer
 
 MOMENTUM = 0.9
@@ -70,7 +69,8 @@ class SWAGProcedure(Procedure):
 
 
 METHOD = Method(
-    kind=ModelKind.SWAG,
+    kind="swag",
+    order=8,
     title="SWAG (Gaussian from SGD)",
     summary="Plain SGD keeps moving near the bottom of the loss; a Gaussian fitted to where it "
     "went is the posterior (Maddox et al. 2019).",

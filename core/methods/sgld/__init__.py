@@ -1,7 +1,7 @@
 """SGLD (Welling & Teh 2011), with the pSGLD preconditioner (Li et al. 2016) as an option.
 
 The network takes Langevin steps θ ← θ − (ε/2)·∇Ũ(θ) + N(0, ε·T) on minibatches
-(:class:`~core.engine.sgmcmc.SGLD`, prior from the model configuration). The learning rate
+(:class:`~core.methods.sgld.sampler.SGLD`, prior from the model configuration). The learning rate
 ``lr`` is that of plain SGD on the average NLL: ε = 2·lr/N, so lr = 0.1 moves the weights as
 far per step as SGD with 0.1 (plus the noise). Preconditioned (pSGLD), each weight's step is
 about ``lr`` itself, as with Adam. After ``burn_in`` of the steps, ``members``
@@ -15,11 +15,10 @@ import math
 
 import torch
 
-from core.engine.interface import ModelKind
 from core.engine.priors import prior_from_dict
 from core.engine.samples import WeightSamples
-from core.engine.sgmcmc import SGLD
 from core.methods.base import PRIOR_SETTINGS, Method, Setting, prior_of
+from core.methods.sgld.sampler import SGLD
 from core.training import Procedure
 
 SAMPLES_KEPT = Setting(
@@ -89,7 +88,8 @@ class LangevinProcedure(Procedure):
 
 
 METHOD = Method(
-    kind=ModelKind.SGLD,
+    kind="sgld",
+    order=6,
     title="SGLD (Langevin samples)",
     summary="Gradient steps plus just enough noise to wander over the posterior; the networks "
     "visited after the burn-in are averaged (Welling & Teh 2011).",

@@ -6,12 +6,13 @@ training configuration's ``alpha`` > 0.
 
 from __future__ import annotations
 
-from core.engine.interface import ModelKind
-from core.engine.mlp import DropoutMLP
 from core.methods.base import Method, Setting, prior_precision
+from core.methods.dropout.model import DropoutMLP
 
 METHOD = Method(
-    kind=ModelKind.DROPOUT,
+    kind="dropout",
+    order=3,
+    convolutional=True,
     title="MC dropout",
     summary="Dropout stays on when predicting: every pass drops other units (Gal 2016).",
     model_class=DropoutMLP,

@@ -7,10 +7,9 @@ option); each pass at prediction draws fresh weights.
 
 from __future__ import annotations
 
-from core.engine.bbb import BayesMLP
-from core.engine.interface import ModelKind
 from core.engine.objective import KL_SCHEDULES
 from core.methods.base import PRIOR_SETTINGS, Method, Setting, prior_of
+from core.methods.bbb.model import BayesMLP
 
 IMPL_TITLES = {
     "sequential": "one sampled network after another (slowest)",
@@ -27,7 +26,8 @@ def _assemble(values: dict) -> dict:
 
 
 METHOD = Method(
-    kind=ModelKind.BBB,
+    kind="bbb",
+    order=1,
     title="Bayes by Backprop (BBB)",
     summary="A Gaussian for every weight, fitted by maximising the ELBO (Blundell et al. 2015).",
     model_class=BayesMLP,

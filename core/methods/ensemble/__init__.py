@@ -5,12 +5,12 @@ The members' stacked parameters train in one vectorised loop (the ``members`` es
 
 from __future__ import annotations
 
-from core.engine.ensemble import DeepEnsemble
-from core.engine.interface import ModelKind
 from core.methods.base import Method, Setting
+from core.methods.ensemble.model import DeepEnsemble
 
 METHOD = Method(
-    kind=ModelKind.ENSEMBLE,
+    kind="ensemble",
+    order=4,
     title="Deep ensemble",
     summary="Several networks from different random starts; their votes are averaged.",
     model_class=DeepEnsemble,
