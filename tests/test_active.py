@@ -290,8 +290,7 @@ def test_the_pooled_layout_is_the_papers_cnn_with_its_two_dropout_rates():
         conv=(32, 32),
         conv_layout="pooled",
         hidden=(128,),
-        conv_dropout=0.25,
-        dropout=0.5,
+        params={"conv_dropout": 0.25, "dropout": 0.5},
     )
     assert config.sizes == [32 * 11 * 11, 128, 10]  # 28 → 25 → 22 → pooled 11
     model = build_model(config)
@@ -302,7 +301,7 @@ def test_the_pooled_layout_is_the_papers_cnn_with_its_two_dropout_rates():
     with pytest.raises(ValueError, match="conv_layout"):
         ModelConfig(kind="dropout", conv=(8,), conv_layout="dilated")
     with pytest.raises(ValueError, match="conv_dropout"):
-        ModelConfig(kind="dropout", conv=(8,), conv_dropout=1.0)
+        ModelConfig(kind="dropout", conv=(8,), params={"conv_dropout": 1.0})
 
 
 @pytest.mark.parametrize("layout", ["strided", "pooled"])
@@ -311,7 +310,7 @@ def test_passes_sharing_the_convolutions_match_independent_forward_passes(layout
     and input after them: each input's predictive (mean and spread of the probabilities over
     passes) matches that of separate forward passes, and inputs in one pass differ in masks."""
     config = ModelConfig(
-        kind="dropout", conv=(4, 8), conv_layout=layout, hidden=(16,), conv_dropout=0.3
+        kind="dropout", conv=(4, 8), conv_layout=layout, hidden=(16,), params={"conv_dropout": 0.3}
     )
     torch.manual_seed(0)
     model = build_model(config, seed=0).eval()
@@ -389,7 +388,9 @@ def test_the_papers_training_settings_reach_every_rounds_training(data, monkeypa
     assert procedure is method(TINY.kind).procedure
 
 
-KERAS_CNN = ModelConfig(kind="dropout", conv=(4, 8), conv_layout="pooled", hidden=(16,), dropout=0)
+KERAS_CNN = ModelConfig(
+    kind="dropout", conv=(4, 8), conv_layout="pooled", hidden=(16,), params={"dropout": 0}
+)
 
 
 def keras_steps(x: torch.Tensor, y: torch.Tensor, dense_l2: float) -> list[torch.Tensor]:
@@ -427,7 +428,11 @@ def test_a_mean_minibatch_loss_steps_as_keras_did_for_gal_et_al(data, dense_l2):
 
 def test_weight_scaling_is_the_network_with_its_dropout_left_out():
     config = ModelConfig(
-        kind="dropout", conv=(4, 8), conv_layout="pooled", hidden=(16,), conv_dropout=0.25
+        kind="dropout",
+        conv=(4, 8),
+        conv_layout="pooled",
+        hidden=(16,),
+        params={"conv_dropout": 0.25},
     )
     model = build_model(config, seed=0)
     plain = build_model(replace(config, kind="mlp"), seed=1)

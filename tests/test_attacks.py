@@ -43,7 +43,7 @@ def models(tmp_path_factory) -> dict:
     loaded = {}
     for kind in KINDS:
         torch.manual_seed(0)
-        model = build_model(ModelConfig(kind=kind, hidden=(32,), init_sigma=0.05))
+        model = build_model(ModelConfig(kind=kind, hidden=(32,), params={"init_sigma": 0.05}))
         train(model, TrainConfig(epochs=2, batch_size=100), train_data, test_data, device="cpu")
         path = save_checkpoint(kind, model, {}, directory=folder)
         loaded[kind] = load_checkpoint(path)[0]

@@ -4,7 +4,7 @@ Both are the :class:`~core.engine.mlp.MLP` of their configuration while they tra
 parameters are the sampler's current state, or SGD's iterate) and predict, in eval mode, from
 what was collected:
 
-* :class:`WeightSamples`: ``config.members`` weight samples of an SG-MCMC chain
+* :class:`WeightSamples`: ``config.params["members"]`` weight samples of an SG-MCMC chain
   (:mod:`core.methods.sgld`), stored in float16 (about 3 significant digits; a 784-400-400-10
   network is 0.96 MB per sample). Pass ``s`` uses sample ``s mod S``, as a deep ensemble cycles
   through its members.
@@ -116,10 +116,10 @@ class CollectedMLP(MLP):
 
 
 class WeightSamples(CollectedMLP):
-    """An MLP of ``config.sizes`` with ``config.members`` stored weight samples.
+    """An MLP of ``config.sizes`` with ``config.params["members"]`` stored weight samples.
 
     Args:
-        config: Architecture, and the number S of samples kept (``config.members``).
+        config: Architecture, and the number S of samples kept (``config.params["members"]``).
 
     Attributes:
         samples: The stored samples per parameter name (``.`` written ``__``), float16
@@ -137,13 +137,13 @@ class WeightSamples(CollectedMLP):
     def __init__(self, config: ModelConfig) -> None:
         super().__init__(config)
         for name, p in MLP(config).named_parameters():
-            shape = (config.members, *p.shape)
+            shape = (config.params["members"], *p.shape)
             self.register_buffer(_key(name), torch.zeros(shape, dtype=torch.float16))
 
     @property
     def capacity(self) -> int:
         """S, the number of samples the model stores."""
-        return self.config.members
+        return self.config.params["members"]
 
     def add_sample(self) -> None:
         """Store the current parameters as the next sample (the oldest is replaced when full)."""

@@ -128,11 +128,13 @@ def kind_template(kind: str) -> CheckpointSpec | None:
         kind: A method's kind (a key of :data:`core.methods.METHODS`).
 
     Returns:
-        The first registered MNIST spec of that kind trained by gradient descent (for a post-hoc
-        kind, the spec itself), or None when the registry has none.
+        The first registered MNIST spec of that kind whose internal parameters are at their
+        defaults (e.g. no α-divergence, no adversarial training), else the first of that kind,
+        or None when the registry has none.
     """
+    internal = method(kind).internal
     specs = [s for s in REGISTRY.values() if s.model.kind == kind and s.dataset == "mnist"]
-    plain = [s for s in specs if s.training.alpha == 0 and s.training.adversarial_eps == 0]
+    plain = [s for s in specs if all(s.model.params[p.name] == p.default for p in internal)]
     return (plain or specs or [None])[0]
 
 
@@ -161,9 +163,8 @@ def make_request(
         n_test: Test images evaluated after each epoch; None for all.
         n_eval_samples: Passes for the saved test error.
         **settings: The method's settings by name (e.g. ``prior="mixture"``, ``sigma2``,
-            ``beta``) and fields of :class:`~core.engine.interface.ModelConfig` and
-            :class:`~core.training.TrainConfig` (``epochs``, ``lr``, ``batch_size``,
-            ``hidden``, ``prior`` as a dict, ...).
+            ``beta``), fields of its network (``hidden``, ...) and of
+            :class:`~core.training.TrainConfig` (``epochs``, ``lr``, ``batch_size``, ...).
 
     Returns:
         The request.
@@ -173,7 +174,7 @@ def make_request(
     """
     unit = method(kind)
     own = {s.name for s in unit.settings}
-    given = {k: v for k, v in settings.items() if k in own and not isinstance(v, dict)}
+    given = {k: v for k, v in settings.items() if k in own}
     fields = unit.configure(given) | {
         k: v for k, v in settings.items() if k not in given and k != "kind"
     }

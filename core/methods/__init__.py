@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from dataclasses import replace
 
 from torch import nn
 
 from core.engine.interface import LabModel, ModelConfig
 from core.engine.seeding import seeded
-from core.methods.base import Method, Setting
+from core.methods.base import TRAIN_FIELDS, Method, Setting
 
 
 def discover() -> dict[str, Method]:
@@ -68,24 +69,46 @@ def method(kind: str) -> Method:
         raise ValueError(f"kind must be one of {list(METHODS)}, got {kind!r}") from None
 
 
-def check_config(config: ModelConfig) -> ModelConfig:
-    """``config`` if its method exists and offers its network.
+def params_for(kind: str, values: dict) -> dict:
+    """Those of ``values`` that are parameters of the method of ``kind``.
+
+    A study or a playground that sets one value for several methods (a prior σ, a dropout
+    probability, a number of members) hands each method the ones it has.
 
     Args:
-        config: An architecture.
+        kind: A method's kind.
+        values: Candidate values by parameter name.
 
     Returns:
-        The configuration itself.
+        The method's parameters among them (those named like a
+        :class:`~core.training.TrainConfig` field left out).
 
     Raises:
-        ValueError: If no method has ``config.kind``, or it has convolutions and the method
-            does not offer them.
+        ValueError: If no method has that kind.
+    """
+    own = {s.name for s in method(kind).parameters} - TRAIN_FIELDS
+    return {k: v for k, v in values.items() if k in own}
+
+
+def check_config(config: ModelConfig) -> ModelConfig:
+    """``config`` checked against its method, its parameters completed.
+
+    Args:
+        config: A model's network and parameters.
+
+    Returns:
+        The configuration with every parameter of its method (the missing ones at their
+        defaults).
+
+    Raises:
+        ValueError: If no method has ``config.kind``, it has convolutions and the method does
+            not offer them, or a parameter is unknown or out of range.
     """
     own = method(config.kind)
     if config.conv and not own.convolutional:
         offered = " and ".join(k for k, m in METHODS.items() if m.convolutional)
         raise ValueError(f"convolutions are offered for {offered}, not {config.kind}")
-    return config
+    return replace(config, params=own.params(config.params))
 
 
 def build_model(config: ModelConfig, seed: int | None = None) -> Model:
@@ -102,7 +125,8 @@ def build_model(config: ModelConfig, seed: int | None = None) -> Model:
     Raises:
         ValueError: If :func:`check_config` refuses the configuration.
     """
-    model_class = method(check_config(config).kind).model_class
+    config = check_config(config)
+    model_class = method(config.kind).model_class
     if seed is None:
         return model_class(config)
     with seeded(seed, cuda=False):
@@ -135,4 +159,5 @@ __all__ = [
     "discover",
     "method",
     "model_class",
+    "params_for",
 ]

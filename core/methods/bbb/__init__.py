@@ -8,7 +8,7 @@ option); each pass at prediction draws fresh weights.
 from __future__ import annotations
 
 from core.engine.objective import KL_SCHEDULES
-from core.methods.base import PRIOR_SETTINGS, Method, Setting, prior_of
+from core.methods.base import PRIOR_SETTINGS, Method, Setting
 from core.methods.bbb.model import BayesMLP
 
 IMPL_TITLES = {
@@ -18,11 +18,6 @@ IMPL_TITLES = {
     "fused": "one fused step per sample (fastest with one sample)",
 }
 SCHEDULE_TITLES = {"uniform": "uniform (1/M per minibatch)", "blundell": "Blundell (2^(M−i))"}
-
-
-def _assemble(values: dict) -> dict:
-    """The prior, and local reparameterisation at prediction when it trains with it."""
-    return prior_of(values) | {"lrt": values["impl"] == "vmap_lrt"}
 
 
 METHOD = Method(
@@ -79,6 +74,5 @@ METHOD = Method(
             titles=SCHEDULE_TITLES,
         ),
     ),
-    assemble=_assemble,
     curve_kl=True,
 )

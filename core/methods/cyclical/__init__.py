@@ -13,8 +13,8 @@ from __future__ import annotations
 import math
 
 from core.engine.samples import WeightSamples
-from core.methods.base import PRIOR_SETTINGS, Method, Setting, prior_of
-from core.methods.sgld import SAMPLES_KEPT, TEMPERATURE, LangevinProcedure
+from core.methods.base import PRIOR_SETTINGS, Method, Setting
+from core.methods.sgld import PRECONDITION, SAMPLES_KEPT, TEMPERATURE, LangevinProcedure
 from core.methods.sgld.sampler import CyclicalSchedule
 
 
@@ -26,15 +26,15 @@ class CyclicalProcedure(LangevinProcedure):
         self.schedule = CyclicalSchedule(
             self.step_size(),
             max(self.total_steps, 1),
-            min(self.config.cycles, max(self.total_steps, 1)),
-            self.config.exploration,
+            min(self.params["cycles"], max(self.total_steps, 1)),
+            self.params["exploration"],
         )
         length, cycles = self.schedule.cycle_length, self.schedule.n_cycles
         per_cycle = math.ceil(self.capacity / cycles)
         marks = set()
         for c in range(cycles):
             end = min((c + 1) * length, self.total_steps)
-            sampling = end - (c * length + math.ceil(self.config.exploration * length))
+            sampling = end - (c * length + math.ceil(self.params["exploration"] * length))
             marks |= {end - sampling * j // per_cycle for j in range(per_cycle)}
         return marks
 
@@ -75,8 +75,10 @@ METHOD = Method(
             "Fraction of each cycle spent moving without noise before sampling starts.",
             0.8,
             options=(0.0, 0.25, 0.5, 0.75, 0.8, 0.9),
+            low=0.0,
+            high=0.99,
         ),
         SAMPLES_KEPT,
     ),
-    assemble=prior_of,
+    internal=(PRECONDITION,),
 )

@@ -25,20 +25,20 @@ class DropoutMLP(MLP):
 
     Attributes:
         stochastic: True: each pass draws fresh dropout masks.
-        dropout_p: Dropout probability, from ``config.dropout``.
+        dropout_p: Dropout probability, from ``config.params["dropout"]``.
     """
 
     stochastic = True
 
     def __init__(self, config: ModelConfig) -> None:
-        """Build the layers of ``config.sizes`` with dropout probability ``config.dropout``.
+        """Build the layers of ``config.sizes`` with the dropout probabilities of ``params``.
 
         Args:
             config: Architecture and dropout probability of the network.
         """
         super().__init__(config)
-        self.dropout_p = config.dropout
-        self.conv_dropout_p = config.dropout if config.conv_dropout is None else config.conv_dropout
+        self.dropout_p = config.params["dropout"]
+        self.conv_dropout_p = config.params["conv_dropout"]
 
     def sample_logits(
         self, x: torch.Tensor, n_samples: int, lrt: bool | None = True

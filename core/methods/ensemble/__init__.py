@@ -7,6 +7,16 @@ from __future__ import annotations
 
 from core.methods.base import Method, Setting
 from core.methods.ensemble.model import DeepEnsemble
+from core.training import Procedure
+
+
+class EnsembleProcedure(Procedure):
+    """Adam on the members' summed objective, one vectorised loop (the ``members`` estimator)."""
+
+    def objective_options(self) -> dict:
+        """The base options with the ``members`` estimator."""
+        return super().objective_options() | {"impl": "members"}
+
 
 METHOD = Method(
     kind="ensemble",
@@ -25,5 +35,15 @@ METHOD = Method(
             high=10,
         ),
     ),
-    assemble=lambda values: dict(values, impl="members"),
+    procedure=EnsembleProcedure,
+    internal=(
+        Setting(
+            "adversarial_eps",
+            "Adversarial step",
+            "FGSM step (pixel units) of adversarial training on each member's examples; 0: off.",
+            0.0,
+            low=0.0,
+            high=1.0,
+        ),
+    ),
 )

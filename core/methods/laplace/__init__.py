@@ -10,8 +10,8 @@ import torch
 
 from core.engine.interface import ModelConfig
 from core.engine.mlp import MLP
-from core.methods.base import Method
-from core.methods.laplace.model import LastLayerLaplace, fit_laplace
+from core.methods.base import Method, Setting
+from core.methods.laplace.model import STRUCTURES, LastLayerLaplace, fit_laplace
 from core.training import Procedure
 
 
@@ -20,7 +20,7 @@ class LaplaceProcedure(Procedure):
 
     def network(self, model: torch.nn.Module) -> torch.nn.Module:
         """A plain MLP with the model's layers (and weights, when it starts from a base)."""
-        mlp = MLP(ModelConfig.from_dict({**model.config.to_dict(), "kind": "mlp"}))
+        mlp = MLP(ModelConfig.from_dict({**model.config.to_dict(), "kind": "mlp", "params": {}}))
         mlp.load_state_dict(model.state_dict(), strict=False)
         return mlp.to(next(model.parameters()).device)
 
@@ -39,4 +39,13 @@ METHOD = Method(
     model_class=LastLayerLaplace,
     procedure=LaplaceProcedure,
     trains_like="mlp",
+    internal=(
+        Setting(
+            "structure",
+            "Posterior structure",
+            "The last layer's posterior precision: Kronecker-factored or full.",
+            "kron",
+            options=STRUCTURES,
+        ),
+    ),
 )

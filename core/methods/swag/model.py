@@ -24,7 +24,7 @@ class SWAGNetwork(CollectedMLP):
     :mod:`core.methods.swag.moments`).
 
     Args:
-        config: Architecture, and the number of deviation columns K (``config.rank`` ≥ 2).
+        config: Architecture, and the number of deviation columns K (``config.params["rank"]`` ≥ 2).
 
     Attributes:
         std: The per-weight standard deviation σ of the iterates, float16 ``(d,)``.
@@ -36,7 +36,9 @@ class SWAGNetwork(CollectedMLP):
         super().__init__(config)
         dim = sum(p.numel() for p in self.parameters())
         self.register_buffer("std", torch.zeros(dim, dtype=torch.float16))
-        self.register_buffer("deviations", torch.zeros(config.rank, dim, dtype=torch.float16))
+        self.register_buffer(
+            "deviations", torch.zeros(config.params["rank"], dim, dtype=torch.float16)
+        )
 
     def set_posterior(
         self, mean: torch.Tensor, variance: torch.Tensor, deviations: torch.Tensor, n: int
@@ -59,6 +61,6 @@ class SWAGNetwork(CollectedMLP):
 
     def _draws(self, n_samples: int) -> dict[str, torch.Tensor]:
         mean = torch.nn.utils.parameters_to_vector(self.parameters())
-        k = min(int(self.n_collected), self.config.rank)
+        k = min(int(self.n_collected), self.config.params["rank"])
         factor = self.deviations[:k].float().T / math.sqrt(max(k - 1, 1))
         return unflatten(swag_draws(mean, self.std.float(), factor, n_samples), self)
