@@ -18,7 +18,7 @@ from core.catalogue import REGISTRY
 from core.data import DatasetUnavailable, load_dataset
 from core.engine.sampler import predictive_logits
 from core.engine.seeding import seeded
-from core.storage.checkpoints import checkpoint_path, load_checkpoint
+from core.storage.checkpoints import checkpoint_path, load_checkpoint, migrate
 
 RECORDED = Path(__file__).with_name("checkpoint_predictions.json")
 N_IMAGES = 2
@@ -63,3 +63,35 @@ def test_shipped_predictions_are_unchanged(name):
 
 def test_every_recorded_model_still_ships():
     assert sorted(json.loads(RECORDED.read_text())) == sorted(shipped())
+
+
+def test_flat_metadata_moves_into_the_methods_parameters():
+    old_model = {
+        "kind": "bbb",
+        "hidden": [8],
+        "prior": {"kind": "mixture", "pi": 0.25, "sigma1": 1.0, "sigma2": 0.01},
+        "init_sigma": 0.02,
+        "lrt": True,
+        "members": 5,
+        "laplace_structure": "kron",
+        "conv_dropout": None,
+    }
+    old_training = {"epochs": 3, "beta": 0.3, "temperature": 1.0, "impl": "vmap_lrt", "alpha": 0}
+    model, training = migrate(old_model, old_training)
+    assert training == {"epochs": 3}
+    assert model["hidden"] == [8] and "prior" not in model and "members" not in model
+    params = model["params"]
+    assert (params["prior"], params["pi"], params["sigma1"], params["sigma2"]) == (
+        "mixture",
+        0.25,
+        1.0,
+        0.01,
+    )
+    assert (params["init_sigma"], params["beta"], params["impl"]) == (0.02, 0.3, "vmap_lrt")
+    assert migrate(model, training) == (model, training)  # today's form stays as it is
+    laplace, _ = migrate({"kind": "laplace", "laplace_structure": "full"})
+    assert laplace["params"] == {"structure": "full"}
+    dropout, _ = migrate({"kind": "dropout", "dropout": 0.3, "conv_dropout": None})
+    assert dropout["params"]["conv_dropout"] == 0.3  # None meant "as the dense layers"
+    bbb, _ = migrate({"kind": "bbb", "lrt": True})  # a weights file without its metadata
+    assert bbb["params"]["impl"] == "vmap_lrt"
