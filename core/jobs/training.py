@@ -31,6 +31,7 @@ from core.storage.checkpoints import (
     TASK_DATASETS,
     CheckpointSpec,
     checkpoint_path,
+    migrate,
     save_checkpoint,
     task_title,
     validate_model_name,
@@ -117,7 +118,8 @@ class TrainRequest:
         Returns:
             The validated request.
         """
-        model, training = ModelConfig.from_dict(d["model"]), TrainConfig(**d["training"])
+        model, training = migrate(d["model"], d["training"])  # a job stored before params
+        model, training = ModelConfig.from_dict(model), TrainConfig(**training)
         return cls(**d | {"model": model, "training": training})
 
 
