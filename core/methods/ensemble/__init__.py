@@ -32,7 +32,7 @@ METHOD = Method(
             "that many MLPs.",
             5,
             low=2,
-            high=10,
+            high=20,
         ),
     ),
     procedure=EnsembleProcedure,

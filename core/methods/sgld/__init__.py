@@ -27,7 +27,7 @@ SAMPLES_KEPT = Setting(
     "How many networks of the chain the model keeps and averages (each about 1 MB).",
     8,
     low=2,
-    high=20,
+    high=50,
 )
 TEMPERATURE = Setting(
     "temperature",
