@@ -9,9 +9,8 @@ what was collected:
   network is 0.96 MB per sample). Pass ``s`` uses sample ``s mod S``, as a deep ensemble cycles
   through its members.
 * :class:`~core.methods.swag.model.SWAGNetwork`: SWAG's N(θ̄, Σ) (:mod:`core.methods.swag`):
-  after training the parameters hold θ̄; buffers hold σ² and the last ``config.rank`` deviations
-  (float16). Each pass draws
-  fresh weights.
+  after training the parameters hold θ̄; buffers hold σ² and the last ``rank`` deviations
+  (float16). Each pass draws fresh weights.
 
 All S passes run in one vmapped ``functional_call`` of a stateless copy of the MLP, as in
 :class:`~core.methods.ensemble.model.DeepEnsemble` (:func:`stacked_logits`).
