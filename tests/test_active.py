@@ -157,7 +157,8 @@ def test_curve_statistics_and_thresholds():
 
 
 def test_the_cnn_maps_images_and_flat_inputs_alike_and_keeps_old_configs_valid():
-    config = ModelConfig(kind="dropout", **ARCHITECTURES["cnn"])
+    cnn = dict(ARCHITECTURES["cnn"])
+    config = ModelConfig(kind="dropout", params={"dropout": cnn.pop("dropout")}, **cnn)
     assert config.sizes == [32 * 7 * 7, 128, 10]
     model = build_model(config).eval()
     x = torch.rand(4, 1, 28, 28)
