@@ -302,7 +302,7 @@ def test_the_pooled_layout_is_the_papers_cnn_with_its_two_dropout_rates():
     with pytest.raises(ValueError, match="conv_layout"):
         ModelConfig(kind="dropout", conv=(8,), conv_layout="dilated")
     with pytest.raises(ValueError, match="conv_dropout"):
-        ModelConfig(kind="dropout", conv=(8,), params={"conv_dropout": 1.0})
+        check_config(ModelConfig(kind="dropout", conv=(8,), params={"conv_dropout": 1.0}))
 
 
 @pytest.mark.parametrize("layout", ["strided", "pooled"])
@@ -390,7 +390,11 @@ def test_the_papers_training_settings_reach_every_rounds_training(data, monkeypa
 
 
 KERAS_CNN = ModelConfig(
-    kind="dropout", conv=(4, 8), conv_layout="pooled", hidden=(16,), params={"dropout": 0}
+    kind="dropout",
+    conv=(4, 8),
+    conv_layout="pooled",
+    hidden=(16,),
+    params={"dropout": 0, "conv_dropout": 0},
 )
 
 
@@ -436,7 +440,7 @@ def test_weight_scaling_is_the_network_with_its_dropout_left_out():
         params={"conv_dropout": 0.25},
     )
     model = build_model(config, seed=0)
-    plain = build_model(replace(config, kind="mlp"), seed=1)
+    plain = build_model(replace(config, kind="mlp", params={}), seed=1)
     plain.load_state_dict(model.state_dict())
     x = torch.rand(5, 1, 28, 28)
     with torch.no_grad():
