@@ -19,7 +19,7 @@ The names below are the public API.
 
 from core.catalogue import REGISTRY, list_checkpoints
 from core.data import DatasetUnavailable, list_datasets, load_dataset
-from core.engine.interface import LabModel, ModelConfig, ModelKind
+from core.engine.interface import LabModel, ModelConfig
 from core.engine.objective import minibatch_objective
 from core.engine.sampler import predictive_logits, predictive_samples
 from core.evaluation.metrics import evaluate_model
@@ -41,7 +41,6 @@ __all__ = [
     "Job",
     "LabModel",
     "ModelConfig",
-    "ModelKind",
     "PredictiveSummary",
     "ProgressFn",
     "TrainConfig",

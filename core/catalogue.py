@@ -27,8 +27,10 @@ from core.storage.checkpoints import (
 )
 from core.training import TrainConfig
 
-GAUSSIAN_PRIOR = {"kind": "gaussian", "sigma": 1.0}
-MIXTURE_PRIOR = {"kind": "mixture", "pi": 0.5, "sigma1": 1.0, "sigma2": 0.0024787521766663585}
+MIXTURE_PRIOR = {"prior": "mixture", "pi": 0.5, "sigma1": 1.0, "sigma2": 0.0024787521766663585}
+"""Blundell et al.'s scale mixture ½·N(0, 1) + ½·N(0, e⁻⁶), as a method's prior parameters."""
+SGMCMC_PARAMS = {"members": 8, "prior": "gaussian", "prior_sigma": 0.3}
+"""The shipped SG-MCMC models' sample count and prior N(0, 0.3²)."""
 TRAIN_SUBSET = 55_000
 """Training images of the shipped models trained here: the first 55,000 of the seeded order, so
 that the last 5,000 (:data:`core.studies.calibration.validation.VALIDATION_SIZE`) stay unseen
@@ -42,24 +44,24 @@ REGISTRY: dict[str, CheckpointSpec] = {
             "bbb_gaussian",
             "BBB (Gaussian prior)",
             "Bayes by Backprop, prior N(0, 1), KL weight β = 0.1, weight sampling.",
-            ModelConfig(kind="bbb", prior=GAUSSIAN_PRIOR),
-            TrainConfig(epochs=33, impl="vmap", lr_decay=0.95, beta=0.1),
+            ModelConfig(kind="bbb", params={"beta": 0.1, "impl": "vmap"}),
+            TrainConfig(epochs=33, lr_decay=0.95),
             train_subset=TRAIN_SUBSET,
         ),
         CheckpointSpec(
             "bbb_mixture",
             "BBB (scale-mixture prior)",
             "Bayes by Backprop, prior ½·N(0, 1) + ½·N(0, e^-12), KL weight β = 0.1.",
-            ModelConfig(kind="bbb", prior=MIXTURE_PRIOR),
-            TrainConfig(epochs=655, impl="fused", lr_decay=0.995, beta=0.1),
+            ModelConfig(kind="bbb", params=MIXTURE_PRIOR | {"beta": 0.1, "impl": "fused"}),
+            TrainConfig(epochs=655, lr_decay=0.995),
             train_subset=TRAIN_SUBSET,
         ),
         CheckpointSpec(
             "bbb_lrt",
             "BBB (local reparameterisation)",
             "Bayes by Backprop, prior N(0, 1), KL weight β = 0.1, local reparameterisation.",
-            ModelConfig(kind="bbb", prior=GAUSSIAN_PRIOR, lrt=True),
-            TrainConfig(epochs=33, impl="vmap_lrt", lr_decay=0.95, beta=0.1),
+            ModelConfig(kind="bbb", params={"beta": 0.1, "impl": "vmap_lrt"}),
+            TrainConfig(epochs=33, lr_decay=0.95),
             train_subset=TRAIN_SUBSET,
         ),
         CheckpointSpec(
@@ -67,15 +69,15 @@ REGISTRY: dict[str, CheckpointSpec] = {
             "MLP",
             "Plain 784-400-400-10 ReLU network, point estimate.",
             ModelConfig(kind="mlp"),
-            TrainConfig(epochs=16, impl="vmap", lr_decay=0.9),
+            TrainConfig(epochs=16, lr_decay=0.9),
             train_subset=TRAIN_SUBSET,
         ),
         CheckpointSpec(
             "dropout_mlp",
             "MC dropout MLP",
             "784-400-400-10 ReLU network, dropout 0.5 kept on at prediction (MC dropout).",
-            ModelConfig(kind="dropout", dropout=0.5),
-            TrainConfig(epochs=33, impl="vmap", lr_decay=0.93),
+            ModelConfig(kind="dropout", params={"dropout": 0.5}),
+            TrainConfig(epochs=33, lr_decay=0.93),
             train_subset=TRAIN_SUBSET,
         ),
         CheckpointSpec(
@@ -83,8 +85,8 @@ REGISTRY: dict[str, CheckpointSpec] = {
             "MC dropout, α = 0.5",
             "784-400-400-10 ReLU network, dropout 0.5, trained with the α-divergence energy "
             "(α = 0.5, K = 10 dropout samples per input; Li & Gal 2017).",
-            ModelConfig(kind="dropout", dropout=0.5),
-            TrainConfig(epochs=33, impl="vmap", n_samples=10, alpha=0.5, lr_decay=0.93),
+            ModelConfig(kind="dropout", params={"dropout": 0.5, "n_samples": 10, "alpha": 0.5}),
+            TrainConfig(epochs=33, lr_decay=0.93),
             train_subset=TRAIN_SUBSET,
         ),
         CheckpointSpec(
@@ -93,8 +95,8 @@ REGISTRY: dict[str, CheckpointSpec] = {
             "Five 784-400-400-10 ReLU networks from independent random starts, trained in one "
             "vectorised loop with adversarial training (FGSM, ε = 0.01); the predictive "
             "averages their softmax (Lakshminarayanan et al. 2017).",
-            ModelConfig(kind="ensemble", members=5),
-            TrainConfig(epochs=22, impl="members", lr_decay=0.9, adversarial_eps=0.01),
+            ModelConfig(kind="ensemble", params={"members": 5, "adversarial_eps": 0.01}),
+            TrainConfig(epochs=22, lr_decay=0.9),
             train_subset=TRAIN_SUBSET,
         ),
         CheckpointSpec(
@@ -115,8 +117,8 @@ REGISTRY: dict[str, CheckpointSpec] = {
             "Welling & Teh 2011) at a cold temperature T = 0.001: the posterior tempered a "
             "thousandfold, so its 8 networks, kept over the last half of 65 epochs, barely "
             "differ and act as one network. SGLD (T = 1) is the same recipe at the posterior.",
-            ModelConfig(kind="sgld", members=8, prior={"kind": "gaussian", "sigma": 0.3}),
-            TrainConfig(epochs=65, lr=0.5, lr_decay=0.95, temperature=0.001, burn_in=0.5),
+            ModelConfig(kind="sgld", params=SGMCMC_PARAMS | {"temperature": 0.001, "burn_in": 0.5}),
+            TrainConfig(epochs=65, lr=0.5, lr_decay=0.95),
             train_subset=TRAIN_SUBSET,
         ),
         CheckpointSpec(
@@ -126,8 +128,8 @@ REGISTRY: dict[str, CheckpointSpec] = {
             "T = 1, the Bayesian posterior itself (prior N(0, 0.3²), step as SGD's learning "
             "rate 0.5 decayed ×0.95 per epoch); 8 samples kept over the last half of 65 epochs "
             "(Welling & Teh 2011).",
-            ModelConfig(kind="sgld", members=8, prior={"kind": "gaussian", "sigma": 0.3}),
-            TrainConfig(epochs=65, lr=0.5, lr_decay=0.95, temperature=1.0, burn_in=0.5),
+            ModelConfig(kind="sgld", params=SGMCMC_PARAMS | {"temperature": 1.0, "burn_in": 0.5}),
+            TrainConfig(epochs=65, lr=0.5, lr_decay=0.95),
             train_subset=TRAIN_SUBSET,
         ),
         CheckpointSpec(
@@ -136,8 +138,11 @@ REGISTRY: dict[str, CheckpointSpec] = {
             "784-400-400-10 ReLU network sampled by cyclical SGLD: 4 cosine step-size cycles "
             "of 16¼ epochs (warm restarts, step as SGD's learning rate 0.5), 80 % exploration, "
             "2 samples at the end of each cycle (prior N(0, 0.3²), T = 0.01; Zhang et al. 2020).",
-            ModelConfig(kind="sgmcmc_cyclic", members=8, prior={"kind": "gaussian", "sigma": 0.3}),
-            TrainConfig(epochs=65, lr=0.5, temperature=0.01, cycles=4, exploration=0.8),
+            ModelConfig(
+                kind="sgmcmc_cyclic",
+                params=SGMCMC_PARAMS | {"temperature": 0.01, "cycles": 4, "exploration": 0.8},
+            ),
+            TrainConfig(epochs=65, lr=0.5),
             train_subset=TRAIN_SUBSET,
         ),
         CheckpointSpec(
@@ -146,8 +151,8 @@ REGISTRY: dict[str, CheckpointSpec] = {
             "784-400-400-10 ReLU network trained by SGD with momentum 0.9 (learning rate 0.1); "
             "a Gaussian (diagonal plus rank 6) fitted to 12 of its iterates in the second half "
             "of training (Maddox et al. 2019).",
-            ModelConfig(kind="swag", rank=6),
-            TrainConfig(epochs=22, lr=0.1, burn_in=0.5, weight_decay=0.01),
+            ModelConfig(kind="swag", params={"rank": 6, "burn_in": 0.5}),
+            TrainConfig(epochs=22, lr=0.1, weight_decay=0.01),
             train_subset=TRAIN_SUBSET,
         ),
         CheckpointSpec(
@@ -155,7 +160,7 @@ REGISTRY: dict[str, CheckpointSpec] = {
             "MLP (Fashion-MNIST)",
             "Plain 784-400-400-10 ReLU network trained on Fashion-MNIST, point estimate.",
             ModelConfig(kind="mlp"),
-            TrainConfig(epochs=16, impl="vmap", lr_decay=0.85),
+            TrainConfig(epochs=16, lr_decay=0.85),
             dataset="fashion_mnist",
             train_subset=TRAIN_SUBSET,
         ),
@@ -164,8 +169,8 @@ REGISTRY: dict[str, CheckpointSpec] = {
             "MC dropout MLP (Fashion-MNIST)",
             "784-400-400-10 ReLU network trained on Fashion-MNIST, dropout 0.5 kept on at "
             "prediction (MC dropout).",
-            ModelConfig(kind="dropout", dropout=0.5),
-            TrainConfig(epochs=33, impl="vmap", lr_decay=0.93),
+            ModelConfig(kind="dropout", params={"dropout": 0.5}),
+            TrainConfig(epochs=33, lr_decay=0.93),
             dataset="fashion_mnist",
             train_subset=TRAIN_SUBSET,
         ),
@@ -174,8 +179,8 @@ REGISTRY: dict[str, CheckpointSpec] = {
             "BBB, scale mixture (Fashion-MNIST)",
             "Bayes by Backprop trained on Fashion-MNIST, prior ½·N(0, 1) + ½·N(0, e^-12), "
             "KL weight β = 0.1.",
-            ModelConfig(kind="bbb", prior=MIXTURE_PRIOR),
-            TrainConfig(epochs=22, impl="vmap", lr_decay=0.92, beta=0.1),
+            ModelConfig(kind="bbb", params=MIXTURE_PRIOR | {"beta": 0.1, "impl": "vmap"}),
+            TrainConfig(epochs=22, lr_decay=0.92),
             dataset="fashion_mnist",
             train_subset=TRAIN_SUBSET,
         ),

@@ -14,7 +14,7 @@ from core import ModelConfig, build_model, minibatch_objective, predictive_sampl
 torch.manual_seed(0)
 
 # 1. A Bayes-by-Backprop network: every weight has a mean μ and a standard deviation σ.
-model = build_model(ModelConfig(kind="bbb", hidden=(32,), init_sigma=0.1)).eval()
+model = build_model(ModelConfig(kind="bbb", hidden=(32,), params={"init_sigma": 0.1})).eval()
 x = torch.rand(5, 1, 28, 28)  # five "images"
 print("model:", model.config.sizes, "stochastic:", model.stochastic)
 

@@ -40,12 +40,14 @@ def collect_random(model: torch.nn.Module) -> torch.nn.Module:
     params = list(model.parameters())
     flat = torch.nn.utils.parameters_to_vector(params).detach()
     if hasattr(model, "add_sample"):  # stored samples: the weights, jittered
-        for _ in range(model.config.members):
+        for _ in range(model.config.params["members"]):
             torch.nn.utils.vector_to_parameters(flat + 0.05 * torch.randn_like(flat), params)
             model.add_sample()
     if hasattr(model, "set_posterior"):  # SWAG: a Gaussian around the weights
-        deviations = 0.05 * torch.randn(len(flat), model.config.rank)
-        model.set_posterior(flat, torch.full_like(flat, 0.05**2), deviations, model.config.rank)
+        deviations = 0.05 * torch.randn(len(flat), model.config.params["rank"])
+        model.set_posterior(
+            flat, torch.full_like(flat, 0.05**2), deviations, model.config.params["rank"]
+        )
     return model
 
 

@@ -27,7 +27,7 @@ from core.active.study import curve
 from core.cli import main as cli_main
 from core.engine.interface import ModelConfig
 from core.evaluation.uncertainty import summarize
-from core.methods import build_model, method
+from core.methods import build_model, check_config, method
 from core.methods.base import TRAIN_FIELDS
 from core.training import TrainConfig, train
 from harness.browser import REPO_ROOT
@@ -164,7 +164,8 @@ def test_curve_statistics_and_thresholds():
 
 
 def test_the_cnn_maps_images_and_flat_inputs_alike_and_keeps_old_configs_valid():
-    config = ModelConfig(kind="dropout", **ARCHITECTURES["cnn"])
+    cnn = dict(ARCHITECTURES["cnn"])
+    config = ModelConfig(kind="dropout", params={"dropout": cnn.pop("dropout")}, **cnn)
     assert config.sizes == [32 * 7 * 7, 128, 10]
     model = build_model(config).eval()
     x = torch.rand(4, 1, 28, 28)
@@ -179,7 +180,7 @@ def test_the_cnn_maps_images_and_flat_inputs_alike_and_keeps_old_configs_valid()
     assert ModelConfig.from_dict(old).conv == ()  # checkpoints written before ``conv``
     assert not any("conv" in key for key in build_model(ModelConfig(kind="mlp")).state_dict())
     with pytest.raises(ValueError, match="convolutions"):
-        ModelConfig(kind="bbb", conv=(8,))
+        check_config(ModelConfig(kind="bbb", conv=(8,)))
     with pytest.raises(ValueError, match="convolutions are offered for mlp and dropout, not bbb"):
         ActiveConfig(kind="bbb", **ARCHITECTURES["cnn"])
 
@@ -299,8 +300,7 @@ def test_the_pooled_layout_is_the_papers_cnn_with_its_two_dropout_rates():
         conv=(32, 32),
         conv_layout="pooled",
         hidden=(128,),
-        conv_dropout=0.25,
-        dropout=0.5,
+        params={"conv_dropout": 0.25, "dropout": 0.5},
     )
     assert config.sizes == [32 * 11 * 11, 128, 10]  # 28 → 25 → 22 → pooled 11
     model = build_model(config)
@@ -311,7 +311,7 @@ def test_the_pooled_layout_is_the_papers_cnn_with_its_two_dropout_rates():
     with pytest.raises(ValueError, match="conv_layout"):
         ModelConfig(kind="dropout", conv=(8,), conv_layout="dilated")
     with pytest.raises(ValueError, match="conv_dropout"):
-        ModelConfig(kind="dropout", conv=(8,), conv_dropout=1.0)
+        check_config(ModelConfig(kind="dropout", conv=(8,), params={"conv_dropout": 1.0}))
 
 
 @pytest.mark.parametrize("layout", ["strided", "pooled"])
@@ -320,7 +320,7 @@ def test_passes_sharing_the_convolutions_match_independent_forward_passes(layout
     and input after them: each input's predictive (mean and spread of the probabilities over
     passes) matches that of separate forward passes, and inputs in one pass differ in masks."""
     config = ModelConfig(
-        kind="dropout", conv=(4, 8), conv_layout=layout, hidden=(16,), conv_dropout=0.3
+        kind="dropout", conv=(4, 8), conv_layout=layout, hidden=(16,), params={"conv_dropout": 0.3}
     )
     torch.manual_seed(0)
     model = build_model(config, seed=0).eval()
@@ -398,7 +398,13 @@ def test_the_papers_training_settings_reach_every_rounds_training(data, monkeypa
     assert procedure is method(TINY.kind).procedure
 
 
-KERAS_CNN = ModelConfig(kind="dropout", conv=(4, 8), conv_layout="pooled", hidden=(16,), dropout=0)
+KERAS_CNN = ModelConfig(
+    kind="dropout",
+    conv=(4, 8),
+    conv_layout="pooled",
+    hidden=(16,),
+    params={"dropout": 0, "conv_dropout": 0},
+)
 
 
 def keras_steps(x: torch.Tensor, y: torch.Tensor, dense_l2: float) -> list[torch.Tensor]:
@@ -436,10 +442,14 @@ def test_a_mean_minibatch_loss_steps_as_keras_did_for_gal_et_al(data, dense_l2):
 
 def test_weight_scaling_is_the_network_with_its_dropout_left_out():
     config = ModelConfig(
-        kind="dropout", conv=(4, 8), conv_layout="pooled", hidden=(16,), conv_dropout=0.25
+        kind="dropout",
+        conv=(4, 8),
+        conv_layout="pooled",
+        hidden=(16,),
+        params={"conv_dropout": 0.25},
     )
     model = build_model(config, seed=0)
-    plain = build_model(replace(config, kind="mlp"), seed=1)
+    plain = build_model(replace(config, kind="mlp", params={}), seed=1)
     plain.load_state_dict(model.state_dict())
     x = torch.rand(5, 1, 28, 28)
     with torch.no_grad():

@@ -15,9 +15,9 @@ from core.adapt import ADAPTERS, CannotAdapt, adapt, adapt_model
 from core.adapt.laplace import QuadraticPrior, absorb
 from core.data.synthetic import canvas_digits
 from core.engine.interface import ModelConfig
-from core.engine.laplace import fit_laplace, full_ggn
 from core.evaluation.metrics import seeded_error
-from core.methods import build_model
+from core.methods import build_model, check_config
+from core.methods.laplace.model import fit_laplace, full_ggn
 from core.paths import user_model_dir
 from core.storage.checkpoints import load_checkpoint, resolve_checkpoint
 
@@ -65,8 +65,15 @@ def test_bbb_prior_is_the_shipped_posterior_and_the_kl_is_to_it():
 
 
 def small_laplace(structure: str) -> torch.nn.Module:
-    config = ModelConfig(kind="laplace", hidden=(6,), in_features=8, num_classes=3)
-    config = ModelConfig.from_dict(config.to_dict() | {"laplace_structure": structure})
+    config = check_config(
+        ModelConfig(
+            kind="laplace",
+            hidden=(6,),
+            in_features=8,
+            num_classes=3,
+            params={"structure": structure},
+        )
+    )
     model = build_model(config, seed=0)
     g = torch.Generator().manual_seed(0)
     x, y = torch.randn(40, 8, generator=g), torch.randint(0, 3, (40,), generator=g)

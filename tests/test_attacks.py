@@ -17,7 +17,7 @@ from core.cli import COMMANDS
 from core.cli import attack as attack_command
 from core.cli.attack import register
 from core.evaluation.attacks import fgsm, input_gradient, predictive_log_probs, targeted_fgsm
-from core.methods import ModelConfig, build_model
+from core.methods import ModelConfig, build_model, params_for
 from core.storage.checkpoints import load_checkpoint, save_checkpoint
 from core.studies.robustness import CurveSettings, RobustnessCurve, is_cached, robustness_curve
 from core.training import TrainConfig, train
@@ -43,7 +43,8 @@ def models(tmp_path_factory) -> dict:
     loaded = {}
     for kind in KINDS:
         torch.manual_seed(0)
-        model = build_model(ModelConfig(kind=kind, hidden=(32,), init_sigma=0.05))
+        params = params_for(kind, {"init_sigma": 0.05})
+        model = build_model(ModelConfig(kind=kind, hidden=(32,), params=params))
         train(model, TrainConfig(epochs=2, batch_size=100), train_data, test_data, device="cpu")
         path = save_checkpoint(kind, model, {}, directory=folder)
         loaded[kind] = load_checkpoint(path)[0]

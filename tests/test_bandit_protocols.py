@@ -15,6 +15,7 @@ from core.bandits.native import NativeGroup
 from core.bandits.protocols import PROTOCOLS
 from core.bandits.runner import BanditRun, RunConfig
 from core.engine.priors import ScaleMixturePrior
+from core.methods.base import prior_config
 from harness.browser import REPO_ROOT
 
 BLUNDELL = PROTOCOLS["blundell2015"]
@@ -45,13 +46,14 @@ def test_blundells_settings_reach_the_networks_and_64_updates_per_step():
     assert all(isinstance(g, NativeGroup) for g in groups.values())  # the compiled kernel
     bbb = groups["bbb"]
     assert bbb.config.hidden == (100, 100) and bbb.kernel.hidden == (100, 100)
-    assert bbb.config.prior == {
+    assert prior_config(bbb.config.params) == {
         "kind": "mixture",
         "pi": 0.5,
         "sigma1": 1.0,
         "sigma2": math.exp(-6),
     }
-    assert bbb.config.lrt is False and bbb.bayesian and not groups["mlp"].bayesian
+    assert bbb.config.params["impl"] != "vmap_lrt"  # weight sampling, no local reparameterisation
+    assert bbb.bayesian and not groups["mlp"].bayesian
     assert isinstance(bbb._prior, ScaleMixturePrior)
     template = bbb._training.model  # the method's model the page's snapshots go through
     assert all(isinstance(layer.prior, ScaleMixturePrior) for layer in template.layers)

@@ -96,7 +96,7 @@ def test_a_method_from_a_shared_link_trains_with_its_own_controls(tmp_path, mnis
     from core.storage.checkpoints import load_checkpoint
 
     model, meta = load_checkpoint(models / "swag_run.pt")
-    assert meta["model_config"]["kind"] == "swag" and model.config.rank == 3
+    assert meta["model_config"]["kind"] == "swag" and model.config.params["rank"] == 3
     assert int(model.n_collected) == 6  # 2·K iterates in the second half
 
 

@@ -16,7 +16,7 @@ from core.paths import REPO_ROOT
 from core.storage import checkpoints
 from core.storage.checkpoints import CheckpointError, load_checkpoint, save_checkpoint
 
-TINY = ModelConfig(kind="bbb", hidden=(8,), prior=MIXTURE_PRIOR)
+TINY = ModelConfig(kind="bbb", hidden=(8,), params=MIXTURE_PRIOR)
 
 
 def _saved(tmp_path, config=TINY):

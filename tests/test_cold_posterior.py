@@ -17,7 +17,6 @@ import app.cold_posterior as cold_panel
 from app.ui import MODELS_KEY
 from core.catalogue import REGISTRY
 from core.data import DatasetUnavailable, load_dataset
-from core.engine.interface import ModelConfig
 from core.methods import build_model
 from core.storage.checkpoints import checkpoint_path, read_metadata
 from core.studies.cold_posterior import (
@@ -28,6 +27,7 @@ from core.studies.cold_posterior import (
     TEMPERATURES,
     ColdSettings,
     SpreadSettings,
+    at_temperature,
     is_sampler,
     point_entry,
     rotated_spread,
@@ -60,8 +60,8 @@ def test_the_samplers_are_sgld_at_both_temperatures_and_the_cyclical_one():
     assert {"sgld", "sgld_t1", "sgmcmc_cyclic"} <= set(SAMPLERS)
     assert shipped_at() == {1.0: "sgld_t1", 0.001: "sgld"}
     sgld, posterior = REGISTRY["sgld"], REGISTRY["sgld_t1"]
-    assert posterior.model == sgld.model
-    assert posterior.training == replace(sgld.training, temperature=1.0)
+    assert posterior.model == at_temperature(sgld.model, 1.0)
+    assert posterior.training == sgld.training
     assert posterior.train_subset == sgld.train_subset
 
 
@@ -103,9 +103,10 @@ def test_identical_samples_have_no_spread_and_different_ones_do():
         load_dataset("mnist", "test", n_inputs=1)
     except DatasetUnavailable as exc:
         pytest.skip(f"MNIST unavailable: {exc}")
-    config = {**REGISTRY["sgld"].model.to_dict(), "hidden": [16], "members": 4}
+    recipe = REGISTRY["sgld"].model
+    config = replace(recipe, hidden=(16,), params=recipe.params | {"members": 4})
     torch.manual_seed(0)
-    model = build_model(ModelConfig.from_dict(config))
+    model = build_model(config)
     for _ in range(4):
         model.add_sample()  # four copies of one network
     settings = SpreadSettings(n_inputs=50, n_samples=4)

@@ -18,13 +18,13 @@ import pytest
 import torch
 
 from core.engine.objective import minibatch_objective
-from core.methods import ModelConfig, build_model
+from core.methods import ModelConfig, build_model, params_for
 from core.training import TrainConfig, TrainStep, make_optimizer, train
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
 CUDA = torch.device("cuda")
-MIXTURE = {"kind": "mixture", "pi": 0.5, "sigma1": 1.0, "sigma2": math.exp(-6)}
+MIXTURE = {"prior": "mixture", "pi": 0.5, "sigma1": 1.0, "sigma2": math.exp(-6)}
 CASES = {
     # name: (model configuration, objective options)
     "bbb sequential S=3": ({"kind": "bbb"}, {"impl": "sequential", "n_samples": 3}),
@@ -33,13 +33,13 @@ CASES = {
     "bbb fused S=1": ({"kind": "bbb"}, {"impl": "fused", "n_samples": 1}),
     "bbb fused S=2": ({"kind": "bbb"}, {"impl": "fused", "n_samples": 2}),
     "bbb mixture sequential S=2": (
-        {"kind": "bbb", "prior": MIXTURE},
+        {"kind": "bbb", **MIXTURE},
         {"impl": "sequential", "n_samples": 2},
     ),
-    "bbb mixture vmap S=3": ({"kind": "bbb", "prior": MIXTURE}, {"impl": "vmap", "n_samples": 3}),
-    "bbb mixture fused S=1": ({"kind": "bbb", "prior": MIXTURE}, {"impl": "fused"}),
+    "bbb mixture vmap S=3": ({"kind": "bbb", **MIXTURE}, {"impl": "vmap", "n_samples": 3}),
+    "bbb mixture fused S=1": ({"kind": "bbb", **MIXTURE}, {"impl": "fused"}),
     "bbb mixture vmap_lrt S=10": (
-        {"kind": "bbb", "prior": MIXTURE},
+        {"kind": "bbb", **MIXTURE},
         {"impl": "vmap_lrt", "n_samples": 10},
     ),
     "mlp": ({"kind": "mlp"}, {"impl": "vmap"}),
@@ -59,7 +59,8 @@ def _batches(n: int) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def _run(model_options: dict, options: dict, graphs: bool):
-    model = build_model(ModelConfig(hidden=(400, 400), **model_options), seed=0).to(CUDA)
+    kind, params = model_options["kind"], {k: v for k, v in model_options.items() if k != "kind"}
+    model = build_model(ModelConfig(kind=kind, hidden=(400, 400), params=params), seed=0).to(CUDA)
     optimizer = make_optimizer(model, 1e-3)
 
     def objective(x, y, weight):
@@ -109,18 +110,12 @@ def test_train_with_and_without_graphs_agrees(kind, monkeypatch):
     generator = torch.Generator().manual_seed(2)
     x = torch.rand(1000, 1, 28, 28, generator=generator)
     y = torch.randint(0, 10, (1000,), generator=generator)
-    config = TrainConfig(
-        epochs=2,
-        batch_size=64,
-        impl="fused" if kind == "bbb" else "vmap",
-        kl_schedule="blundell",
-        lr_decay=0.5,
-        n_eval_samples=2,
-    )
+    config = TrainConfig(epochs=2, batch_size=64, lr_decay=0.5, n_eval_samples=2)
+    params = params_for(kind, {"impl": "fused", "kl_schedule": "blundell"})
     runs = {}
     for graphs in ("1", "0"):
         monkeypatch.setenv("BNN_CUDA_GRAPHS", graphs)
-        model = build_model(ModelConfig(kind=kind, hidden=(100,)), seed=0)
+        model = build_model(ModelConfig(kind=kind, hidden=(100,), params=params), seed=0)
         result = train(model, config, (x, y), (x[:200], y[:200]), device=CUDA)
         assert result.cuda_graphs is (graphs == "1")
         weights = torch.cat([p.detach().flatten() for p in model.parameters()]).double().cpu()

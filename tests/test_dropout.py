@@ -6,9 +6,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from core.engine.dropout import LEVELS, bit_dropout, quantised
 from core.engine.interface import ModelConfig
 from core.methods import build_model
+from core.methods.dropout.masks import LEVELS, bit_dropout, quantised
 
 
 @pytest.mark.parametrize("p", [0.25, 0.5, 0.1, 0.0])

@@ -8,14 +8,14 @@ import threading
 import pytest
 import torch
 
-from core.engine.bbb import BayesMLP
 from core.engine.layers import BayesLinear
 from core.engine.objective import kl_weight, minibatch_objective
 from core.engine.priors import GaussianPrior, ScaleMixturePrior, blundell_mixture_grid
-from core.methods import ModelConfig, build_model
+from core.methods import ModelConfig, build_model, params_for
+from core.methods.bbb.model import BayesMLP
 from core.training import TrainConfig, train
 
-MIXTURE = {"kind": "mixture", "pi": 0.5, "sigma1": 1.0, "sigma2": math.exp(-6)}
+MIXTURE = {"prior": "mixture", "pi": 0.5, "sigma1": 1.0, "sigma2": math.exp(-6)}
 
 
 def test_gaussian_kl_closed_form_matches_monte_carlo():
@@ -71,10 +71,10 @@ def test_lrt_preactivation_moments_match_weight_sampling():
         assert torch.allclose(samples.var(0), exact_var, rtol=0.15)
 
 
-@pytest.mark.parametrize("prior", [{"kind": "gaussian", "sigma": 1.0}, MIXTURE])
+@pytest.mark.parametrize("prior", [{"prior": "gaussian", "prior_sigma": 1.0}, MIXTURE])
 def test_sequential_and_vmap_agree_exactly_with_same_noise(prior):
     torch.manual_seed(3)
-    model = build_model(ModelConfig(hidden=(32, 16), prior=prior, init_sigma=0.05))
+    model = build_model(ModelConfig(hidden=(32, 16), params={**prior, "init_sigma": 0.05}))
     x, y = torch.rand(8, 1, 28, 28), torch.randint(0, 10, (8,))
     noise = model.draw_noise(4, 8, lrt=False)
     results = []
@@ -92,9 +92,9 @@ def test_sequential_and_vmap_agree_exactly_with_same_noise(prior):
 @pytest.mark.parametrize(
     "config, impl",
     [
-        (ModelConfig(hidden=(32,), init_sigma=0.05), "vmap"),
-        (ModelConfig(kind="dropout", hidden=(32,), conv=(8, 8), dropout=0.5), "vmap"),
-        (ModelConfig(kind="dropout", hidden=(32,), dropout=0.5), "vmap_lrt"),
+        (ModelConfig(hidden=(32,), params={"init_sigma": 0.05}), "vmap"),
+        (ModelConfig(kind="dropout", hidden=(32,), conv=(8, 8), params={"dropout": 0.5}), "vmap"),
+        (ModelConfig(kind="dropout", hidden=(32,), params={"dropout": 0.5}), "vmap_lrt"),
     ],
     ids=["bbb", "dropout-cnn", "dropout-mlp"],
 )
@@ -123,7 +123,7 @@ def test_one_sample_takes_the_same_draws_as_the_vmap_over_one_sample(config, imp
 def test_three_implementations_estimate_the_same_objective():
     """Loss and gradient means over many draws agree within Monte-Carlo error."""
     torch.manual_seed(4)
-    model = build_model(ModelConfig(hidden=(16,), init_sigma=0.2))
+    model = build_model(ModelConfig(hidden=(16,), params={"init_sigma": 0.2}))
     x, y = torch.rand(16, 1, 28, 28), torch.randint(0, 10, (16,))
     draws = {}
     for impl in ("sequential", "vmap", "vmap_lrt"):
@@ -165,8 +165,9 @@ def test_training_cancels_cleanly():
 def test_short_training_run_gets_far_below_chance(mnist_small, kind, impl):
     (xtr, ytr), test = mnist_small
     torch.manual_seed(0)
-    model = build_model(ModelConfig(kind=kind, hidden=(100,), lrt=impl == "vmap_lrt"))
-    config = TrainConfig(epochs=3, batch_size=64, lr=2e-3, impl=impl, n_eval_samples=5)
+    params = params_for(kind, {"impl": impl})
+    model = build_model(ModelConfig(kind=kind, hidden=(100,), params=params))
+    config = TrainConfig(epochs=3, batch_size=64, lr=2e-3, n_eval_samples=5)
     result = train(model, config, (xtr, ytr), test, device=torch.device("cpu"))
     assert result.history[-1].test_error < 0.25  # chance is 0.9
     assert result.history[-1].test_error < result.history[0].test_error + 0.05

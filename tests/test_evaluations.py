@@ -14,7 +14,7 @@ from core.evaluation.uncertainty import SCORES
 from core.methods import ModelConfig, build_model
 from core.storage.checkpoints import save_checkpoint
 
-TINY = ModelConfig(kind="bbb", hidden=(16,), init_sigma=0.05)
+TINY = ModelConfig(kind="bbb", hidden=(16,), params={"init_sigma": 0.05})
 
 
 def fake_dataset(name: str, split: str = "test", *, n_inputs: int | None = None, seed: int = 0):

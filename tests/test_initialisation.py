@@ -14,7 +14,11 @@ from core.methods import build_model
 
 def gal_cnn() -> nn.Module:
     config = ModelConfig(
-        kind="dropout", hidden=(128,), conv=(32, 32), conv_layout="pooled", conv_dropout=0.25
+        kind="dropout",
+        hidden=(128,),
+        conv=(32, 32),
+        conv_layout="pooled",
+        params={"conv_dropout": 0.25},
     )
     return build_model(config, seed=0)
 

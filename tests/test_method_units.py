@@ -9,12 +9,13 @@ import torch
 from torch.func import functional_call
 
 from core.engine.interface import ModelConfig
-from core.engine.swag import SWAG
 from core.jobs.training import make_request
-from core.methods import METHODS, build_model, method
+from core.methods import METHODS, build_model, method, params_for
+from core.methods.base import TRAIN_FIELDS, prior_config
 from core.methods.cyclical import CyclicalProcedure
 from core.methods.sgld import LangevinProcedure
 from core.methods.swag import SWAGProcedure
+from core.methods.swag.moments import SWAG
 from core.storage.checkpoints import load_checkpoint, save_checkpoint
 from core.training import TrainConfig, train
 
@@ -50,18 +51,21 @@ def test_settings_are_checked_with_a_one_line_message():
 
 def test_a_prior_is_assembled_from_its_family_and_scales():
     request = make_request("m", "sgmcmc_cyclic", prior="mixture", pi=0.25, sigma2=math.exp(-7))
-    assert request.model.prior == {
+    assert prior_config(request.model.params) == {
         "kind": "mixture",
         "pi": 0.25,
         "sigma1": 1.0,
         "sigma2": pytest.approx(math.exp(-7)),
     }
-    assert make_request("m", "bbb", impl="vmap_lrt").model.lrt is True
-    assert make_request("m", "ensemble").training.impl == "members"
+    assert build_model(make_request("m", "bbb", impl="vmap_lrt").model).lrt is True
+    assert build_model(make_request("m", "bbb", impl="vmap").model).lrt is False
+    ensemble = make_request("m", "ensemble")
+    steps = method("ensemble").procedure(ensemble.training, 1, 1, ensemble.model.params)
+    assert steps.objective_options()["impl"] == "members"
 
 
 def test_weight_samples_predict_from_each_stored_sample_vmapped_as_looped():
-    model = build_model(ModelConfig(kind="sgld", members=3, **SMALL))
+    model = build_model(ModelConfig(kind="sgld", **SMALL, params={"members": 3}))
     x = torch.randn(5, 4)
     draws = []
     for _ in range(3):
@@ -80,7 +84,9 @@ def test_weight_samples_predict_from_each_stored_sample_vmapped_as_looped():
 
 
 def test_swag_network_draws_follow_its_gaussian():
-    model = build_model(ModelConfig(kind="swag", rank=3, hidden=(2,), in_features=2, num_classes=2))
+    model = build_model(
+        ModelConfig(kind="swag", hidden=(2,), in_features=2, num_classes=2, params={"rank": 3})
+    )
     dim = sum(p.numel() for p in model.parameters())
     g = torch.Generator().manual_seed(0)
     moments = SWAG(dim, rank=3)
@@ -100,10 +106,10 @@ def test_swag_network_draws_follow_its_gaussian():
 
 
 def _run(kind: str, epochs: int = 4, **training) -> tuple[torch.nn.Module, object]:
-    model = build_model(
-        ModelConfig(kind=kind, **SMALL, **({"members": 4} if kind != "swag" else {"rank": 3}))
-    )
-    config = TrainConfig(epochs=epochs, batch_size=16, n_eval_samples=4, **training)
+    params = params_for(kind, {"members": 4, "rank": 3, **training})
+    model = build_model(ModelConfig(kind=kind, **SMALL, params=params))
+    shared = {k: v for k, v in training.items() if k in TRAIN_FIELDS}
+    config = TrainConfig(epochs=epochs, batch_size=16, n_eval_samples=4, **shared)
     data = toy_data()
     result = train(
         model,
@@ -128,15 +134,17 @@ def test_each_sampler_trains_collects_and_classifies(kind, lr):
 
 
 def test_sgld_keeps_samples_evenly_after_the_burn_in():
-    procedure = LangevinProcedure(TrainConfig(burn_in=0.5), num_data=100, total_steps=40)
-    procedure.network(build_model(ModelConfig(kind="sgld", members=4, **SMALL)))
+    model = build_model(ModelConfig(kind="sgld", **SMALL, params={"members": 4, "burn_in": 0.5}))
+    procedure = LangevinProcedure(TrainConfig(), 100, 40, model.config.params)
+    procedure.network(model)
     assert procedure.kept == {25, 30, 35, 40}
 
 
 def test_cyclical_samples_at_the_end_of_every_cycle_in_its_sampling_stage():
-    config = TrainConfig(cycles=4, exploration=0.5)
-    procedure = CyclicalProcedure(config, num_data=100, total_steps=40)
-    procedure.network(build_model(ModelConfig(kind="sgmcmc_cyclic", members=8, **SMALL)))
+    params = {"members": 8, "cycles": 4, "exploration": 0.5}
+    model = build_model(ModelConfig(kind="sgmcmc_cyclic", **SMALL, params=params))
+    procedure = CyclicalProcedure(TrainConfig(), 100, 40, model.config.params)
+    procedure.network(model)
     schedule = procedure.schedule
     assert sorted(procedure.kept) == [8, 10, 18, 20, 28, 30, 38, 40]
     assert all(schedule.sampling(k) for k in procedure.kept)
@@ -144,8 +152,9 @@ def test_cyclical_samples_at_the_end_of_every_cycle_in_its_sampling_stage():
 
 
 def test_swag_collects_twice_its_rank_after_the_burn_in():
-    procedure = SWAGProcedure(TrainConfig(burn_in=0.5), num_data=100, total_steps=40)
-    procedure.network(build_model(ModelConfig(kind="swag", rank=2, **SMALL)))
+    model = build_model(ModelConfig(kind="swag", **SMALL, params={"rank": 2, "burn_in": 0.5}))
+    procedure = SWAGProcedure(TrainConfig(), 100, 40, model.config.params)
+    procedure.network(model)
     assert procedure.kept == {25, 30, 35, 40}
 
 

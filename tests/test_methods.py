@@ -4,29 +4,30 @@ last-layer Laplace. Each estimator is checked against a loop or a closed form.""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from core.engine.ensemble import DeepEnsemble
 from core.engine.interface import ModelConfig
-from core.engine.laplace import (
+from core.engine.mlp import MLP
+from core.engine.objective import alpha_energy, minibatch_objective
+from core.engine.sampler import predictive_samples
+from core.evaluation.uncertainty import entropy
+from core.methods import build_model, check_config, method
+from core.methods.ensemble.model import DeepEnsemble
+from core.methods.laplace.model import (
     LastLayerLaplace,
     fit_laplace,
     full_ggn,
     last_layer_statistics,
     log_marglik,
 )
-from core.engine.mlp import MLP
-from core.engine.objective import alpha_energy, minibatch_objective
-from core.engine.sampler import predictive_samples
-from core.evaluation.uncertainty import entropy
-from core.methods import build_model
 from core.storage.checkpoints import load_checkpoint, save_checkpoint
 from core.training import TrainConfig, train
 
-SMALL_ENSEMBLE = ModelConfig(kind="ensemble", hidden=(8,), members=3)
+SMALL_ENSEMBLE = ModelConfig(kind="ensemble", hidden=(8,), params={"members": 3})
 
 
 def toy_digits(n: int = 256, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
@@ -54,12 +55,13 @@ def test_ensemble_members_start_like_separate_mlps_and_differ():
 
 def test_vmapped_ensemble_training_equals_separate_trainings():
     x, y = toy_digits()
-    config = TrainConfig(epochs=2, batch_size=64, lr=3e-3, impl="members", n_eval_samples=3)
+    config = TrainConfig(epochs=2, batch_size=64, lr=3e-3, n_eval_samples=3)
     torch.manual_seed(1)
     ensemble = DeepEnsemble(SMALL_ENSEMBLE)
     members = [ensemble.member(i).requires_grad_(True) for i in range(3)]
-    train(ensemble, config, (x, y), (x[:32], y[:32]), device=torch.device("cpu"))
-    single = TrainConfig(epochs=2, batch_size=64, lr=3e-3, impl="vmap", n_eval_samples=1)
+    cpu, procedure = torch.device("cpu"), method("ensemble").procedure
+    train(ensemble, config, (x, y), (x[:32], y[:32]), device=cpu, procedure=procedure)
+    single = TrainConfig(epochs=2, batch_size=64, lr=3e-3, n_eval_samples=1)
     for i, mlp in enumerate(members):
         train(mlp, single, (x, y), (x[:32], y[:32]), device=torch.device("cpu"))
         trained = ensemble.member(i)
@@ -71,17 +73,20 @@ def test_vmapped_ensemble_training_equals_separate_trainings():
 
 def test_adversarial_training_gives_each_member_its_own_fgsm_examples():
     x, y = toy_digits(128)
-    config = TrainConfig(epochs=1, batch_size=64, lr=3e-3, impl="members", adversarial_eps=0.05)
+    config = TrainConfig(epochs=1, batch_size=64, lr=3e-3)
+    adversarial = {"adversarial_eps": 0.05}
     torch.manual_seed(10)
-    ensemble = DeepEnsemble(SMALL_ENSEMBLE)
+    ensemble = DeepEnsemble(replace(SMALL_ENSEMBLE, params={"members": 3, **adversarial}))
     singles = []
     for i in range(3):
-        single = DeepEnsemble(ModelConfig(kind="ensemble", hidden=(8,), members=1))
+        one = ModelConfig(kind="ensemble", hidden=(8,), params={"members": 1, **adversarial})
+        single = DeepEnsemble(one)
         single.load_state_dict({k: v[i : i + 1].clone() for k, v in ensemble.state_dict().items()})
         singles.append(single)
-    train(ensemble, config, (x, y), (x[:16], y[:16]), device=torch.device("cpu"))
+    cpu, procedure = torch.device("cpu"), method("ensemble").procedure
+    train(ensemble, config, (x, y), (x[:16], y[:16]), device=cpu, procedure=procedure)
     for i, single in enumerate(singles):
-        train(single, config, (x, y), (x[:16], y[:16]), device=torch.device("cpu"))
+        train(single, config, (x, y), (x[:16], y[:16]), device=cpu, procedure=procedure)
         for key, value in single.state_dict().items():
             assert torch.allclose(value[0], ensemble.state_dict()[key][i], atol=1e-5), (i, key)
     clean = minibatch_objective(ensemble, x, y, impl="members")
@@ -167,7 +172,7 @@ def test_dropout_objective_with_one_sample_is_the_same_for_every_alpha():
 def logistic_regression(structure: str) -> tuple[LastLayerLaplace, torch.Tensor, torch.Tensor]:
     torch.manual_seed(7)
     config = ModelConfig(
-        kind="laplace", hidden=(), in_features=3, num_classes=2, laplace_structure=structure
+        kind="laplace", hidden=(), in_features=3, num_classes=2, params={"structure": structure}
     )
     model = LastLayerLaplace(config)
     x = torch.randn(60, 3)
@@ -224,9 +229,9 @@ def test_laplace_uncertainty_rises_away_from_the_data():
     centres = torch.tensor([[2.0, 0.0], [-2.0, 0.0]])
     y = torch.arange(200) % 2
     x = centres[y] + 0.4 * torch.randn(200, 2)
-    config = ModelConfig(kind="laplace", hidden=(16,), in_features=2, num_classes=2)
+    config = check_config(ModelConfig(kind="laplace", hidden=(16,), in_features=2, num_classes=2))
     mlp = MLP(ModelConfig(kind="mlp", hidden=(16,), in_features=2, num_classes=2))
-    config_train = TrainConfig(epochs=60, batch_size=50, lr=1e-2, impl="vmap")
+    config_train = TrainConfig(epochs=60, batch_size=50, lr=1e-2)
     train(mlp, config_train, (x, y), (x, y), device=torch.device("cpu"))
     model = LastLayerLaplace(config)
     model.load_state_dict(mlp.state_dict(), strict=False)

@@ -202,7 +202,7 @@ def test_a_second_backward_through_a_native_draw_raises():
 @needs_kernels
 def test_fused_sampler_uses_the_kernels_for_float32_only():
     torch.manual_seed(0)
-    model = build_model(ModelConfig(hidden=(16,), init_sigma=0.1))
+    model = build_model(ModelConfig(hidden=(16,), params={"init_sigma": 0.1}))
     sampler = FusedSampler(model.layers)
     (w1, _), kl1 = sampler.sample()[0][0], sampler.sample()[1]
     assert kl1.grad_fn.name() == "NativeSampleKLBackward"
@@ -246,7 +246,7 @@ def test_native_sigma_kl_equals_the_pytorch_node_in_float64(prior):
 @needs_kernels
 def test_lrt_passes_use_the_native_node_and_give_buffers_back():
     torch.manual_seed(0)
-    model = build_model(ModelConfig(hidden=(16,), prior={"kind": "mixture"}))
+    model = build_model(ModelConfig(hidden=(16,), params={"prior": "mixture"}))
     x = torch.rand(5, 784)
     logits, kl = model.lrt_forward_with_kl(x, n_samples=4)
     assert logits.shape == (4, 5, 10) and kl.shape == (4,)

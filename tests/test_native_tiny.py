@@ -23,7 +23,8 @@ from core.bandits.kernel.tiny import Hyper, NativeUnavailable, TinyNetworks
 from core.bandits.native import NativeGroup, group_class
 from core.bandits.runner import BanditRun, RunConfig
 from core.engine.priors import GaussianPrior, ScaleMixturePrior, prior_from_dict
-from core.methods import ModelConfig, build_model
+from core.methods import ModelConfig, build_model, params_for
+from core.methods.base import prior_settings
 
 CONTEXT, ACTIONS, HIDDEN = 7, 2, (5, 20)  # padded to 16 and 32 units: padding is exercised
 PRIORS = {
@@ -42,14 +43,13 @@ def _kernel() -> TinyNetworks:
 
 
 def _models(kind: str, prior: dict, k: int) -> list[torch.nn.Module]:
+    values = {**prior_settings(prior), "init_sigma": 0.05, "impl": "vmap"}
     config = ModelConfig(
         kind=kind,
         hidden=HIDDEN,
         in_features=CONTEXT + ACTIONS,
         num_classes=1,
-        prior=prior,
-        init_sigma=0.05,
-        lrt=False,
+        params=params_for(kind, values),
     )
     return [build_model(config, seed=s).double() for s in range(k)]
 

@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from core.engine.priors import GaussianPrior
-from core.engine.sgmcmc import SGLD, CyclicalSchedule, SampleCollector
+from core.methods.sgld.sampler import SGLD, CyclicalSchedule, SampleCollector
 from tests.gaussian_util import max_z
 
 Z_MAX = 4.0

@@ -16,7 +16,6 @@ import torch
 import torch.nn.functional as F
 from torch.func import vmap
 
-from core.engine.bbb import BayesMLP
 from core.engine.fused import (
     FusedSampler,
     SampleKL,
@@ -30,12 +29,17 @@ from core.engine.interface import flat
 from core.engine.objective import minibatch_objective
 from core.engine.priors import GaussianPrior, ScaleMixturePrior
 from core.methods import ModelConfig, build_model
+from core.methods.bbb.model import BayesMLP
 from core.paths import REPO_ROOT
 from core.storage.checkpoints import load_checkpoint
 from core.training import TrainConfig, train
 
-MIXTURE = {"kind": "mixture", "pi": 0.5, "sigma1": 1.0, "sigma2": math.exp(-6)}
-PRIORS = [{"kind": "gaussian", "sigma": 1.0}, {"kind": "gaussian", "sigma": 0.3}, MIXTURE]
+MIXTURE = {"prior": "mixture", "pi": 0.5, "sigma1": 1.0, "sigma2": math.exp(-6)}
+PRIORS = [
+    {"prior": "gaussian", "prior_sigma": 1.0},
+    {"prior": "gaussian", "prior_sigma": 0.3},
+    MIXTURE,
+]
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -180,7 +184,7 @@ def test_fast_estimators_equal_the_reference_on_the_same_noise(prior, impl):
     In float64, so that agreement is exact up to rounding (1e-9), not a float32 tolerance.
     """
     torch.manual_seed(3)
-    model = build_model(ModelConfig(hidden=(32, 16), prior=prior, init_sigma=0.05)).double()
+    model = build_model(ModelConfig(hidden=(32, 16), params={**prior, "init_sigma": 0.05})).double()
     x, y = torch.rand(8, 1, 28, 28, dtype=torch.float64), torch.randint(0, 10, (8,))
     lrt = impl == "vmap_lrt"
     noise = [{k: v.double() for k, v in n.items()} for n in model.draw_noise(3, 8, lrt=lrt)]
@@ -225,7 +229,7 @@ def test_fused_estimator_falls_back_for_models_without_weight_posterior():
 
 def test_fused_sampler_draws_fresh_noise_and_keeps_the_state_dict():
     torch.manual_seed(0)
-    model = build_model(ModelConfig(hidden=(16,), init_sigma=0.1))
+    model = build_model(ModelConfig(hidden=(16,), params={"init_sigma": 0.1}))
     keys = list(model.state_dict())
     sampler = FusedSampler(model.layers)
     (w1, _), _ = sampler.sample()[0][0], None
@@ -279,8 +283,8 @@ def test_short_training_run_reaches_the_same_error_as_sequential(mnist_small):
     errors = {}
     for impl in ("sequential", "fused"):
         torch.manual_seed(0)
-        model = build_model(ModelConfig(hidden=(100,)))
-        config = TrainConfig(epochs=2, batch_size=64, lr=2e-3, impl=impl, n_eval_samples=5)
+        model = build_model(ModelConfig(hidden=(100,), params={"impl": impl}))
+        config = TrainConfig(epochs=2, batch_size=64, lr=2e-3, n_eval_samples=5)
         result = train(model, config, (xtr, ytr), test, device=torch.device("cpu"))
         errors[impl] = result.history[-1].test_error
     assert errors["fused"] < 0.3  # chance is 0.9

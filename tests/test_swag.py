@@ -14,7 +14,7 @@ import pytest
 import torch
 from torch import nn
 
-from core.engine.swag import SWAG, load_flat
+from core.methods.swag.moments import SWAG, load_flat
 from tests.gaussian_util import max_z, moment_se
 
 Z_MAX = 4.0

@@ -24,7 +24,7 @@ def test_sweep_at_zero_degrees_is_the_plain_prediction():
 
 def test_sweep_records_every_sampled_network():
     torch.manual_seed(1)
-    model = build_model(ModelConfig(kind="bbb", hidden=(16,), init_sigma=0.2))
+    model = build_model(ModelConfig(kind="bbb", hidden=(16,), params={"init_sigma": 0.2}))
     model.eval().requires_grad_(False)
     image = torch.rand(28, 28)
     sweep = rotation_sweep(model, image, rotation_angles(90, 4), n_samples=30)
@@ -40,7 +40,7 @@ def test_sweep_records_every_sampled_network():
 
 def test_the_same_input_always_shows_the_same_sweep_and_the_callers_noise_is_kept():
     torch.manual_seed(2)
-    model = build_model(ModelConfig(kind="bbb", hidden=(16,), init_sigma=0.2))
+    model = build_model(ModelConfig(kind="bbb", hidden=(16,), params={"init_sigma": 0.2}))
     model.eval().requires_grad_(False)
     image, angles = torch.rand(28, 28), rotation_angles(90, 4)
     state = torch.random.get_rng_state()

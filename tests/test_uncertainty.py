@@ -90,7 +90,9 @@ def test_lrt_and_weight_sampling_predictives_agree_in_distribution():
     """Local reparameterisation is exact per input: each class's softmax has the same mean and
     std under both modes (difference within 5 Monte-Carlo standard errors)."""
     torch.manual_seed(0)
-    config = ModelConfig(kind="bbb", in_features=20, hidden=(16,), num_classes=4, init_sigma=0.3)
+    config = ModelConfig(
+        kind="bbb", in_features=20, hidden=(16,), num_classes=4, params={"init_sigma": 0.3}
+    )
     model = build_model(config)
     x = 2 * torch.rand(3, 20)
     n = 4000

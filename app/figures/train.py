@@ -35,17 +35,13 @@ def request_settings(request: dict) -> dict[str, object]:
         request: A :class:`core.jobs.training.TrainRequest` as a dict (its ``to_dict``).
 
     Returns:
-        ``method``, ``dataset``, ``n_train``, the model's and the training's fields, and the
-        prior as ``prior`` (its kind) and ``prior <parameter>``.
+        ``method``, ``dataset``, ``n_train``, the network's fields, the method's parameters
+        and the training's fields.
     """
     model = dict(request["model"])
-    prior = model.pop("prior", None) or {}
+    params = model.pop("params", {})
     flat = {"method": model.pop("kind"), "dataset": request["dataset"]}
-    flat |= {"n_train": request["n_train"], **model, **request["training"]}
-    if prior:
-        flat["prior"] = prior.get("kind")
-        flat |= {f"prior {k}": v for k, v in prior.items() if k != "kind"}
-    return flat
+    return flat | {"n_train": request["n_train"], **model, **params, **request["training"]}
 
 
 def setting_text(name: str, value: object, labels: dict[str, str]) -> str:

@@ -22,7 +22,7 @@ from core.engine.interface import LabModel, ModelConfig
 from core.engine.sampler import predictive_samples
 from core.engine.seeding import seeded
 from core.evaluation.uncertainty import summarize
-from core.methods import METHODS, build_model, method, model_class
+from core.methods import METHODS, build_model, check_config, method, model_class, params_for
 from core.progress import ProgressFn, report
 from core.storage.cache import CacheEntry
 from core.training import TrainConfig, train
@@ -150,14 +150,19 @@ class ActiveConfig:
         Raises:
             ValueError: If the kind does not offer the architecture (e.g. convolutions).
         """
-        return ModelConfig(
-            kind=self.kind,
-            hidden=self.hidden,
-            conv=self.conv,
-            conv_layout=self.conv_layout,
-            dropout=self.dropout,
-            conv_dropout=self.conv_dropout,
-            init_sigma=0.01,
+        params = {
+            "dropout": self.dropout,
+            "conv_dropout": self.dropout if self.conv_dropout is None else self.conv_dropout,
+            "init_sigma": 0.01,
+        }
+        return check_config(
+            ModelConfig(
+                kind=self.kind,
+                hidden=self.hidden,
+                conv=self.conv,
+                conv_layout=self.conv_layout,
+                params=params_for(self.kind, params),
+            )
         )
 
     def to_dict(self) -> dict:

@@ -64,7 +64,7 @@ class Adapter:
     """How one model kind learns from new drawings.
 
     Attributes:
-        kind: The :class:`~core.engine.interface.ModelKind` value it adapts.
+        kind: The kind of the method it adapts (a key of :data:`core.methods.METHODS`).
         summary: What adapting does, in a student's words (one or two sentences).
         objective: ``objective(model, options)`` builds the :class:`Objective` on ``model``
             (which it may modify: the caller passes a fresh copy); None when the kind cannot

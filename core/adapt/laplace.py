@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from core.adapt.base import Adapter, Objective
-from core.engine.laplace import full_ggn
+from core.methods.laplace.model import full_ggn
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class QuadraticPrior:
         Returns:
             Its θ* and posterior precision.
         """
-        structure = model.config.laplace_structure
+        structure = model.config.params["structure"]
         names = ("eigvecs_a", "eigvecs_g", "precision") if structure == "kron" else ("scale_tril",)
         factors = {name: getattr(model, name).detach().clone() for name in names}
         return cls(model.theta_map().detach().clone(), structure, factors)
@@ -89,7 +89,7 @@ def absorb(model: nn.Module, x: torch.Tensor) -> None:
     """
     if len(x) == 0:
         return
-    if model.config.laplace_structure == "full":
+    if model.config.params["structure"] == "full":
         precision = torch.cholesky_inverse(model.scale_tril.double()) + full_ggn(model, x)
         covariance = torch.cholesky_inverse(torch.linalg.cholesky(precision))
         model.scale_tril.copy_(torch.linalg.cholesky(covariance).float())

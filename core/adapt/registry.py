@@ -51,7 +51,7 @@ def adapter(kind: str) -> Adapter:
     """The adapter of a model kind that can adapt.
 
     Args:
-        kind: A :class:`~core.engine.interface.ModelKind` value.
+        kind: A method's kind (a key of :data:`core.methods.METHODS`).
 
     Returns:
         Its adapter.

@@ -58,9 +58,9 @@ from torch.utils._pytree import tree_map
 from core.bandits.environments import Environment
 from core.bandits.updates import StepUpdates
 from core.engine.seeding import seeded
-from core.methods import METHODS, ModelConfig, build_model
+from core.methods import METHODS, ModelConfig, build_model, check_config, params_for
 from core.methods import method as lab_method
-from core.methods.base import MIXTURE_SIGMA2
+from core.methods.base import MIXTURE_SIGMA2, prior_settings
 from core.training import OPTIMIZERS, TrainConfig
 from core.training.step import cuda_graphs_enabled
 
@@ -288,6 +288,16 @@ class ModelSettings:
             "pi": self.prior_pi,
             "sigma1": self.prior_sigma1,
             "sigma2": self.prior_sigma2,
+        }
+
+    @property
+    def method_params(self) -> dict:
+        """The reward networks' parameters by name; each method takes those it has."""
+        return prior_settings(self.prior_config) | {
+            "init_sigma": self.init_sigma,
+            "impl": "vmap_lrt" if self.lrt else "vmap",
+            "dropout": self.dropout,
+            "members": self.members,
         }
 
     def to_dict(self) -> dict:
@@ -633,16 +643,14 @@ class NeuralGroup(AgentGroup):
         """
         super().__init__(specs, n_seeds, env, settings, seed, device, compile)
         self.family = specs[0].family
-        self.config = ModelConfig(
-            kind=self.family,
-            hidden=settings.hidden,
-            in_features=self.context_dim + self.n_actions,
-            num_classes=1,
-            prior=settings.prior_config,
-            init_sigma=settings.init_sigma,
-            lrt=settings.lrt,
-            dropout=settings.dropout,
-            members=settings.members,
+        self.config = check_config(
+            ModelConfig(
+                kind=self.family,
+                hidden=settings.hidden,
+                in_features=self.context_dim + self.n_actions,
+                num_classes=1,
+                params=params_for(self.family, settings.method_params),
+            )
         )
         seeds = torch.randint(2**31, (self.n_runs,), generator=self.generator).tolist()
         params, _ = stack_module_state([build_model(self.config, seed=s) for s in seeds])
@@ -673,7 +681,7 @@ class NeuralGroup(AgentGroup):
 
     def _setup_training(self, train_config: TrainConfig, compile: bool) -> None:
         """The method's procedure and optimiser, and the step's updates (eager or graphed)."""
-        self.procedure = lab_method(self.family).procedure(train_config, 1, 0)
+        self.procedure = lab_method(self.family).procedure(train_config, 1, 0, self.config.params)
         self.procedure.optimizer(self.procedure.network(self.net))
         self._loss = torch.compile(self.loss, dynamic=False) if compile else self.loss
         self.updates = StepUpdates(

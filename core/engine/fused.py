@@ -22,7 +22,7 @@ the same KL (to float rounding) and the same gradients as the autograd reference
 
 :class:`SigmaKL` is its counterpart for local reparameterisation (σ² and the complexity cost
 once per step, no weights drawn) and :class:`LRTActivation` the noise-and-ReLU of one LRT layer
-for all samples at once (:meth:`~core.engine.bbb.BayesMLP.lrt_forward_with_kl`).
+for all samples at once (:meth:`~core.methods.bbb.model.BayesMLP.lrt_forward_with_kl`).
 
 Measured on this project's 2-core CPU (1 thread, 478k elements): ``softplus``, ``log1p`` and
 ``logaddexp`` run at about 10 ns per element, ``exp`` and ``log`` at under 1 ns, ``sigmoid``
@@ -613,7 +613,7 @@ class LRTActivation(torch.autograd.Function):
 
 
 class FusedSampler:
-    """Flat views of a :class:`~core.engine.bbb.BayesMLP`'s parameters for the fused nodes.
+    """Flat views of a :class:`~core.methods.bbb.model.BayesMLP`'s parameters for the fused nodes.
 
     The parameters themselves (and so ``state_dict`` keys and checkpoints) are unchanged: the
     nodes read them in place and lay their elementwise work out flat (weight, bias, weight, …).

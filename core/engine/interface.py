@@ -12,44 +12,18 @@ offers:
 * ``weight_posterior``: whether each weight has a posterior mean and standard deviation
   (signal-to-noise pruning applies).
 
-A new method is one module of :mod:`core.methods` whose model class follows :class:`LabModel`
-(plus a :class:`ModelKind` member).
+A new method is one package of :mod:`core.methods` whose model class follows :class:`LabModel`.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
 import torch
 from torch import nn
 from torch.func import vmap
-
-
-class ModelKind(StrEnum):
-    """Model families; the value is what checkpoints and configs store.
-
-    Attributes:
-        BBB: Bayes by Backprop, a mean-field Gaussian posterior over the weights.
-        MLP: A point estimate.
-        DROPOUT: MC dropout.
-        ENSEMBLE: A deep ensemble of independently initialised MLPs.
-        LAPLACE: An MLP with a last-layer Laplace posterior (fitted post hoc).
-        SGLD: Weight samples of stochastic-gradient Langevin dynamics.
-        SGMCMC_CYCLIC: Weight samples of cyclical SG-MCMC (warm restarts).
-        SWAG: A Gaussian fitted to SGD iterates (diagonal plus low rank).
-    """
-
-    BBB = "bbb"  # Bayes by Backprop, mean-field Gaussian posterior over weights
-    MLP = "mlp"  # point estimate
-    DROPOUT = "dropout"  # MC dropout
-    ENSEMBLE = "ensemble"  # deep ensemble of independently initialised MLPs
-    LAPLACE = "laplace"  # MLP with a last-layer Laplace posterior (post hoc)
-    SGLD = "sgld"  # weight samples of SGLD
-    SGMCMC_CYCLIC = "sgmcmc_cyclic"  # weight samples of cyclical SG-MCMC
-    SWAG = "swag"  # Gaussian fitted to SGD iterates
 
 
 @dataclass(frozen=True)
@@ -94,74 +68,47 @@ padding and one 2 × 2 max-pool (28 → 25 → 22 → 11), the network of Gal et
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """Architecture of a model; JSON-serialisable via :meth:`to_dict`.
+    """A model: its network and its method's parameters; JSON-serialisable via :meth:`to_dict`.
 
-    ``kind`` is normalised to its :class:`ModelKind` value and ``hidden`` to a tuple of ints.
+    ``hidden`` and ``conv`` are normalised to tuples of ints. Whether the method of ``kind``
+    exists, offers convolutions and has the parameters ``params`` is checked, and ``params``
+    completed with the method's defaults, by :func:`core.methods.check_config` (which
+    :func:`core.methods.build_model` calls).
 
     Attributes:
-        kind: A :class:`ModelKind` value.
+        kind: The method, a key of :data:`core.methods.METHODS`.
         hidden: Hidden layer widths.
         in_features: Input width (784 for flattened 28 × 28 images).
         num_classes: Number of classes C (the output width).
-        prior: BBB and SG-MCMC: ``{"kind": "gaussian", "sigma": s}`` or
-            ``{"kind": "mixture", "pi": p, "sigma1": s1, "sigma2": s2}``.
-        init_sigma: BBB only: initial posterior standard deviation of every weight.
-        lrt: BBB only: use local reparameterisation for stochastic passes by default.
-        dropout: Dropout probability of the MC-dropout kind.
-        members: Number of stored networks: members of the ensemble kind, weight samples
-            kept by the SG-MCMC kinds.
-        laplace_structure: ``"kron"`` or ``"full"`` posterior precision of the Laplace kind.
-        rank: SWAG only: deviation columns K kept for the low-rank part (≥ 2).
-        conv: MLP and MC-dropout kinds only: output channels of the convolutions applied to
-            the square image before the dense layers, e.g. ``(16, 32)`` maps 1 × 28 × 28 to
-            32 × 7 × 7 in the ``strided`` layout; empty (the default): no convolution.
+        conv: Output channels of the convolutions applied to the square image before the
+            dense layers, e.g. ``(16, 32)`` maps 1 × 28 × 28 to 32 × 7 × 7 in the ``strided``
+            layout; empty (the default): no convolution.
         conv_layout: A key of :data:`CONV_LAYOUTS`: kernels, strides and pooling of ``conv``.
-        conv_dropout: MC dropout with convolutions: dropout probability of the convolutional
-            features (None: ``dropout``, as on the dense layers).
+        params: The method's own parameters by name (its
+            :class:`~core.methods.base.Setting` s, e.g. ``{"beta": 0.1, "init_sigma": 1e-3}``
+            for Bayes by Backprop); the method's defaults where absent.
 
     Raises:
-        ValueError: If ``kind`` is not a :class:`ModelKind` value, ``members < 1``,
-            ``rank < 2``, ``conv`` is given for another kind or a non-square input, or
-            ``conv_layout`` or ``conv_dropout`` is out of range.
+        ValueError: If ``conv`` is given for a non-square input or ``conv_layout`` is
+            unknown.
     """
 
-    kind: str = ModelKind.BBB.value
+    kind: str = "bbb"
     hidden: tuple[int, ...] = (400, 400)
     in_features: int = 784
     num_classes: int = 10
-    prior: dict = field(default_factory=lambda: {"kind": "gaussian", "sigma": 1.0})
-    init_sigma: float = 1e-3
-    lrt: bool = False
-    dropout: float = 0.5
-    members: int = 5
-    laplace_structure: str = "kron"
-    rank: int = 10
     conv: tuple[int, ...] = ()
     conv_layout: str = "strided"
-    conv_dropout: float | None = None
+    params: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        try:
-            kind = ModelKind(self.kind)
-        except ValueError:
-            kinds = [k.value for k in ModelKind]
-            raise ValueError(f"model kind must be one of {kinds}, got {self.kind!r}") from None
-        object.__setattr__(self, "kind", kind.value)
         object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))
-        if self.members < 1:
-            raise ValueError(f"members must be at least 1, got {self.members}")
-        if self.rank < 2:
-            raise ValueError(f"SWAG's rank must be at least 2, got {self.rank}")
         object.__setattr__(self, "conv", tuple(int(c) for c in self.conv))
-        if self.conv:
-            if kind not in (ModelKind.MLP, ModelKind.DROPOUT):
-                raise ValueError(f"convolutions are offered for mlp and dropout, not {kind.value}")
-            if math.isqrt(self.in_features) ** 2 != self.in_features:
-                raise ValueError(f"convolutions need a square image, got {self.in_features} inputs")
+        object.__setattr__(self, "params", dict(self.params))
+        if self.conv and math.isqrt(self.in_features) ** 2 != self.in_features:
+            raise ValueError(f"convolutions need a square image, got {self.in_features} inputs")
         if self.conv_layout not in CONV_LAYOUTS:
             raise ValueError(f"conv_layout must be one of {sorted(CONV_LAYOUTS)}")
-        if self.conv_dropout is not None and not 0.0 <= self.conv_dropout < 1.0:
-            raise ValueError(f"conv_dropout must be in [0, 1), got {self.conv_dropout}")
 
     @property
     def image_side(self) -> int:
@@ -200,10 +147,10 @@ class ModelConfig:
             d: Field values by name; missing fields take their defaults.
 
         Returns:
-            The validated configuration.
+            The configuration.
 
         Raises:
-            ValueError: If ``d["kind"]`` is not a :class:`ModelKind` value or ``members < 1``.
+            ValueError: If a field is out of range (see the class).
         """
         return cls(**d)
 
@@ -247,7 +194,7 @@ class LabModel(Protocol):
             x: Images ``(B, 1, 28, 28)`` or flat inputs ``(B, 784)``.
             noise: Per-layer noise that fixes the randomness (BBB; ignored by other kinds),
                 or None to draw it inside.
-            lrt: BBB: local reparameterisation; None uses ``config.lrt``.
+            lrt: BBB: local reparameterisation; None uses the model's own choice.
             with_kl: Whether to compute the complexity cost.
 
         Returns:

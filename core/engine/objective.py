@@ -10,8 +10,8 @@ Three interchangeable estimators of the same objective:
 * ``"vmap"``: ``torch.func.vmap`` over samples of ``functional_call`` with
   ``randomness="different"`` (weight sampling, one weight draw per sample);
 * ``"vmap_lrt"``: local reparameterisation, vectorised over the samples. For a
-  :class:`~core.engine.bbb.BayesMLP` it is batched by hand
-  (:meth:`~core.engine.bbb.BayesMLP.lrt_forward_with_kl`): σ and the complexity cost once per
+  :class:`~core.methods.bbb.model.BayesMLP` it is batched by hand
+  (:meth:`~core.methods.bbb.model.BayesMLP.lrt_forward_with_kl`): σ and the complexity cost once per
   step, the first layer's mean and variance (which do not depend on the noise) once for all
   samples, later layers on ``(S·B, width)`` rows; other models go through the vmap.
 
@@ -26,7 +26,7 @@ the predictive mean, −log((1/S)·Σₖ p(yₙ|ωₖ)), at α = 1. For MC dropo
 the optimiser's weight decay (L2).
 
 **Ensembles** (``"members"``): the NLL of every member of a
-:class:`~core.engine.ensemble.DeepEnsemble` on the minibatch, summed over members (their
+:class:`~core.methods.ensemble.model.DeepEnsemble` on the minibatch, summed over members (their
 parameters are disjoint, so each gets exactly its own gradient); S is ignored. With
 ``adversarial_eps`` each member also gets the NLL of its own FGSM example of the batch
 (adversarial training, Lakshminarayanan et al. 2017, §2.3).
@@ -277,7 +277,7 @@ def minibatch_objective(
 
     Args:
         model: The network (a :class:`~core.engine.interface.LabModel`; a
-            :class:`~core.engine.ensemble.DeepEnsemble` for ``impl="members"``).
+            :class:`~core.methods.ensemble.model.DeepEnsemble` for ``impl="members"``).
         x: Images ``(B, 1, 28, 28)``.
         y: Labels ``(B,)``.
         n_samples: Number of Monte-Carlo samples S.

@@ -1,24 +1,22 @@
-"""Networks whose predictive is a set of weights: stored samples and SWAG's Gaussian.
+"""Networks whose predictive is a set of weights: the base of stored samples and SWAG's Gaussian.
 
 Both are the :class:`~core.engine.mlp.MLP` of their configuration while they train (the
 parameters are the sampler's current state, or SGD's iterate) and predict, in eval mode, from
 what was collected:
 
-* :class:`WeightSamples`: ``config.members`` weight samples of an SG-MCMC chain
-  (:mod:`core.engine.sgmcmc`), stored in float16 (about 3 significant digits; a 784-400-400-10
+* :class:`WeightSamples`: ``config.params["members"]`` weight samples of an SG-MCMC chain
+  (:mod:`core.methods.sgld`), stored in float16 (about 3 significant digits; a 784-400-400-10
   network is 0.96 MB per sample). Pass ``s`` uses sample ``s mod S``, as a deep ensemble cycles
   through its members.
-* :class:`SWAGNetwork`: SWAG's N(θ̄, Σ) (:mod:`core.engine.swag`): after training the parameters
-  hold θ̄; buffers hold σ² and the last ``config.rank`` deviations (float16). Each pass draws
-  fresh weights.
+* :class:`~core.methods.swag.model.SWAGNetwork`: SWAG's N(θ̄, Σ) (:mod:`core.methods.swag`):
+  after training the parameters hold θ̄; buffers hold σ² and the last ``rank`` deviations
+  (float16). Each pass draws fresh weights.
 
 All S passes run in one vmapped ``functional_call`` of a stateless copy of the MLP, as in
-:class:`~core.engine.ensemble.DeepEnsemble` (:func:`stacked_logits`).
+:class:`~core.methods.ensemble.model.DeepEnsemble` (:func:`stacked_logits`).
 """
 
 from __future__ import annotations
-
-import math
 
 import torch
 from torch import nn
@@ -26,7 +24,6 @@ from torch.func import functional_call, vmap
 
 from core.engine.interface import ModelConfig, flat
 from core.engine.mlp import MLP
-from core.engine.swag import swag_draws
 
 
 def stacked_logits(template: nn.Module, params: dict[str, torch.Tensor], x: torch.Tensor):
@@ -62,7 +59,7 @@ def unflatten(theta: torch.Tensor, like: nn.Module) -> dict[str, torch.Tensor]:
     }
 
 
-class _CollectedMLP(MLP):
+class CollectedMLP(MLP):
     """An MLP that trains as itself and predicts, in eval mode, from collected weights."""
 
     weight_posterior = False
@@ -117,11 +114,11 @@ class _CollectedMLP(MLP):
         return stacked_logits(self._template, self._draws(n_samples), x)
 
 
-class WeightSamples(_CollectedMLP):
-    """An MLP of ``config.sizes`` with ``config.members`` stored weight samples.
+class WeightSamples(CollectedMLP):
+    """An MLP of ``config.sizes`` with ``config.params["members"]`` stored weight samples.
 
     Args:
-        config: Architecture, and the number S of samples kept (``config.members``).
+        config: Architecture, and the number S of samples kept (``config.params["members"]``).
 
     Attributes:
         samples: The stored samples per parameter name (``.`` written ``__``), float16
@@ -139,13 +136,13 @@ class WeightSamples(_CollectedMLP):
     def __init__(self, config: ModelConfig) -> None:
         super().__init__(config)
         for name, p in MLP(config).named_parameters():
-            shape = (config.members, *p.shape)
+            shape = (config.params["members"], *p.shape)
             self.register_buffer(_key(name), torch.zeros(shape, dtype=torch.float16))
 
     @property
     def capacity(self) -> int:
         """S, the number of samples the model stores."""
-        return self.config.members
+        return self.config.params["members"]
 
     def add_sample(self) -> None:
         """Store the current parameters as the next sample (the oldest is replaced when full)."""
@@ -172,51 +169,3 @@ class WeightSamples(_CollectedMLP):
 def _key(name: str) -> str:
     """The buffer of the samples of parameter ``name``."""
     return "samples__" + name.replace(".", "__")
-
-
-class SWAGNetwork(_CollectedMLP):
-    """An MLP of ``config.sizes`` with SWAG's Gaussian over its weights.
-
-    After :meth:`set_posterior` the parameters are the mean θ̄; a pass draws
-    θ = θ̄ + σ⊙z₁/√2 + D z₂/√(2(K − 1)), z₁ ~ N(0, I_d), z₂ ~ N(0, I_K) (see
-    :mod:`core.engine.swag`).
-
-    Args:
-        config: Architecture, and the number of deviation columns K (``config.rank`` ≥ 2).
-
-    Attributes:
-        std: The per-weight standard deviation σ of the iterates, float16 ``(d,)``.
-        deviations: The last K deviations as rows, float16 ``(K, d)``.
-        n_collected: Iterates collected (0 before: the model predicts with its parameters).
-    """
-
-    def __init__(self, config: ModelConfig) -> None:
-        super().__init__(config)
-        dim = sum(p.numel() for p in self.parameters())
-        self.register_buffer("std", torch.zeros(dim, dtype=torch.float16))
-        self.register_buffer("deviations", torch.zeros(config.rank, dim, dtype=torch.float16))
-
-    def set_posterior(
-        self, mean: torch.Tensor, variance: torch.Tensor, deviations: torch.Tensor, n: int
-    ) -> None:
-        """Store SWAG's moments (as :class:`~core.engine.swag.SWAG` computes them).
-
-        Args:
-            mean: θ̄ ``(d,)``, copied into the parameters.
-            variance: σ² ``(d,)``.
-            deviations: D ``(d, K')`` with K' ≤ K columns (unused rows stay 0).
-            n: Iterates collected; at least 2 for a posterior.
-        """
-        with torch.no_grad():
-            torch.nn.utils.vector_to_parameters(mean.to(self.std.device).float(), self.parameters())
-            self.std.copy_(variance.clamp_min(0).sqrt())
-            self.deviations.zero_()
-            k = deviations.shape[1]
-            self.deviations[:k].copy_(deviations.T)
-            self.n_collected.fill_(n)
-
-    def _draws(self, n_samples: int) -> dict[str, torch.Tensor]:
-        mean = torch.nn.utils.parameters_to_vector(self.parameters())
-        k = min(int(self.n_collected), self.config.rank)
-        factor = self.deviations[:k].float().T / math.sqrt(max(k - 1, 1))
-        return unflatten(swag_draws(mean, self.std.float(), factor, n_samples), self)

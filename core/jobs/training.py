@@ -32,6 +32,7 @@ from core.storage.checkpoints import (
     TASK_DATASETS,
     CheckpointSpec,
     checkpoint_path,
+    migrate,
     save_checkpoint,
     task_title,
 )
@@ -117,7 +118,8 @@ class TrainRequest:
         Returns:
             The validated request.
         """
-        model, training = ModelConfig.from_dict(d["model"]), TrainConfig(**d["training"])
+        model, training = migrate(d["model"], d["training"])  # a job stored before params
+        model, training = ModelConfig.from_dict(model), TrainConfig(**training)
         return cls(**d | {"model": model, "training": training})
 
 
@@ -125,14 +127,16 @@ def kind_template(kind: str) -> CheckpointSpec | None:
     """The registered MNIST spec a new model of ``kind`` takes its defaults from.
 
     Args:
-        kind: A :class:`~core.engine.interface.ModelKind` value.
+        kind: A method's kind (a key of :data:`core.methods.METHODS`).
 
     Returns:
-        The first registered MNIST spec of that kind trained by gradient descent (for a post-hoc
-        kind, the spec itself), or None when the registry has none.
+        The first registered MNIST spec of that kind whose internal parameters are at their
+        defaults (e.g. no α-divergence, no adversarial training), else the first of that kind,
+        or None when the registry has none.
     """
+    internal = method(kind).internal
     specs = [s for s in REGISTRY.values() if s.model.kind == kind and s.dataset == "mnist"]
-    plain = [s for s in specs if s.training.alpha == 0 and s.training.adversarial_eps == 0]
+    plain = [s for s in specs if all(s.model.params[p.name] == p.default for p in internal)]
     return (plain or specs or [None])[0]
 
 
@@ -155,15 +159,14 @@ def make_request(
 
     Args:
         name: The user model's name.
-        kind: A :class:`~core.engine.interface.ModelKind` value.
+        kind: A method's kind (a key of :data:`core.methods.METHODS`).
         dataset: The task dataset.
         n_train: Training images; None for all.
         n_test: Test images evaluated after each epoch; None for all.
         n_eval_samples: Passes for the saved test error.
         **settings: The method's settings by name (e.g. ``prior="mixture"``, ``sigma2``,
-            ``beta``) and fields of :class:`~core.engine.interface.ModelConfig` and
-            :class:`~core.training.TrainConfig` (``epochs``, ``lr``, ``batch_size``,
-            ``hidden``, ``prior`` as a dict, ...).
+            ``beta``), fields of its network (``hidden``, ...) and of
+            :class:`~core.training.TrainConfig` (``epochs``, ``lr``, ``batch_size``, ...).
 
     Returns:
         The request.
@@ -173,11 +176,11 @@ def make_request(
     """
     unit = method(kind)
     own = {s.name for s in unit.settings}
-    given = {k: v for k, v in settings.items() if k in own and not isinstance(v, dict)}
+    given = {k: v for k, v in settings.items() if k in own}
     fields = unit.configure(given) | {
         k: v for k, v in settings.items() if k not in given and k != "kind"
     }
-    template = kind_template(unit.trains_like.value if unit.trains_like else kind)
+    template = kind_template(unit.trains_like or kind)
     own_template = kind_template(kind)
     model = own_template.model if own_template else ModelConfig(kind=kind)
     training = template.training if template else TrainConfig()

@@ -1,13 +1,15 @@
-"""What a method declares: :class:`Setting` (one hyperparameter) and :class:`Method`.
+"""What a method declares: :class:`Setting` (one parameter) and :class:`Method`.
 
-A method is one module of :mod:`core.methods` that builds one :class:`Method`: its model class
+A method is one package of :mod:`core.methods` that builds one :class:`Method`: its model class
 (any layer sizes, inputs and outputs, from a :class:`~core.engine.interface.ModelConfig`), how
-it trains (a :class:`~core.training.Procedure`), and its settings. The Train page's
-controls, the ``python -m core train`` flags and the page's URL parameters are generated from
-the settings; a setting's value lands in the field of
-:class:`~core.engine.interface.ModelConfig` or :class:`~core.training.TrainConfig` of its
-name, unless the method's :attr:`Method.assemble` combines several (a prior from its family and
-scales).
+it trains (a :class:`~core.training.Procedure`), and its parameters, as :class:`Setting` s with
+defaults. Their values live in the model's
+:attr:`~core.engine.interface.ModelConfig.params`, checked and completed by
+:meth:`Method.params`; a setting named like a field of :class:`~core.training.TrainConfig`
+(SWAG's weight decay) sets that field instead. The Train page's controls, the
+``python -m core train`` flags and the page's URL parameters are generated from the offered
+settings (:attr:`Method.settings`); :attr:`Method.internal` ones are set by code or a stored
+model only.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from dataclasses import dataclass, field, fields, replace
 
 from torch import nn
 
-from core.engine.interface import ModelConfig, ModelKind
+from core.engine.interface import ModelConfig
 from core.training import Procedure, TrainConfig
 
 SettingValue = float | int | str | bool
@@ -29,8 +31,9 @@ class Setting:
     """One hyperparameter of a method, as a control, a command-line flag and a URL parameter.
 
     Attributes:
-        name: Its name: the field of the model or training configuration it sets (or a key
-            :attr:`Method.assemble` reads); the flag is ``--name-with-dashes``.
+        name: Its name: the key of the model's ``params`` it sets (or the field of
+            :class:`~core.training.TrainConfig` of that name); the flag is
+            ``--name-with-dashes``.
         label: The control's label, e.g. ``"KL weight β"``.
         help: One line of help, in a student's words.
         default: The value of a new model of the method.
@@ -107,17 +110,13 @@ class Setting:
         return self.when is None or values.get(self.when[0]) == self.when[1]
 
 
-def _identity(values: dict) -> dict:
-    return dict(values)
-
-
-def _no_weight_decay(config: ModelConfig) -> float:
+def _no_weight_decay(config: ModelConfig, prior_sigma: float) -> float:
     return 0.0
 
 
-def prior_precision(config: ModelConfig) -> float:
-    """1/σp² of the configuration's Gaussian prior: the weight decay of a MAP estimate."""
-    return 1.0 / config.prior.get("sigma", 1.0) ** 2
+def prior_precision(config: ModelConfig, prior_sigma: float) -> float:
+    """1/σp² of a Gaussian prior N(0, σp²): the weight decay of a MAP estimate."""
+    return 1.0 / prior_sigma**2
 
 
 @dataclass(frozen=True)
@@ -130,94 +129,131 @@ class Method:
         summary: One or two sentences on what it does and how it trains.
         model_class: The model class built from a configuration of this kind.
         procedure: How its training steps are taken.
-        settings: Its own hyperparameters (the common ones, epochs, learning rate and batch
-            size, are every method's).
-        assemble: Maps the settings' values (by name) to configuration fields (by name).
+        settings: Its own parameters offered as controls and flags (the common ones, epochs,
+            learning rate and batch size, are every method's).
+        internal: Its parameters that code or a stored model sets, not offered as controls
+            (e.g. the α-divergence of MC dropout); the model reads them like the others.
+        order: Where pickers list it (ascending; a new method without one comes last).
+        convolutional: Whether its model may start with convolutions
+            (:attr:`~core.engine.interface.ModelConfig.conv`).
         trains_like: A kind whose shipped model's training settings a new model starts from
             (a post-hoc method trains its network as that kind), or None for its own.
         curve_kl: Whether the complexity cost is worth a curve while it trains.
         lr: The learning rate of a new model where no shipped model says otherwise (Adam's
             10⁻³; a sampler's SGD-like step).
-        prior_weight_decay: The L2 coefficient that puts the configuration's Gaussian prior
-            into a full-batch training on the summed NLL (1/σp² for a point estimate; 0 when
-            the prior enters otherwise, through the KL or the sampler, or, for an ensemble's
-            maximum-likelihood members, not at all).
+        prior_weight_decay: ``(config, σp)`` → the L2 coefficient that puts a Gaussian
+            prior N(0, σp²) into a full-batch training on the summed NLL (1/σp² for a point
+            estimate; 0 when the prior enters otherwise, through the KL or the sampler, or,
+            for an ensemble's maximum-likelihood members, not at all).
     """
 
-    kind: ModelKind
+    kind: str
     title: str
     summary: str
     model_class: type[nn.Module]
     procedure: type[Procedure] = Procedure
     settings: tuple[Setting, ...] = ()
-    assemble: Callable[[dict], dict] = _identity
-    trains_like: ModelKind | None = None
+    internal: tuple[Setting, ...] = ()
+    order: int = 100
+    convolutional: bool = False
+    trains_like: str | None = None
     curve_kl: bool = False
     lr: float = 1e-3
-    prior_weight_decay: Callable[[ModelConfig], float] = _no_weight_decay
+    prior_weight_decay: Callable[[ModelConfig, float], float] = _no_weight_decay
+
+    @property
+    def parameters(self) -> tuple[Setting, ...]:
+        """Every parameter: the offered settings, then the internal ones."""
+        return (*self.settings, *self.internal)
 
     def setting(self, name: str) -> Setting:
-        """The setting called ``name``.
+        """The parameter called ``name``.
 
         Raises:
             KeyError: If the method has none.
         """
-        for s in self.settings:
+        for s in self.parameters:
             if s.name == name:
                 return s
-        raise KeyError(f"{self.kind.value} has no setting {name!r}")
+        raise KeyError(f"{self.kind} has no setting {name!r}")
 
     def defaults(self) -> dict:
-        """Every setting's default, by name."""
+        """Every offered setting's default, by name."""
         return {s.name: s.default for s in self.settings}
 
-    def configure(self, given: dict) -> dict:
-        """Configuration fields for given setting values (the others at their defaults).
+    def params(self, given: dict | None = None) -> dict:
+        """The model's parameters: given values checked, the others at their defaults.
 
         Args:
-            given: Values by setting name; settings that do not apply are dropped.
+            given: Values by parameter name (those named like a
+                :class:`~core.training.TrainConfig` field belong to the training, not here).
 
         Returns:
-            Field name → value, for :func:`core.jobs.training.make_request`.
+            Every parameter of the method (but the training's) by name, for
+            :attr:`~core.engine.interface.ModelConfig.params`.
+
+        Raises:
+            ValueError: For an unknown parameter or a bad value, in one line.
+        """
+        given = dict(given or {})
+        own = [s for s in self.parameters if s.name not in TRAIN_FIELDS]
+        unknown = set(given) - {s.name for s in own}
+        if unknown:
+            raise ValueError(f"{self.kind} has no setting {', '.join(sorted(unknown))}")
+        return {s.name: s.check(given.get(s.name, s.default)) for s in own}
+
+    def configure(self, given: dict) -> dict:
+        """Every offered setting's value: the given ones checked, the others at their defaults.
+
+        Args:
+            given: Values by setting name.
+
+        Returns:
+            Setting name → value, for :meth:`apply`.
 
         Raises:
             ValueError: For an unknown setting or a bad value, in one line.
         """
         unknown = set(given) - {s.name for s in self.settings}
         if unknown:
-            raise ValueError(f"{self.kind.value} has no setting {', '.join(sorted(unknown))}")
-        values = self.defaults() | {k: self.setting(k).check(v) for k, v in given.items()}
-        return self.assemble({s.name: values[s.name] for s in self.settings if s.applies(values)})
+            raise ValueError(f"{self.kind} has no setting {', '.join(sorted(unknown))}")
+        return self.defaults() | {k: self.setting(k).check(v) for k, v in given.items()}
 
     def apply(
-        self, fields: dict, model: ModelConfig, training: TrainConfig
+        self, values: dict, model: ModelConfig, training: TrainConfig
     ) -> tuple[ModelConfig, TrainConfig]:
-        """Configurations of this method with ``fields`` set, each where it belongs.
+        """Configurations of this method with ``values`` set, each where it belongs.
 
         Args:
-            fields: Field name → value (e.g. from :meth:`configure`), each a field of
-                :class:`~core.engine.interface.ModelConfig` or of
+            values: Name → value: the method's parameters (the others at their defaults),
+                fields of the network (:data:`NETWORK_FIELDS`) and of
                 :class:`~core.training.TrainConfig`.
-            model: The architecture to start from (its kind becomes this method's).
+            model: The network to start from (its kind becomes this method's; its
+                parameters are kept when it already is).
             training: The optimisation settings to start from.
 
         Returns:
             ``(model, training)``.
 
         Raises:
-            ValueError: For a field of neither configuration, or an invalid value.
+            ValueError: For a name of none of these, or an invalid value.
         """
-        unknown = set(fields) - MODEL_FIELDS - TRAIN_FIELDS
+        own = {s.name for s in self.parameters}
+        unknown = set(values) - own - NETWORK_FIELDS - TRAIN_FIELDS
         if unknown:
             raise ValueError(f"unknown settings: {', '.join(sorted(unknown))}")
-        own_model = {k: v for k, v in fields.items() if k in MODEL_FIELDS}
-        own_training = {k: v for k, v in fields.items() if k in TRAIN_FIELDS}
-        model = ModelConfig.from_dict(model.to_dict() | own_model | {"kind": self.kind.value})
-        return model, replace(training, **own_training)
+        kept = model.params if model.kind == self.kind else {}
+        given = {k: v for k, v in values.items() if k in own and k not in TRAIN_FIELDS}
+        network = {k: v for k, v in values.items() if k in NETWORK_FIELDS}
+        params = self.params(kept | given)
+        model = ModelConfig.from_dict(
+            model.to_dict() | network | {"kind": self.kind, "params": params}
+        )
+        return model, replace(training, **{k: v for k, v in values.items() if k in TRAIN_FIELDS})
 
 
-MODEL_FIELDS = frozenset(f.name for f in fields(ModelConfig))
-"""The fields of :class:`~core.engine.interface.ModelConfig`."""
+NETWORK_FIELDS = frozenset(f.name for f in fields(ModelConfig)) - {"kind", "params"}
+"""The fields of :class:`~core.engine.interface.ModelConfig` that describe the network."""
 TRAIN_FIELDS = frozenset(f.name for f in fields(TrainConfig))
 """The fields of :class:`~core.training.TrainConfig`."""
 
@@ -274,21 +310,31 @@ PRIOR_SETTINGS = (
 """The prior family and its scales (BBB and the SG-MCMC samplers)."""
 
 
-def prior_of(values: dict) -> dict:
-    """The settings with ``prior`` and its scales replaced by one prior configuration.
+def prior_config(params: dict) -> dict:
+    """The prior of the :data:`PRIOR_SETTINGS` values among a model's parameters.
 
     Args:
-        values: Setting values, among them those of :data:`PRIOR_SETTINGS` that apply.
+        params: Parameter values, among them ``prior`` and its scales.
 
     Returns:
-        The values, with ``prior`` ``{"kind": "gaussian", "sigma": σ}`` or
-        ``{"kind": "mixture", "pi", "sigma1", "sigma2"}``.
+        ``{"kind": "gaussian", "sigma": σ}`` or ``{"kind": "mixture", "pi", "sigma1",
+        "sigma2"}``, as :func:`~core.engine.priors.prior_from_dict` reads it.
     """
-    values = dict(values)
-    family = values.pop("prior")
-    scales = {
-        k: float(values.pop(k)) for k in ("prior_sigma", "pi", "sigma1", "sigma2") if k in values
-    }
-    if family == "gaussian":
-        return values | {"prior": {"kind": "gaussian", "sigma": scales["prior_sigma"]}}
-    return values | {"prior": {"kind": "mixture", **scales}}
+    if params["prior"] == "gaussian":
+        return {"kind": "gaussian", "sigma": float(params["prior_sigma"])}
+    return {"kind": "mixture", **{k: float(params[k]) for k in ("pi", "sigma1", "sigma2")}}
+
+
+def prior_settings(prior: dict) -> dict:
+    """The :data:`PRIOR_SETTINGS` values of a prior (the inverse of :func:`prior_config`).
+
+    Args:
+        prior: ``{"kind": "gaussian", "sigma": σ}`` or ``{"kind": "mixture", "pi", "sigma1",
+            "sigma2"}``.
+
+    Returns:
+        ``{"prior": family, ...}`` with its scales.
+    """
+    if prior["kind"] == "gaussian":
+        return {"prior": "gaussian", "prior_sigma": float(prior["sigma"])}
+    return {"prior": "mixture", **{k: float(prior[k]) for k in ("pi", "sigma1", "sigma2")}}

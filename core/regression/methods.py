@@ -5,14 +5,16 @@ with one input and one output (two for the heteroscedastic likelihood), plus the
 noise parameter:
 
 * ``"bbb"``, ``"bbb_mixture"``, ``"bbb_lrt"``: Bayes by Backprop
-  (:class:`~core.engine.bbb.BayesMLP` of :class:`~core.engine.layers.BayesLinear` layers) with a
-  Gaussian prior N(0, σp²), Blundell's scale mixture ½·N(0, σp²) + ½·N(0, e⁻¹²) (Monte-Carlo
+  (:class:`~core.methods.bbb.model.BayesMLP` of :class:`~core.engine.layers.BayesLinear`
+  layers) with a Gaussian prior N(0, σp²), Blundell's scale mixture ½·N(0, σp²) + ½·N(0, e⁻¹²)
+  (Monte-Carlo
   complexity cost), or a Gaussian prior trained with local reparameterisation. The loss is the
   negative ELBO Σₙ NLLₙ + β·KL(q‖p), its NLL averaged over S weight draws that are vmapped
   (``randomness="different"``) exactly like :mod:`core.engine.objective`;
-* ``"dropout"``: MC dropout (:class:`~core.engine.mlp.DropoutMLP`), weight decay (1 − p)/σp²
+* ``"dropout"``: MC dropout (:class:`~core.methods.dropout.model.DropoutMLP`), weight decay
+  (1 − p)/σp²
   (Gal & Ghahramani 2016: the dropout objective with a N(0, σp²) prior);
-* ``"ensemble"``: a deep ensemble (:class:`~core.engine.ensemble.DeepEnsemble`): M MLPs whose
+* ``"ensemble"``: a deep ensemble (:class:`~core.methods.ensemble.model.DeepEnsemble`): M MLPs whose
   stacked parameters (``torch.func.stack_module_state``) are trained in one vmapped loop, each
   a maximum-likelihood estimate with its own noise parameter and no weight decay, as in
   Lakshminarayanan et al. (2017): their random initialisations are the only source of
@@ -51,9 +53,9 @@ from torch import nn
 from core.engine.interface import ModelConfig
 from core.engine.objective import alpha_energy
 from core.engine.seeding import seeded
-from core.methods import build_model
+from core.methods import build_model, check_config, params_for
 from core.methods import method as lab_method
-from core.methods.base import MIXTURE_SIGMA2
+from core.methods.base import MIXTURE_SIGMA2, TRAIN_FIELDS
 from core.progress import ProgressFn, report
 from core.regression.data import RegressionData
 from core.regression.likelihood import (
@@ -71,13 +73,13 @@ class MethodInfo:
 
     Attributes:
         title: Human name.
-        kind: The :class:`~core.engine.interface.ModelKind` value of its network.
+        kind: The method of its network, a key of :data:`core.methods.METHODS`.
         notice: What to look for in its picture.
         keys: The :class:`FitSettings` fields its result depends on (its cache key).
-        model: Variant fields of its :class:`~core.engine.interface.ModelConfig`, from the
-            settings (e.g. the mixture prior, local reparameterisation).
-        training: Fields of its :class:`~core.training.TrainConfig`, from the settings
-            (e.g. a sampler's step size).
+        model: Variant parameters of its method, from the settings (e.g. the mixture prior,
+            local reparameterisation).
+        training: Its training: fields of :class:`~core.training.TrainConfig` and
+            parameters of its method, from the settings (e.g. a sampler's step size).
         per_member_noise: Whether each of its networks learns its own noise level (an
             ensemble's members are separate maximum-likelihood fits).
         nuts: Whether it is sampled by NUTS (:mod:`core.regression.hmc`) instead of trained.
@@ -99,10 +101,7 @@ SAMPLER_KEYS = ("prior_sigma", "epochs", "sampler_lr", "temperature", "chain_sam
 
 
 def _mixture(settings: FitSettings) -> dict:
-    sigma2 = MIXTURE_SIGMA2
-    return {
-        "prior": {"kind": "mixture", "pi": 0.5, "sigma1": settings.prior_sigma, "sigma2": sigma2}
-    }
+    return {"prior": "mixture", "pi": 0.5, "sigma1": settings.prior_sigma, "sigma2": MIXTURE_SIGMA2}
 
 
 def _chain(settings: FitSettings) -> dict:
@@ -140,7 +139,7 @@ METHODS: dict[str, MethodInfo] = {
         "The same posterior as BBB with a Gaussian prior, trained with lower-variance "
         "gradients: the picture should match BBB's, in similar time.",
         BBB_KEYS,
-        model=lambda settings: {"lrt": True},
+        model=lambda settings: {"impl": "vmap_lrt"},
     ),
     "dropout": MethodInfo(
         "MC dropout",
@@ -401,17 +400,24 @@ def model_config(method: str, settings: FitSettings) -> ModelConfig:
     """
     check_method(method)
     info = METHODS[method]
-    fields = {
-        "kind": info.kind,
-        "hidden": settings.hidden,
-        "in_features": 1,
-        "num_classes": output_width(settings.noise_model),
-        "prior": {"kind": "gaussian", "sigma": settings.prior_sigma},
+    values = {
+        "prior": "gaussian",
+        "prior_sigma": settings.prior_sigma,
         "init_sigma": settings.init_sigma,
+        "impl": "vmap",
         "dropout": settings.dropout,
         "members": settings.members,
     }
-    return ModelConfig.from_dict(fields | info.model(settings))
+    values |= info.model(settings) | info.training(settings)
+    return check_config(
+        ModelConfig(
+            kind=info.kind,
+            hidden=settings.hidden,
+            in_features=1,
+            num_classes=output_width(settings.noise_model),
+            params=params_for(info.kind, values),
+        )
+    )
 
 
 class RegressionNet(nn.Module):
@@ -580,10 +586,11 @@ def train_network(
             "epochs": settings.epochs,
             "batch_size": len(data),
             "lr": settings.lr,
-            "weight_decay": unit.prior_weight_decay(net.body.config),
+            "weight_decay": unit.prior_weight_decay(net.body.config, settings.prior_sigma),
         }
-        config = TrainConfig(**common | info.training(settings))
-        steps = unit.procedure(config, len(data), settings.epochs)
+        training = {k: v for k, v in info.training(settings).items() if k in TRAIN_FIELDS}
+        config = TrainConfig(**common | training)
+        steps = unit.procedure(config, len(data), settings.epochs, net.body.config.params)
         body = steps.network(net.body)
         first = steps.optimizer(body)
         decayed = [first] if steps.scheduler is not None else []

@@ -41,7 +41,8 @@ from pathlib import Path
 import torch
 
 from core.atomic import atomic_write
-from core.methods import Model, ModelConfig, build_model
+from core.methods import Model, ModelConfig, build_model, check_config, method
+from core.methods.base import NETWORK_FIELDS, TRAIN_FIELDS, prior_settings
 from core.paths import CHECKPOINT_DIR, user_model_dir
 from core.training import TrainConfig
 
@@ -88,6 +89,9 @@ class CheckpointSpec:
     base: str | None = None
     dataset: str = "mnist"
     train_subset: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "model", check_config(self.model))
 
 
 @dataclass(frozen=True)
@@ -298,14 +302,72 @@ def partial_note(metadata: dict) -> str:
     return "partial: training did not finish"
 
 
+RENAMED_PARAMS = {"laplace_structure": "structure"}
+"""Flat configuration fields that became a method's parameter of another name."""
+
+
+def migrate(model_config: dict, training: dict | None = None) -> tuple[dict, dict]:
+    """A stored model and training configuration in today's form.
+
+    Checkpoints written before methods owned their parameters store one flat model
+    configuration (the prior as a dict, ``members``, ``rank``, ``lrt``, ...) and one flat
+    training configuration (``beta``, ``temperature``, ``impl``, ...). Their method's
+    parameters move into the model's ``params`` (the prior as its settings' values, a
+    convolutional dropout of None as the dropout probability, ``lrt`` as the estimator it
+    trained with), checked and completed by the method's defaults; the rest of the training
+    configuration stays where it is; what the method does not have is dropped. Today's form
+    is returned as it is.
+
+    Args:
+        model_config: The stored ``model_config`` (metadata or weights file).
+        training: The stored ``training`` settings, or None when there are none.
+
+    Returns:
+        ``(model_config, training)`` as :meth:`ModelConfig.from_dict` and
+        :class:`~core.training.TrainConfig` read them.
+
+    Raises:
+        ValueError: If the stored kind is no method's.
+    """
+    training = dict(training or {})
+    if "params" in model_config:
+        return model_config, training
+    flat = {**training, **model_config}
+    unit = method(flat.get("kind", "bbb"))
+    own = {s.name for s in unit.parameters} - TRAIN_FIELDS
+    if isinstance(flat.get("prior"), dict):
+        flat |= prior_settings(flat.pop("prior"))
+    for old, new in RENAMED_PARAMS.items():
+        if old in flat:
+            flat[new] = flat.pop(old)
+    if flat.get("conv_dropout") is None:
+        flat["conv_dropout"] = flat.get("dropout", 0.5)
+    if flat.pop("lrt", False) and "impl" not in training:
+        flat["impl"] = "vmap_lrt"
+    model = {k: v for k, v in model_config.items() if k in NETWORK_FIELDS or k == "kind"}
+    model["params"] = unit.params({k: v for k, v in flat.items() if k in own})
+    return model, {k: v for k, v in training.items() if k in TRAIN_FIELDS}
+
+
 def read_metadata(path: Path) -> dict:
-    """The JSON metadata beside a ``.pt`` checkpoint.
+    """The JSON metadata beside a ``.pt`` checkpoint, its configurations in today's form.
 
     Args:
         path: The ``.pt`` file.
 
     Returns:
-        The metadata, or {} when the JSON file is absent.
+        The metadata (its ``model_config`` and ``training`` through :func:`migrate`), or {}
+        when the JSON file is absent.
+
+    Raises:
+        CheckpointError: If the JSON file exists but is not a JSON object, or its model is no
+            lab model.
+    """
+    return _migrated(path, _stored_json(path))
+
+
+def _stored_json(path: Path) -> dict:
+    """The JSON metadata beside a ``.pt`` checkpoint as it was written ({} when absent).
 
     Raises:
         CheckpointError: If the JSON file exists but is not a JSON object.
@@ -322,6 +384,20 @@ def read_metadata(path: Path) -> dict:
     if not isinstance(meta, dict):
         raise CheckpointError(f"{file}: the metadata is not a JSON object; {_restore_hint(path)}")
     return meta
+
+
+def _migrated(path: Path, stored: dict) -> dict:
+    """Stored metadata with its configurations through :func:`migrate`."""
+    if not isinstance(stored.get("model_config"), dict):
+        return stored
+    try:
+        model, training = migrate(stored["model_config"], stored.get("training"))
+    except (TypeError, ValueError) as exc:
+        raise CheckpointError(
+            f"{path.with_suffix('.json')}: the model configuration is not a lab model's "
+            f"({_one_line(exc)}); {_restore_hint(path)}"
+        ) from exc
+    return stored | {"model_config": model, "training": training}
 
 
 def load_checkpoint(
@@ -356,8 +432,11 @@ def load_checkpoint(
         raise CheckpointError(
             f"{path}: not a format-{FORMAT_VERSION} checkpoint; {_restore_hint(path)}"
         )
+    stored_meta = _stored_json(path)
+    meta = _migrated(path, stored_meta)
     try:
-        model = build_model(ModelConfig.from_dict(payload["model_config"]))
+        stored, _ = migrate(payload["model_config"], stored_meta.get("training"))
+        model = build_model(ModelConfig.from_dict(stored))
         model.load_state_dict(payload["state_dict"])
     except (KeyError, TypeError, ValueError, RuntimeError) as exc:
         reason = _one_line(exc)
@@ -368,7 +447,7 @@ def load_checkpoint(
     model.to(device).eval()
     for p in model.parameters():
         p.requires_grad_(False)
-    return model, read_metadata(path)
+    return model, meta
 
 
 def shared_model(name_or_path: str | Path, device: torch.device | str = "cpu") -> Model:

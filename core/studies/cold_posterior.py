@@ -35,7 +35,7 @@ from core.engine.device import default_device
 from core.engine.samples import WeightSamples
 from core.evaluation.calibration import calibration_metrics
 from core.evaluation.shift import SHIFTS, shift_images
-from core.methods import build_model, method
+from core.methods import ModelConfig, build_model, method
 from core.progress import ProgressFn, report, share
 from core.storage.cache import CacheEntry, cache_entry
 from core.storage.checkpoints import CheckpointSpec, load_checkpoint
@@ -199,12 +199,18 @@ def shipped_at() -> dict[float, str]:
     """
     recipe = REGISTRY[RECIPE]
     return {
-        spec.training.temperature: name
+        spec.model.params["temperature"]: name
         for name, spec in REGISTRY.items()
-        if spec.model == recipe.model
+        if spec.model.kind == recipe.model.kind
+        and at_temperature(spec.model, recipe.model.params["temperature"]) == recipe.model
         and spec.dataset == recipe.dataset
-        and replace(spec.training, temperature=recipe.training.temperature) == recipe.training
+        and spec.training == recipe.training
     }
+
+
+def at_temperature(model: ModelConfig, temperature: float) -> ModelConfig:
+    """The same model with its sampler at ``temperature``."""
+    return replace(model, params=model.params | {"temperature": temperature})
 
 
 def rotated_spread(
@@ -320,7 +326,7 @@ def spread_caveat(name: str) -> str:
     if spread is None or spread >= SPREAD_FLOOR:
         return ""
     return (
-        f"Its {spec.model.members} samples {CAVEAT}: their mutual information on rotated "
+        f"Its {spec.model.params['members']} samples {CAVEAT}: their mutual information on rotated "
         f"digits is {spread:.4f} nats, below {SPREAD_FLOOR} — a cold posterior acts as one "
         "network, so the spread shown here is not a posterior's uncertainty."
     )
@@ -345,8 +351,8 @@ def _trained_at(
     from core.data import load_dataset
 
     spec = REGISTRY[RECIPE]
-    training = replace(spec.training, temperature=temperature, epochs=epochs)
-    model = build_model(spec.model, seed=training.seed)
+    training = replace(spec.training, epochs=epochs)
+    model = build_model(at_temperature(spec.model, temperature), seed=training.seed)
     train_data = load_dataset(spec.dataset, "train", n_inputs=spec.train_subset)
     test = load_dataset(spec.dataset, "test")
     train(
@@ -380,8 +386,8 @@ def point_entry(temperature: float, settings: ColdSettings = ColdSettings()) -> 
     name = shipped_at().get(temperature)
     spec = REGISTRY[RECIPE]
     recipe = {
-        "model": spec.model.to_dict(),
-        "training": asdict(replace(spec.training, temperature=temperature, epochs=settings.epochs)),
+        "model": at_temperature(spec.model, temperature).to_dict(),
+        "training": asdict(replace(spec.training, epochs=settings.epochs)),
         "train_subset": spec.train_subset,
     }
     return cache_entry(

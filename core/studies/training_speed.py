@@ -43,7 +43,7 @@ from core.engine.objective import (
     minibatch_objective,
 )
 from core.evaluation.linfit import fit_line
-from core.methods import ModelConfig, build_model
+from core.methods import ModelConfig, build_model, params_for
 from core.progress import ProgressFn, report
 from core.roles import Actor, require_teacher
 from core.storage.results import StoredResults
@@ -57,8 +57,9 @@ TASKS = ("mnist", "regression")
 REFERENCE_FILE = "reference-report-seed-a100.json"
 RUNS = StoredResults("training_speed")
 """The saved runs of every machine, the reference report's and the peer benchmark's."""
-PRIORS = {"gaussian": {"kind": "gaussian", "sigma": 1.0}, "mixture": MIXTURE_PRIOR}
-"""The priors of the registered ``bbb_gaussian`` and ``bbb_mixture`` checkpoints."""
+PRIORS = {"gaussian": {"prior": "gaussian", "prior_sigma": 1.0}, "mixture": MIXTURE_PRIOR}
+"""The priors of the registered ``bbb_gaussian`` and ``bbb_mixture`` checkpoints, as a
+method's prior parameters."""
 
 
 @dataclass(frozen=True)
@@ -204,9 +205,8 @@ def _stepper(impl: str, config: BenchConfig, device: torch.device, graphs: bool)
     kind = "mlp" if impl == "mlp" else "bbb"
     regression = config.task == "regression"
     sizes = {"in_features": 1, "num_classes": 1} if regression else {}
-    model = build_model(
-        ModelConfig(kind=kind, hidden=config.hidden, prior=PRIORS[config.prior], **sizes)
-    )
+    params = params_for(kind, PRIORS[config.prior])
+    model = build_model(ModelConfig(kind=kind, hidden=config.hidden, params=params, **sizes))
     model.to(device)
     optimizer = make_optimizer(model, config.lr)
     weight = 1.0 / config.epoch_steps

@@ -19,7 +19,7 @@ from functools import partial
 import torch
 
 from core.engine.device import default_device
-from core.engine.objective import ESTIMATORS, KL_SCHEDULES, kl_weight, minibatch_objective
+from core.engine.objective import kl_weight, minibatch_objective
 from core.evaluation.metrics import evaluate_model
 from core.progress import ProgressFn, report
 from core.training.step import TrainStep, cuda_graphs_enabled
@@ -30,7 +30,10 @@ OPTIMIZERS = ("adam", "sgd")
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """Optimisation settings.
+    """Optimisation settings every method shares.
+
+    A method's own (its objective's, its sampler's) are its parameters,
+    :attr:`~core.engine.interface.ModelConfig.params`.
 
     Attributes:
         epochs: Number of passes over the training set.
@@ -39,66 +42,32 @@ class TrainConfig:
         optimizer: How a step follows the gradient g, one of :data:`OPTIMIZERS`: ``"adam"``
             (Kingma & Ba 2015) or ``"sgd"``, plain gradient steps θ ← θ − lr·g, the update
             rule Blundell et al. (2015, §3.2) write for Bayes by Backprop.
-        n_samples: Monte-Carlo samples S per training step.
-        impl: The S-sample estimator, a key of :data:`core.engine.objective.ESTIMATORS`.
-        kl_schedule: KL weighting over minibatches, one of
-            :data:`core.engine.objective.KL_SCHEDULES`.
-        beta: Multiplies the KL term.
         seed: Seed of the initial randomness and of the per-epoch shuffles.
         n_eval_samples: Monte-Carlo samples for the per-epoch test error.
         lr_decay: Multiplicative learning-rate decay per epoch.
-        alpha: When > 0, the α-divergence energy instead of the average NLL.
-        weight_decay: L2 coefficient of the optimiser (the complexity term of MC dropout).
-        adversarial_eps: Ensembles: FGSM step (pixel units) of adversarial training, 0 = off.
-        temperature: SG-MCMC: the temperature T ≥ 0 of the sampled posterior (1: the
-            posterior; below 1: a "cold" one).
-        precondition: SGLD: precondition with a running mean square of the gradients (pSGLD).
-        burn_in: SGLD and SWAG: fraction of the steps, in [0, 1), before weights are collected.
-        cycles: Cyclical SG-MCMC: number of step-size cycles, ≥ 1.
-        exploration: Cyclical SG-MCMC: fraction of each cycle, in [0, 1), spent without noise.
+        weight_decay: L2 coefficient of the optimiser (a Gaussian prior on the weights).
 
     Raises:
-        ValueError: If ``impl``, ``optimizer`` or ``kl_schedule`` is unknown, ``alpha``,
-            ``weight_decay`` or ``temperature`` is negative, ``epochs < 0``, ``batch_size``,
-            ``n_samples`` or ``cycles`` is below 1, or ``burn_in`` or ``exploration`` is
-            outside [0, 1).
+        ValueError: If ``optimizer`` is unknown, ``weight_decay`` is negative, ``epochs < 0``
+            or ``batch_size`` is below 1.
     """
 
     epochs: int = 10
     batch_size: int = 128
     lr: float = 1e-3
     optimizer: str = "adam"
-    n_samples: int = 1
-    impl: str = "vmap"
-    kl_schedule: str = "uniform"
-    beta: float = 1.0
     seed: int = 0
     n_eval_samples: int = 10
     lr_decay: float = 1.0  # multiplicative learning-rate decay per epoch
-    alpha: float = 0.0  # α-divergence energy instead of the average NLL when > 0
-    weight_decay: float = 0.0  # L2 coefficient (the complexity term of MC dropout)
-    adversarial_eps: float = 0.0  # ensembles: also train on each member's FGSM examples
-    temperature: float = 1.0  # SG-MCMC: T of the sampled p(θ|D)^(1/T)
-    precondition: bool = False  # SGLD: RMSprop preconditioner (pSGLD)
-    burn_in: float = 0.5  # SGLD, SWAG: fraction of the steps before collecting
-    cycles: int = 4  # cyclical SG-MCMC: step-size cycles
-    exploration: float = 0.8  # cyclical SG-MCMC: fraction of each cycle without noise
+    weight_decay: float = 0.0  # L2 coefficient
 
     def __post_init__(self) -> None:
-        if self.impl not in ESTIMATORS:
-            raise ValueError(f"impl must be one of {tuple(ESTIMATORS)}")
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
-        if self.alpha < 0 or self.weight_decay < 0:
-            raise ValueError("alpha and weight_decay must be ≥ 0")
-        if self.kl_schedule not in KL_SCHEDULES:
-            raise ValueError(f"kl_schedule must be one of {KL_SCHEDULES}")
-        if self.epochs < 0 or self.batch_size < 1 or self.n_samples < 1:
-            raise ValueError("epochs must be ≥ 0, batch_size and n_samples ≥ 1")
-        if self.temperature < 0 or self.cycles < 1:
-            raise ValueError("temperature must be ≥ 0 and cycles ≥ 1")
-        if not (0 <= self.burn_in < 1 and 0 <= self.exploration < 1):
-            raise ValueError("burn_in and exploration must be in [0, 1)")
+        if self.weight_decay < 0:
+            raise ValueError("weight_decay must be ≥ 0")
+        if self.epochs < 0 or self.batch_size < 1:
+            raise ValueError("epochs must be ≥ 0, batch_size ≥ 1")
 
     def to_dict(self) -> dict:
         """The settings as a JSON-serialisable dict.
@@ -212,6 +181,13 @@ def make_optimizer(
     return torch.optim.Adam(params, lr=lr, weight_decay=weight_decay, fused=True)
 
 
+OBJECTIVE_DEFAULTS = {"n_samples": 1, "impl": "vmap", "alpha": 0.0, "adversarial_eps": 0.0}
+"""The options of :func:`~core.engine.objective.minibatch_objective` a method's parameters
+may set (a parameter of that name), and their values otherwise."""
+KL_DEFAULTS = {"beta": 1.0, "kl_schedule": "uniform"}
+"""The KL weight β and its schedule over an epoch's minibatches (a method's parameters of
+those names), and their values otherwise."""
+
 PLAIN = (bool, int, float, str, tuple, list, torch.Tensor, type(None))
 """Values of an optimiser's parameter group that :meth:`Procedure.state_dict` keeps."""
 
@@ -227,9 +203,12 @@ class Procedure:
     Methods whose steps differ subclass it (their module in :mod:`core.methods`).
 
     Args:
-        config: The optimisation settings.
+        config: The optimisation settings every method shares.
         num_data: N, the number of training images.
         total_steps: K, the number of steps of the run.
+        params: The method's own parameters (the model's ``config.params``): those named
+            in :data:`OBJECTIVE_DEFAULTS` and :data:`KL_DEFAULTS` set the objective, a
+            subclass reads its own.
 
     Attributes:
         graphable: Whether a step (objective, backward, :meth:`step`) may be captured in a
@@ -240,14 +219,38 @@ class Procedure:
 
     graphable = True
 
-    def __init__(self, config: TrainConfig, num_data: int, total_steps: int) -> None:
+    def __init__(
+        self, config: TrainConfig, num_data: int, total_steps: int, params: dict | None = None
+    ) -> None:
         self.config = config
+        self.params = dict(params or {})
         self.num_data = num_data
         self.total_steps = total_steps
         self.scheduler: torch.optim.lr_scheduler.LRScheduler | None = None
         self.optimizers: list[torch.optim.Optimizer] = []
         if config.optimizer != "adam":
             self.graphable = False  # SGD's learning rate is not a device tensor
+
+    def objective_options(self) -> dict:
+        """The keywords of :func:`~core.engine.objective.minibatch_objective` for this run.
+
+        Returns:
+            :data:`OBJECTIVE_DEFAULTS`, with the method's parameters of those names.
+        """
+        return {k: self.params.get(k, v) for k, v in OBJECTIVE_DEFAULTS.items()}
+
+    def kl_weight(self, i: int, num_batches: int) -> float:
+        """The weight of the complexity cost on minibatch ``i`` (1-based) of an epoch.
+
+        Args:
+            i: The minibatch's position in the epoch.
+            num_batches: M, the minibatches of an epoch.
+
+        Returns:
+            β times the schedule's share of minibatch ``i``.
+        """
+        options = {k: self.params.get(k, v) for k, v in KL_DEFAULTS.items()}
+        return options["beta"] * kl_weight(i, num_batches, options["kl_schedule"])
 
     def network(self, model: torch.nn.Module) -> torch.nn.Module:
         """The network the steps train (the model itself by default).
@@ -392,7 +395,7 @@ def train(
         on_step: Gets the epoch's running averages every 20 steps and at its end (for live
             curves; each call waits for the device).
         procedure: How the steps are taken: the method's :class:`Procedure` class (Adam by
-            default), built with ``(config, N, K)``.
+            default), built with ``(config, N, K, model.config.params)``.
 
     Returns:
         The per-epoch history, whether the run was cancelled, its duration and what the
@@ -408,17 +411,10 @@ def train(
     num_batches = (n_train + config.batch_size - 1) // config.batch_size
     result, start = TrainResult(), time.perf_counter()
     total_steps = config.epochs * num_batches
-    steps = procedure(config, n_train, total_steps)
+    steps = procedure(config, n_train, total_steps, model.config.params)
     network = steps.network(model).to(device)
     steps.optimizer(network)
-    objective = partial(
-        _objective,
-        network,
-        n_samples=config.n_samples,
-        impl=config.impl,
-        alpha=config.alpha,
-        adversarial_eps=config.adversarial_eps,
-    )
+    objective = partial(_objective, network, **steps.objective_options())
     take_step = TrainStep(
         objective,
         steps.zero_grad,
@@ -439,7 +435,7 @@ def train(
             idx = order[(i - 1) * config.batch_size : i * config.batch_size]
             step = (epoch - 1) * num_batches + i
             steps.before_step(step)
-            weight = config.beta * kl_weight(i, num_batches, config.kl_schedule)
+            weight = steps.kl_weight(i, num_batches)
             sums += take_step(x_train[idx], y_train[idx], weight)
             steps.after_step(network, step)
             if i % 20 == 0 or i == num_batches:

@@ -30,10 +30,10 @@ from core.engine.samples import stacked_logits
 
 
 class DeepEnsemble(MonteCarloModule):
-    """``config.members`` ReLU MLPs of ``config.sizes``, stacked (parameters ``(M, ...)``).
+    """M = ``config.params["members"]`` ReLU MLPs of ``config.sizes``, stacked (``(M, ...)``).
 
     Args:
-        config: Architecture of every member and their number ``config.members``.
+        config: Architecture of every member and their number ``config.params["members"]``.
 
     Attributes:
         stochastic: True: passes go through different members.
@@ -54,7 +54,7 @@ class DeepEnsemble(MonteCarloModule):
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
         self.config = config
-        members = [MLP(config) for _ in range(config.members)]
+        members = [MLP(config) for _ in range(config.params["members"])]
         params, _ = stack_module_state(members)
         # state_dict keys read "stacked.layers.0.weight" etc., each with a leading M dim.
         self.stacked = nn.ParameterDict(
@@ -66,7 +66,7 @@ class DeepEnsemble(MonteCarloModule):
     @property
     def members(self) -> int:
         """Number of networks M."""
-        return self.config.members
+        return self.config.params["members"]
 
     def _params(self) -> dict[str, torch.Tensor]:
         return {name.replace("__", "."): p for name, p in self.stacked.items()}

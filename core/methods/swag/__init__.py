@@ -5,8 +5,8 @@ average NLL (plus ``weight_decay`` on the summed minibatch loss, as Adam's), as 
 do; after ``burn_in`` of the steps, 2·K iterates at evenly spaced steps update SWAG's running
 moments and its last K deviations. With ``precondition`` the iterates are Adam's at the constant
 rate instead (the regression playground's sharp 1-D likelihoods defeat plain SGD);
-(:class:`~core.engine.swag.SWAG`). The model then holds the mean, the per-weight standard
-deviation and the K deviations (:class:`~core.engine.samples.SWAGNetwork`); every pass draws
+(:class:`~core.methods.swag.moments.SWAG`). The model then holds the mean, the per-weight standard
+deviation and the K deviations (:class:`~core.methods.swag.model.SWAGNetwork`); every pass draws
 weights from N(θ̄, ½(diag σ² + D Dᵀ/(K − 1))).
 """
 
@@ -16,10 +16,9 @@ import math
 
 import torch
 
-from core.engine.interface import ModelKind
-from core.engine.samples import SWAGNetwork
-from core.engine.swag import SWAG
 from core.methods.base import Method, Setting, prior_precision
+from core.methods.swag.model import SWAGNetwork
+from core.methods.swag.moments import SWAG
 from core.training import Procedure, make_optimizer
 
 MOMENTUM = 0.9
@@ -32,8 +31,8 @@ class SWAGProcedure(Procedure):
 
     def network(self, model: torch.nn.Module) -> torch.nn.Module:
         """The model itself; plans the 2·K collection steps after the burn-in."""
-        rank = model.config.rank
-        start = int(self.config.burn_in * self.total_steps)
+        rank = self.params["rank"]
+        start = int(self.params["burn_in"] * self.total_steps)
         span = self.total_steps - start
         self.kept = {start + math.ceil(span * (i + 1) / (2 * rank)) for i in range(2 * rank)}
         self.moments = SWAG.for_module(model, rank=rank)
@@ -44,7 +43,7 @@ class SWAGProcedure(Procedure):
 
         Preconditioned: Adam at that rate, for problems too ill-conditioned for plain SGD.
         """
-        if self.config.precondition:
+        if self.params["precondition"]:
             optimizer = make_optimizer(network, self.config.lr, self.config.weight_decay)
         else:
             optimizer = torch.optim.SGD(
@@ -70,7 +69,8 @@ class SWAGProcedure(Procedure):
 
 
 METHOD = Method(
-    kind=ModelKind.SWAG,
+    kind="swag",
+    order=8,
     title="SWAG (Gaussian from SGD)",
     summary="Plain SGD keeps moving near the bottom of the loss; a Gaussian fitted to where it "
     "went is the posterior (Maddox et al. 2019).",
@@ -85,6 +85,8 @@ METHOD = Method(
             "Fraction of the run before SGD's weights are collected: first reach the bottom.",
             0.5,
             options=(0.0, 0.25, 0.5, 0.75, 0.9),
+            low=0.0,
+            high=0.99,
         ),
         Setting(
             "rank",
@@ -100,6 +102,15 @@ METHOD = Method(
             "L2 penalty on the weights (a Gaussian prior).",
             0.01,
             options=(0.0, 1e-3, 1e-2, 0.1),
+        ),
+    ),
+    internal=(
+        Setting(
+            "precondition",
+            "Adam's iterates",
+            "Collect Adam's iterates at the constant rate instead of SGD's (for sharp 1-D "
+            "likelihoods that defeat plain SGD).",
+            False,
         ),
     ),
 )

@@ -1,6 +1,6 @@
 """Last-layer Laplace (Daxberger et al. 2021): a Gaussian on the last layer, fitted post hoc.
 
-The network trains as a plain MLP; :func:`~core.engine.laplace.fit_laplace` then fits the
+The network trains as a plain MLP; :func:`~core.methods.laplace.model.fit_laplace` then fits the
 posterior of its last layer on the training set (prior precision by marginal likelihood).
 """
 
@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import torch
 
-from core.engine.interface import ModelConfig, ModelKind
-from core.engine.laplace import LastLayerLaplace, fit_laplace
+from core.engine.interface import ModelConfig
 from core.engine.mlp import MLP
-from core.methods.base import Method
+from core.methods.base import Method, Setting
+from core.methods.laplace.model import STRUCTURES, LastLayerLaplace, fit_laplace
 from core.training import Procedure
 
 
@@ -20,7 +20,7 @@ class LaplaceProcedure(Procedure):
 
     def network(self, model: torch.nn.Module) -> torch.nn.Module:
         """A plain MLP with the model's layers (and weights, when it starts from a base)."""
-        mlp = MLP(ModelConfig.from_dict({**model.config.to_dict(), "kind": "mlp"}))
+        mlp = MLP(ModelConfig.from_dict({**model.config.to_dict(), "kind": "mlp", "params": {}}))
         mlp.load_state_dict(model.state_dict(), strict=False)
         return mlp.to(next(model.parameters()).device)
 
@@ -31,11 +31,21 @@ class LaplaceProcedure(Procedure):
 
 
 METHOD = Method(
-    kind=ModelKind.LAPLACE,
+    kind="laplace",
+    order=5,
     title="Laplace (last layer, post hoc)",
     summary="The network is trained as a plain MLP, then a Gaussian posterior is fitted to its "
     "last layer (Laplace approximation, prior precision by marginal likelihood).",
     model_class=LastLayerLaplace,
     procedure=LaplaceProcedure,
-    trains_like=ModelKind.MLP,
+    trains_like="mlp",
+    internal=(
+        Setting(
+            "structure",
+            "Posterior structure",
+            "The last layer's posterior precision: Kronecker-factored or full.",
+            "kron",
+            options=STRUCTURES,
+        ),
+    ),
 )

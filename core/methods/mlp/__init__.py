@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from core.engine.interface import ModelKind
 from core.engine.mlp import MLP
 from core.methods.base import Method, prior_precision
 
 METHOD = Method(
-    kind=ModelKind.MLP,
+    kind="mlp",
+    order=2,
+    convolutional=True,
     title="Plain MLP",
     summary="One set of weights (a point estimate): the baseline without weight uncertainty.",
     model_class=MLP,

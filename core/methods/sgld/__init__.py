@@ -1,7 +1,7 @@
 """SGLD (Welling & Teh 2011), with the pSGLD preconditioner (Li et al. 2016) as an option.
 
 The network takes Langevin steps θ ← θ − (ε/2)·∇Ũ(θ) + N(0, ε·T) on minibatches
-(:class:`~core.engine.sgmcmc.SGLD`, prior from the model configuration). The learning rate
+(:class:`~core.methods.sgld.sampler.SGLD`, prior from the method's parameters). The learning rate
 ``lr`` is that of plain SGD on the average NLL: ε = 2·lr/N, so lr = 0.1 moves the weights as
 far per step as SGD with 0.1 (plus the noise). Preconditioned (pSGLD), each weight's step is
 about ``lr`` itself, as with Adam. After ``burn_in`` of the steps, ``members``
@@ -15,11 +15,10 @@ import math
 
 import torch
 
-from core.engine.interface import ModelKind
 from core.engine.priors import prior_from_dict
 from core.engine.samples import WeightSamples
-from core.engine.sgmcmc import SGLD
-from core.methods.base import PRIOR_SETTINGS, Method, Setting, prior_of
+from core.methods.base import PRIOR_SETTINGS, Method, Setting, prior_config
+from core.methods.sgld.sampler import SGLD
 from core.training import Procedure
 
 SAMPLES_KEPT = Setting(
@@ -28,7 +27,7 @@ SAMPLES_KEPT = Setting(
     "How many networks of the chain the model keeps and averages (each about 1 MB).",
     8,
     low=2,
-    high=20,
+    high=50,
 )
 TEMPERATURE = Setting(
     "temperature",
@@ -36,6 +35,17 @@ TEMPERATURE = Setting(
     "1 samples the posterior; below 1 a 'cold' posterior, less noise and often more accurate.",
     1.0,
     options=(0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0),
+    low=0.0,
+    high=100.0,
+)
+
+
+PRECONDITION = Setting(
+    "precondition",
+    "Preconditioned (pSGLD)",
+    "Scale each weight's step by its recent gradient size, like RMSprop (Li et al. 2016); the "
+    "learning rate is then Adam's (about 10⁻³), not SGD's.",
+    False,
 )
 
 
@@ -46,8 +56,8 @@ class LangevinProcedure(Procedure):
 
     def network(self, model: torch.nn.Module) -> torch.nn.Module:
         """The model itself (it trains as its MLP); reads its prior and sample capacity."""
-        self.prior = prior_from_dict(model.config.prior)
-        self.capacity = model.config.members
+        self.prior = prior_from_dict(prior_config(self.params))
+        self.capacity = self.params["members"]
         self.kept = self.marks()
         return model
 
@@ -63,8 +73,8 @@ class LangevinProcedure(Procedure):
             num_data=self.num_data,
             batch_sum=self.config.batch_size,  # the objective sums the minibatch's NLL
             prior=self.prior,
-            temperature=self.config.temperature,
-            precondition=self.config.precondition,
+            temperature=self.params["temperature"],
+            precondition=self.params["precondition"],
         )
         self.scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, self.config.lr_decay)
         self.optimizers = [optimizer]
@@ -78,7 +88,7 @@ class LangevinProcedure(Procedure):
 
     def marks(self) -> set[int]:
         """The steps after which a sample is kept: ``members`` evenly after the burn-in."""
-        start = int(self.config.burn_in * self.total_steps)
+        start = int(self.params["burn_in"] * self.total_steps)
         span = self.total_steps - start
         return {start + math.ceil(span * (i + 1) / self.capacity) for i in range(self.capacity)}
 
@@ -89,7 +99,8 @@ class LangevinProcedure(Procedure):
 
 
 METHOD = Method(
-    kind=ModelKind.SGLD,
+    kind="sgld",
+    order=6,
     title="SGLD (Langevin samples)",
     summary="Gradient steps plus just enough noise to wander over the posterior; the networks "
     "visited after the burn-in are averaged (Welling & Teh 2011).",
@@ -99,13 +110,7 @@ METHOD = Method(
     settings=(
         *PRIOR_SETTINGS,
         TEMPERATURE,
-        Setting(
-            "precondition",
-            "Preconditioned (pSGLD)",
-            "Scale each weight's step by its recent gradient size, like RMSprop (Li et al. "
-            "2016); the learning rate is then Adam's (about 10⁻³), not SGD's.",
-            False,
-        ),
+        PRECONDITION,
         Setting(
             "burn_in",
             "Burn-in",
@@ -113,8 +118,9 @@ METHOD = Method(
             "posterior.",
             0.5,
             options=(0.0, 0.25, 0.5, 0.75, 0.9),
+            low=0.0,
+            high=0.99,
         ),
         SAMPLES_KEPT,
     ),
-    assemble=prior_of,
 )

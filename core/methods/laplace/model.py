@@ -46,7 +46,7 @@ STRUCTURES = ("kron", "full")
 
 
 class LastLayerLaplace(MonteCarloModule):
-    """An MLP whose last layer has a Gaussian posterior of ``config.laplace_structure``.
+    """An MLP whose last layer has a Gaussian posterior of ``config.params["structure"]``.
 
     The ``layers`` are as in :class:`~core.engine.mlp.MLP`. Until :func:`fit_laplace` fills the
     posterior, it is N(θ*, I) and ``prior_precision`` is 1.
@@ -69,7 +69,7 @@ class LastLayerLaplace(MonteCarloModule):
         prior_precision: The prior precision δ, a scalar.
 
     Raises:
-        ValueError: If ``config.laplace_structure`` is not one of :data:`STRUCTURES`.
+        ValueError: If ``config.params["structure"]`` is not one of :data:`STRUCTURES`.
     """
 
     stochastic = True
@@ -77,12 +77,12 @@ class LastLayerLaplace(MonteCarloModule):
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
-        if config.laplace_structure not in STRUCTURES:
+        if config.params["structure"] not in STRUCTURES:
             raise ValueError(f"laplace_structure must be one of {STRUCTURES}")
         self.config = config
         self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in pairwise(config.sizes))
         c, h1 = config.num_classes, config.sizes[-2] + 1
-        if config.laplace_structure == "kron":
+        if config.params["structure"] == "kron":
             self.register_buffer("eigvecs_a", torch.eye(h1))
             self.register_buffer("eigvecs_g", torch.eye(c))
             self.register_buffer("precision", torch.ones(c, h1))  # D in the eigenbasis
@@ -119,7 +119,7 @@ class LastLayerLaplace(MonteCarloModule):
         Returns:
             The covariance ``(C(H+1), C(H+1))``.
         """
-        if self.config.laplace_structure == "full":
+        if self.config.params["structure"] == "full":
             return self.scale_tril @ self.scale_tril.T
         basis = torch.kron(self.eigvecs_g, self.eigvecs_a)  # row-major vec(U_G Z U_Aᵀ)
         return basis @ torch.diag(1.0 / self.precision.flatten()) @ basis.T
@@ -131,7 +131,7 @@ class LastLayerLaplace(MonteCarloModule):
             θ ``(C, H + 1)``.
         """
         theta = self.theta_map()
-        if self.config.laplace_structure == "full":
+        if self.config.params["structure"] == "full":
             z = torch.randn(theta.numel(), device=theta.device)
             return theta + (self.scale_tril @ z).view_as(theta)
         z = torch.randn_like(self.precision) / self.precision.sqrt()
@@ -274,7 +274,7 @@ def fit_laplace(
     """Fit the last-layer posterior of ``model`` in place.
 
     The posterior precision is the GGN of the NLL (Kronecker-factored or full, by
-    ``model.config.laplace_structure``) plus δ·I.
+    ``model.config.params["structure"]``) plus δ·I.
 
     Args:
         model: The network, its ``layers`` already trained; its posterior buffers are filled.
@@ -289,7 +289,7 @@ def fit_laplace(
     n = float(len(x))
     theta = model.theta_map().double()
     theta_sq, n_params = float((theta**2).sum()), theta.numel()
-    if model.config.laplace_structure == "kron":
+    if model.config.params["structure"] == "kron":
         lam_a, u_a = torch.linalg.eigh(a_sum / n)
         lam_g, u_g = torch.linalg.eigh(g_sum / n)
         kron = n * lam_g.clamp_min(0)[:, None] * lam_a.clamp_min(0)[None, :]  # (C, H+1)
@@ -298,7 +298,7 @@ def fit_laplace(
         ggn = full_ggn(model, x)
         ggn_eigs = torch.linalg.eigvalsh(ggn).clamp_min(0)
     delta = prior_precision or _best_delta(nll, theta_sq, n_params, ggn_eigs)
-    if model.config.laplace_structure == "kron":
+    if model.config.params["structure"] == "kron":
         model.eigvecs_a.copy_(u_a.float())
         model.eigvecs_g.copy_(u_g.float())
         model.precision.copy_((kron + delta).float())

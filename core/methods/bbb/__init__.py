@@ -7,10 +7,9 @@ option); each pass at prediction draws fresh weights.
 
 from __future__ import annotations
 
-from core.engine.bbb import BayesMLP
-from core.engine.interface import ModelKind
 from core.engine.objective import KL_SCHEDULES
-from core.methods.base import PRIOR_SETTINGS, Method, Setting, prior_of
+from core.methods.base import PRIOR_SETTINGS, Method, Setting
+from core.methods.bbb.model import BayesMLP
 
 IMPL_TITLES = {
     "sequential": "one sampled network after another (slowest)",
@@ -21,13 +20,9 @@ IMPL_TITLES = {
 SCHEDULE_TITLES = {"uniform": "uniform (1/M per minibatch)", "blundell": "Blundell (2^(M−i))"}
 
 
-def _assemble(values: dict) -> dict:
-    """The prior, and local reparameterisation at prediction when it trains with it."""
-    return prior_of(values) | {"lrt": values["impl"] == "vmap_lrt"}
-
-
 METHOD = Method(
-    kind=ModelKind.BBB,
+    kind="bbb",
+    order=1,
     title="Bayes by Backprop (BBB)",
     summary="A Gaussian for every weight, fitted by maximising the ELBO (Blundell et al. 2015).",
     model_class=BayesMLP,
@@ -79,6 +74,5 @@ METHOD = Method(
             titles=SCHEDULE_TITLES,
         ),
     ),
-    assemble=_assemble,
     curve_kl=True,
 )

@@ -17,6 +17,7 @@ from core.engine.fused import FusedSampler, LRTActivation
 from core.engine.interface import ModelConfig, MonteCarloModule, flat
 from core.engine.layers import BayesLinear, LayerNoise
 from core.engine.priors import prior_from_dict
+from core.methods.base import prior_config
 
 
 class BayesMLP(MonteCarloModule):
@@ -25,7 +26,10 @@ class BayesMLP(MonteCarloModule):
     Attributes:
         stochastic: Always True: every pass draws fresh weight (or pre-activation) noise.
         weight_posterior: Always True: each weight has a posterior mean μ and std σ.
-        config: The architecture, prior, initial σ and default ``lrt`` of the network.
+        config: The architecture and the parameters of :mod:`core.methods.bbb` (prior, initial
+            σ, the estimator ``impl``).
+        lrt: Whether a pass samples pre-activations (local reparameterisation) unless told
+            otherwise: when it trains with them (``impl == "vmap_lrt"``).
         layers: The :class:`~core.engine.layers.BayesLinear` layers, input to output.
     """
 
@@ -33,16 +37,18 @@ class BayesMLP(MonteCarloModule):
     weight_posterior = True
 
     def __init__(self, config: ModelConfig) -> None:
-        """Build the layers of ``config.sizes`` with the prior ``config.prior``.
+        """Build the layers of ``config.sizes`` with the prior of ``config.params``.
 
         Args:
-            config: Architecture, prior and initial posterior σ (``init_sigma``).
+            config: Architecture, prior and initial posterior σ (``init_sigma``), complete
+                (:func:`core.methods.check_config`).
         """
         super().__init__()
         self.config = config
-        prior = prior_from_dict(config.prior)
+        self.lrt = config.params["impl"] == "vmap_lrt"
+        prior = prior_from_dict(prior_config(config.params))
         self.layers = nn.ModuleList(
-            BayesLinear(a, b, prior, init_sigma=config.init_sigma)
+            BayesLinear(a, b, prior, init_sigma=config.params["init_sigma"])
             for a, b in pairwise(config.sizes)
         )
         self._fused: FusedSampler | None = None  # built on first use (layout and scratch, no state)
@@ -61,7 +67,7 @@ class BayesMLP(MonteCarloModule):
             noise: Per layer, standard-normal noise from :meth:`draw_noise` (one pass's slice);
                 None draws fresh noise.
             lrt: True for local reparameterisation, False for weight sampling, None for
-                ``config.lrt``.
+                :attr:`lrt`.
             with_kl: Whether to compute the complexity cost.
 
         Returns:
@@ -69,7 +75,7 @@ class BayesMLP(MonteCarloModule):
             layers in nats (a one-sample estimate for a scale-mixture prior), or None when
             ``with_kl`` is False.
         """
-        lrt = self.config.lrt if lrt is None else lrt
+        lrt = self.lrt if lrt is None else lrt
         h, kl = flat(x), None
         for i, layer in enumerate(self.layers):
             h, layer_kl = layer(h, None if noise is None else noise[i], lrt=lrt, with_kl=with_kl)
@@ -157,7 +163,7 @@ class BayesMLP(MonteCarloModule):
         Args:
             x: Inputs ``(B, ...)``.
             n_samples: Weight samples S.
-            lrt: Local reparameterisation; None uses ``config.lrt``.
+            lrt: Local reparameterisation; None uses :attr:`lrt`.
 
         Returns:
             ``(outputs, kl)``: ``(S, B, C)`` and ``(S,)`` in nats.

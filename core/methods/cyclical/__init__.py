@@ -1,7 +1,8 @@
 """Cyclical SG-MCMC (Zhang et al. 2020): SGLD with warm restarts.
 
-The step size follows cosine cycles (:class:`~core.engine.sgmcmc.CyclicalSchedule`, ε₀ = 2·lr/N
-as for :mod:`core.methods.sgld`): each cycle starts with a large step that escapes the current
+The step size follows cosine cycles (:class:`~core.methods.sgld.sampler.CyclicalSchedule`,
+ε₀ = 2·lr/N as for :mod:`core.methods.sgld`): each cycle starts with a large step that escapes the
+current
 mode, explores without noise for the first ``exploration`` of the cycle, then samples with
 Langevin noise; the ``members`` samples are kept at the end of the cycles, spread evenly over
 each cycle's sampling stage, so every cycle's mode is represented.
@@ -11,11 +12,10 @@ from __future__ import annotations
 
 import math
 
-from core.engine.interface import ModelKind
 from core.engine.samples import WeightSamples
-from core.engine.sgmcmc import CyclicalSchedule
-from core.methods.base import PRIOR_SETTINGS, Method, Setting, prior_of
-from core.methods.sgld import SAMPLES_KEPT, TEMPERATURE, LangevinProcedure
+from core.methods.base import PRIOR_SETTINGS, Method, Setting
+from core.methods.sgld import PRECONDITION, SAMPLES_KEPT, TEMPERATURE, LangevinProcedure
+from core.methods.sgld.sampler import CyclicalSchedule
 
 
 class CyclicalProcedure(LangevinProcedure):
@@ -26,15 +26,15 @@ class CyclicalProcedure(LangevinProcedure):
         self.schedule = CyclicalSchedule(
             self.step_size(),
             max(self.total_steps, 1),
-            min(self.config.cycles, max(self.total_steps, 1)),
-            self.config.exploration,
+            min(self.params["cycles"], max(self.total_steps, 1)),
+            self.params["exploration"],
         )
         length, cycles = self.schedule.cycle_length, self.schedule.n_cycles
         per_cycle = math.ceil(self.capacity / cycles)
         marks = set()
         for c in range(cycles):
             end = min((c + 1) * length, self.total_steps)
-            sampling = end - (c * length + math.ceil(self.config.exploration * length))
+            sampling = end - (c * length + math.ceil(self.params["exploration"] * length))
             marks |= {end - sampling * j // per_cycle for j in range(per_cycle)}
         return marks
 
@@ -50,7 +50,8 @@ class CyclicalProcedure(LangevinProcedure):
 
 
 METHOD = Method(
-    kind=ModelKind.SGMCMC_CYCLIC,
+    kind="sgmcmc_cyclic",
+    order=7,
     title="Cyclical SG-MCMC (warm restarts)",
     summary="SGLD whose step size restarts large every cycle and shrinks: each cycle finds a "
     "new mode and takes samples there (Zhang et al. 2020).",
@@ -74,8 +75,10 @@ METHOD = Method(
             "Fraction of each cycle spent moving without noise before sampling starts.",
             0.8,
             options=(0.0, 0.25, 0.5, 0.75, 0.8, 0.9),
+            low=0.0,
+            high=0.99,
         ),
         SAMPLES_KEPT,
     ),
-    assemble=prior_of,
+    internal=(PRECONDITION,),
 )

@@ -1,0 +1,121 @@
+"""A method is one package: a dummy method's folder dropped into ``core/methods/`` appears, with
+no other edit, on the Train page, among ``python -m core train``'s flags and in active
+learning's methods; once the folder is gone it is gone from all of them.
+
+Each look is a fresh Python process (the registry is read once per process), run from this
+checkout with the temporary folder in place, then without it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+KIND = "plugin_probe"
+FOLDER = ROOT / "core" / "methods" / KIND
+LABEL = "Logit noise (probe)"
+TITLE = "Probe method"
+
+PACKAGE = f'''
+"""A test's stand-in method: the backbone MLP with Gaussian noise on its logits."""
+
+import torch
+
+from core.engine.mlp import MLP
+from core.methods.base import Method, Setting
+
+
+class NoisyMLP(MLP):
+    """The plain network whose every pass adds N(0, noise²) to the logits."""
+
+    stochastic = True
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = super().forward(x)
+        return out + self.config.params["noise"] * torch.randn_like(out)
+
+
+METHOD = Method(
+    kind="{KIND}",
+    title="{TITLE}",
+    summary="A stand-in that a test drops in and removes.",
+    model_class=NoisyMLP,
+    settings=(Setting("noise", "{LABEL}", "Noise of each pass.", 0.1, low=0.0, high=1.0),),
+)
+'''
+
+LOOK = textwrap.dedent(
+    f"""
+    import json, subprocess, sys
+    from streamlit.testing.v1 import AppTest
+
+    from core.active.loop import MODEL_KINDS
+    from core.methods import METHODS, build_model
+    from core.methods import ModelConfig
+
+    at = AppTest.from_file("pages/train.py", default_timeout=120)
+    at.session_state["train_kind"] = "{KIND}" if "{KIND}" in METHODS else "mlp"
+    at.run()
+    picker = at.selectbox(key="train_kind")
+    labels = [w.label for w in at.slider] + [w.label for w in at.radio]
+    labels += [w.label for w in at.select_slider] + [w.label for w in at.number_input]
+    flags = subprocess.run(
+        [sys.executable, "-m", "core", "train", "--help"], capture_output=True, text=True
+    ).stdout
+    passes = None
+    if "{KIND}" in METHODS:
+        model = build_model(ModelConfig(kind="{KIND}", hidden=(8,)), seed=0).eval()
+        passes = model.sample_logits(__import__("torch").rand(2, 784), 3).shape[0]
+    print(json.dumps({{
+        "registry": list(METHODS),
+        "page_options": list(picker.options),
+        "page_labels": labels,
+        "page_errors": [str(e) for e in at.exception],
+        "cli": flags,
+        "active": list(MODEL_KINDS),
+        "passes": passes,
+    }}))
+    """
+)
+
+
+def look() -> dict:
+    """What a fresh process of this checkout sees."""
+    result = subprocess.run(
+        [sys.executable, "-c", LOOK],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+        env={**__import__("os").environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_a_dropped_in_method_appears_everywhere_and_leaves_with_its_folder():
+    assert not FOLDER.exists()
+    try:
+        FOLDER.mkdir()
+        (FOLDER / "__init__.py").write_text(PACKAGE)
+        seen = look()
+    finally:
+        shutil.rmtree(FOLDER, ignore_errors=True)
+    assert seen["page_errors"] == []
+    assert KIND in seen["registry"] and seen["registry"][-1] == KIND  # no order: listed last
+    assert TITLE in seen["page_options"]  # a choice of the Train page's method picker
+    assert LABEL in seen["page_labels"]  # its setting is a control on the Train page
+    assert KIND in seen["cli"] and "--noise" in seen["cli"]
+    assert KIND in seen["active"]  # stochastic and trains its own posterior
+    assert seen["passes"] == 3
+
+    gone = look()
+    assert KIND not in gone["registry"] and TITLE not in gone["page_options"]
+    assert LABEL not in gone["page_labels"]
+    assert KIND not in gone["cli"] and "--noise" not in gone["cli"]
+    assert KIND not in gone["active"]
