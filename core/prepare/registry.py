@@ -216,7 +216,7 @@ def _bandits(values: Mapping[str, str]) -> list[Job]:
 PREPARERS: dict[str, Preparer] = {
     "home": Preparer(_nothing),  # the Home page's table ships with the lab
     "draw": Preparer(_thresholds, frozenset({"draw_sweep", "draw_sweep_steps"})),
-    "classroom": Preparer(_thresholds),
+    "classroom": Preparer(_thresholds, live=("learn_",)),  # the teacher adapts in class
     "ood": Preparer(
         _ood,
         frozenset(
