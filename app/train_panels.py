@@ -11,8 +11,9 @@ from core.jobs import training_queue
 from core.jobs.limits import Limits
 from core.jobs.owners import delete_model, rename_model
 from core.methods import method
-from core.storage.checkpoints import CheckpointError, partial_note, task_title
+from core.storage.checkpoints import CheckpointError, task_title
 from core.storage.database_errors import DatabaseError
+from core.storage.metadata import partial_note
 from core.storage.user_models import list_user_checkpoints
 
 NOTICE_KEY = "train_notice"  # (kind, message) left by a cancel/rename/delete callback

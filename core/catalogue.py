@@ -22,9 +22,9 @@ from core.storage.checkpoints import (
     checkpoint_problem,
     copy_atomically,
     load_checkpoint,
-    partial_note,
     read_metadata,
 )
+from core.storage.metadata import partial_note
 from core.training import TrainConfig
 
 MIXTURE_PRIOR = {"prior": "mixture", "pi": 0.5, "sigma1": 1.0, "sigma2": 0.0024787521766663585}

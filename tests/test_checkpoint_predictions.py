@@ -18,7 +18,8 @@ from core.catalogue import REGISTRY
 from core.data import DatasetUnavailable, load_dataset
 from core.engine.sampler import predictive_logits
 from core.engine.seeding import seeded
-from core.storage.checkpoints import checkpoint_path, load_checkpoint, migrate
+from core.storage.checkpoints import checkpoint_path, load_checkpoint
+from core.storage.metadata import migrate
 
 RECORDED = Path(__file__).with_name("checkpoint_predictions.json")
 N_IMAGES = 2

@@ -15,6 +15,7 @@ from core.methods import ModelConfig, build_model
 from core.paths import REPO_ROOT
 from core.storage import checkpoints
 from core.storage.checkpoints import CheckpointError, load_checkpoint, save_checkpoint
+from core.storage.metadata import partial_note
 
 TINY = ModelConfig(kind="bbb", hidden=(8,), params=MIXTURE_PRIOR)
 
@@ -65,7 +66,7 @@ def test_interrupted_save_leaves_old_file_intact(tmp_path, monkeypatch):
     ],
 )
 def test_partial_note_reads_new_and_old_metadata(metadata, note):
-    assert checkpoints.partial_note(metadata) == note
+    assert partial_note(metadata) == note
 
 
 def test_a_save_cut_between_its_two_files_never_looks_finished(tmp_path, monkeypatch):
@@ -83,7 +84,7 @@ def test_a_save_cut_between_its_two_files_never_looks_finished(tmp_path, monkeyp
         return write
 
     def note():
-        return checkpoints.partial_note(checkpoints.read_metadata(path))
+        return partial_note(checkpoints.read_metadata(path))
 
     monkeypatch.setattr(checkpoints, "atomic_write", killed_before(".pt"))
     with pytest.raises(KeyboardInterrupt):  # a new run's first save, over a finished model

@@ -34,12 +34,12 @@ from core.storage.checkpoints import (
     CheckpointError,
     checkpoint_dataset,
     load_checkpoint,
-    partial_note,
     read_metadata,
     resolve_checkpoint,
     save_checkpoint,
     user_key,
 )
+from core.storage.metadata import partial_note
 from core.storage.user_models import (
     delete_user_checkpoint,
     list_user_checkpoints,

@@ -18,9 +18,9 @@ from core.storage.checkpoints import (
     checkpoint_dataset,
     is_shipped,
     load_checkpoint,
-    partial_note,
     task_title,
 )
+from core.storage.metadata import partial_note
 from core.studies.calibration.validation import held_out_validation
 from core.studies.evaluations import (
     SHIPPED_THRESHOLDS,
@@ -40,7 +40,7 @@ def recipe(metadata: dict, dataset: str) -> dict:
     Returns:
         ``train_images`` (int; None for the whole training set; absent when not recorded),
         ``epochs`` (finished), ``epochs_planned`` (those its run asked for, when recorded),
-        ``partial`` (:func:`~core.storage.checkpoints.partial_note`, "" when finished) and
+        ``partial`` (:func:`~core.storage.metadata.partial_note`, "" when finished) and
         ``text``, one line, e.g. ``"2,000 MNIST training images, 3 epochs"``.
     """
     training = metadata.get("training")

@@ -39,11 +39,11 @@ from core.storage.checkpoints import (
     CheckpointSpec,
     checkpoint_path,
     load_checkpoint,
-    partial_note,
     save_checkpoint,
     task_title,
     user_key,
 )
+from core.storage.metadata import partial_note
 from core.storage.user_models import list_user_checkpoints
 from core.studies.evaluations import (
     test_metrics,

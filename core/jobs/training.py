@@ -32,10 +32,10 @@ from core.storage.checkpoints import (
     TASK_DATASETS,
     CheckpointSpec,
     checkpoint_path,
-    migrate,
     save_checkpoint,
     task_title,
 )
+from core.storage.metadata import migrate
 from core.storage.user_models import validate_model_name
 from core.training import EpochStats, StepStats, TrainConfig, train
 

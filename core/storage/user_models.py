@@ -19,12 +19,12 @@ from core.storage.checkpoints import (
     checkpoint_dataset,
     checkpoint_path,
     checkpoint_problem,
-    partial_note,
     read_metadata,
     resolve_checkpoint,
     task_title,
     user_key,
 )
+from core.storage.metadata import partial_note
 from core.training import TrainConfig
 
 
