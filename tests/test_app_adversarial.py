@@ -13,7 +13,7 @@ import core.storage.checkpoints
 from app import ui
 from core.catalogue import REGISTRY
 from core.engine.device import default_device
-from core.methods import ModelConfig, build_model
+from core.methods import ModelConfig, build_model, params_for
 from core.storage.checkpoints import checkpoint_path, save_checkpoint, shared_model
 from core.studies.robustness import CurveSettings, is_cached
 
@@ -29,7 +29,9 @@ def checkpoint_dir(tmp_path, monkeypatch, mnist_small):
     monkeypatch.setenv("BNN_CACHE_DIR", str(tmp_path / "cache"))
     for seed, name in enumerate(NAMES):
         torch.manual_seed(seed)
-        config = {**REGISTRY[name].model.to_dict(), "hidden": [16], "init_sigma": 0.05}
+        spec = REGISTRY[name].model  # BBB starts from σ = 0.05, the rest as shipped
+        params = {**spec.params, **params_for(spec.kind, {"init_sigma": 0.05})}
+        config = {**spec.to_dict(), "hidden": [16], "params": params}
         save_checkpoint(
             name,
             build_model(ModelConfig.from_dict(config)),
@@ -132,7 +134,9 @@ def test_each_task_is_attacked_on_its_own_test_set(checkpoint_dir):
         pytest.skip(f"Fashion-MNIST unavailable: {exc}")
     for seed, name in enumerate(("fashion_bbb_mixture", "fashion_mlp")):
         torch.manual_seed(seed)
-        config = {**REGISTRY[name].model.to_dict(), "hidden": [16], "init_sigma": 0.05}
+        spec = REGISTRY[name].model  # BBB starts from σ = 0.05, the rest as shipped
+        params = {**spec.params, **params_for(spec.kind, {"init_sigma": 0.05})}
+        config = {**spec.to_dict(), "hidden": [16], "params": params}
         save_checkpoint(
             name,
             build_model(ModelConfig.from_dict(config)),

@@ -21,7 +21,7 @@ from core.data import DatasetUnavailable, load_dataset
 from core.engine.interface import ModelConfig
 from core.evaluation.shift import SHIFTS
 from core.evaluation.uncertainty import SCORES
-from core.methods import build_model
+from core.methods import build_model, params_for
 from core.storage.checkpoints import save_checkpoint
 from core.studies.calibration import rejection as rejection_study
 from core.studies.calibration import shift as shift_study
@@ -48,7 +48,9 @@ def small_checkpoints(folder: Path, names: list[str]) -> None:
     """784-16-10 untrained checkpoints under the registered ``names``."""
     for i, name in enumerate(names):
         torch.manual_seed(i)
-        config = {**REGISTRY[name].model.to_dict(), "hidden": [16], "init_sigma": 0.05}
+        spec = REGISTRY[name].model  # BBB starts from σ = 0.05, the rest as shipped
+        params = {**spec.params, **params_for(spec.kind, {"init_sigma": 0.05})}
+        config = {**spec.to_dict(), "hidden": [16], "params": params}
         save_checkpoint(
             name,
             build_model(ModelConfig.from_dict(config)),

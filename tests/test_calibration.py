@@ -41,7 +41,7 @@ from core.evaluation.shift import (
     shift_images,
 )
 from core.evaluation.uncertainty import SCORES
-from core.methods import build_model
+from core.methods import build_model, params_for
 from core.storage.checkpoints import checkpoint_dataset, save_checkpoint
 from core.studies import calibration as calibration_study
 from core.studies.calibration import rejection as rejection_study
@@ -352,7 +352,9 @@ def small(tmp_path, monkeypatch, mnist_small):
     monkeypatch.setenv("BNN_CACHE_DIR", str(tmp_path / "cache"))
     for seed, name in enumerate(NAMES):
         torch.manual_seed(seed)
-        config = {**REGISTRY[name].model.to_dict(), "hidden": [16], "init_sigma": 0.05}
+        spec = REGISTRY[name].model  # BBB starts from σ = 0.05, the rest as shipped
+        params = {**spec.params, **params_for(spec.kind, {"init_sigma": 0.05})}
+        config = {**spec.to_dict(), "hidden": [16], "params": params}
         save_checkpoint(
             name,
             build_model(ModelConfig.from_dict(config)),

@@ -2,8 +2,9 @@
 parameters (the flat metadata of the shipped files is migrated on load).
 
 ``checkpoint_predictions.json`` holds, for every shipped model, the logits of a few seeded
-Monte-Carlo passes on the first test images of its task, computed by the code before the
-move (``python -c "from tests.test_checkpoint_predictions import record; record()"``).
+Monte-Carlo passes on the first test images of its task on one torch thread, computed by the
+code before the move (commit 9480bb1, the same calls as :func:`predictions`; :func:`record`
+writes them with today's code).
 """
 
 from __future__ import annotations
@@ -36,12 +37,19 @@ def predictions(name: str) -> list:
     """Logits ``(N_SAMPLES, N_IMAGES, C)`` of a shipped model's seeded passes, as lists.
 
     The passes use the model's own configuration (``lrt=None``: a BBB model trained with
-    local reparameterisation predicts with it).
+    local reparameterisation predicts with it), on one torch thread: the noise of dropout and
+    of local reparameterisation is drawn per thread's share, so other thread counts draw other
+    (equally valid) numbers.
     """
     model, meta = load_checkpoint(name)
     x, _ = load_dataset(meta.get("dataset", "mnist"), "test")
-    with seeded(SEED, cuda=False), torch.no_grad():
-        logits = predictive_logits(model, x[:N_IMAGES], N_SAMPLES, lrt=None)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with seeded(SEED, cuda=False), torch.no_grad():
+            logits = predictive_logits(model, x[:N_IMAGES], N_SAMPLES, lrt=None)
+    finally:
+        torch.set_num_threads(threads)
     return logits.tolist()
 
 

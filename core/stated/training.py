@@ -94,7 +94,9 @@ def stored_runs() -> dict:
     """The stored guide runs (:data:`RUNS_FILE`).
 
     Returns:
-        Run name → its request, first running averages, epochs and final metrics.
+        Run name → its request (in today's form: runs stored before methods owned their
+        parameters are read through the same migration as a stored job), first running
+        averages, epochs and final metrics.
 
     Raises:
         FileNotFoundError: If the runs were never stored.
@@ -102,7 +104,10 @@ def stored_runs() -> dict:
     runs = RUNS.load(RUNS_FILE)
     if runs is None:
         raise FileNotFoundError(f"no stored guide runs at {RUNS.path(RUNS_FILE)}")
-    return runs
+    return {
+        name: run | {"request": TrainRequest.from_dict(run["request"]).to_dict()}
+        for name, run in runs.items()
+    }
 
 
 @stated("train_run", on_opening=False)
