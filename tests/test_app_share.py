@@ -194,6 +194,46 @@ def default_of(name: str, kind: str, key: str):
     return widget(run(page(name), {}), kind, key).value
 
 
+def drawn_afresh(at: AppTest, kind: str, key: str):
+    """What the browser shows when it draws the widget anew and the visitor never touched it:
+    the default the server sends (the value it sets reaches the browser only in that run)."""
+    return (
+        list(widget(at, kind, key).proto.default)
+        if kind in LISTED
+        else widget(at, kind, key).proto.default
+    )
+
+
+LISTED = ("slider", "select_slider", "multiselect")  # their defaults are repeated fields
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "key", "raw", "value", "changed", "bad"), ROUND_TRIPS, ids=IDS
+)
+def test_a_link_value_is_what_the_browser_draws_afresh(
+    small_models, name, kind, key, raw, value, changed, bad
+):
+    """A polling fragment can make the browser draw the page's widgets anew; a widget the
+    visitor never touched then shows, and sends back with the next press, its default. With
+    the page's own default there, a student's 1-epoch link started a 3-epoch job."""
+    linked = run(page(name), {key: raw})
+    plain = run(page(name), {})
+    assert drawn_afresh(linked, kind, key) != drawn_afresh(plain, kind, key)
+    first = drawn_afresh(linked, kind, key)
+    linked.run()  # the next run (the press's) keeps it
+    assert not linked.exception, linked.exception
+    assert drawn_afresh(linked, kind, key) == first
+    assert widget(linked, kind, key).value == value
+
+
+def test_the_train_links_epochs_and_images_are_the_browsers_defaults(small_models):
+    at = run(page("train"), {"train_epochs": "1", "train_subset": "1000", "train_name": "x"})
+    epochs, images = at.number_input(key="train_epochs"), at.select_slider(key="train_subset")
+    assert epochs.proto.default == 1
+    assert [images.proto.options[int(i)] for i in images.proto.default] == ["1,000"]
+    assert at.text_input(key="train_name").proto.default == "x"
+
+
 @pytest.mark.parametrize(
     ("name", "kind", "key", "raw", "value", "changed", "bad"), ROUND_TRIPS, ids=IDS
 )

@@ -5,6 +5,12 @@ checked against the widget's options, range and type; one that does not fit keep
 and leaves a note at the top of the page, never an exception. A control the URL's ``hide`` flag
 lists is not drawn: the URL value (or the default) is used. The widget's value is written back
 to ``st.query_params``, so the address bar always links to this view (a default is left out).
+
+A value taken from the link is also the widget's default from then on. The browser shows the
+value the server sets only in the run that sets it; when it draws the widget afresh later (a
+polling fragment's rerun can do that) and the visitor never touched it, it shows the widget's
+default and sends that back with the next press. With the link's value as the default, a
+student's 1-epoch link cannot start a 3-epoch job.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from app.share.codec import LinkValueError, PartlyUsable, encode
 from app.share.presenter import hidden_keys
-from app.share.state import RUN_KEY, applied_texts, url_value
+from app.share.state import RUN_KEY, applied_texts, linked_values, url_value
 
 NOTE_HEADING = "Some settings in the link could not be used; their defaults apply:"
 
@@ -49,13 +55,16 @@ def _from_url(key: str, parse: Callable[[str], Any]) -> tuple[bool, Any]:
         return False, None
     applied[key] = raw
     try:
-        return True, parse(raw)
+        value = parse(raw)
     except PartlyUsable as exc:
         _note(f"Ignored part of {key}={raw} from the link: {exc}.")
-        return True, exc.value
+        value = exc.value
     except LinkValueError as exc:
         _note(f"Ignored {key}={raw} from the link: {exc}.")
+        linked_values().pop(key, None)
         return False, None
+    linked_values()[key] = value
+    return True, value
 
 
 def _hidden_value(key: str, default: Any, parse: Callable[[str], Any]) -> Any:
@@ -91,7 +100,7 @@ def bound(
     key: str,
     default: Any,
     parse: Callable[[str], Any],
-    draw: Callable[[], Any],
+    draw: Callable[[Any], Any],
 ) -> Any:
     """Apply the URL, draw (unless hidden), publish: the mechanism behind every shared widget.
 
@@ -99,7 +108,8 @@ def bound(
         key: The widget's key and URL parameter.
         default: The widget's value when neither the URL nor the user chose one.
         parse: Reads a URL text; raises :class:`LinkValueError` when it does not fit.
-        draw: Draws the widget and returns its value.
+        draw: Draws the widget with the given default (the link's value, or ``default``)
+            and returns its value.
 
     Returns:
         The widget's value (the URL's or the default when the URL hides the control).
@@ -116,6 +126,6 @@ def bound(
     ok, value = _from_url(key, parse)
     if ok:
         st.session_state[key] = value
-    result = draw()
+    result = draw(linked_values().get(key, default))
     _publish(key, result, default)
     return result

@@ -12,7 +12,7 @@ from urllib.parse import urlencode
 import streamlit as st
 
 from app.share.presenter import FLAGS, PRESENTER_CSS, presenter
-from app.share.state import FLAGS_KEY, PAGE_KEY, RUN_KEY, applied_texts
+from app.share.state import FLAGS_KEY, PAGE_KEY, RUN_KEY, applied_texts, linked_values
 
 GLOBAL_PREFIX = "sidebar_"  # settings drawn on every page (app/ui.py's sidebar)
 
@@ -35,11 +35,13 @@ def start_run(page: str) -> None:
             params[name] = flags[name]
     previous = st.session_state.get(PAGE_KEY)
     if previous is not None and previous != page:
-        applied = applied_texts()
+        applied, linked = applied_texts(), linked_values()
         for key in list(params):
             if key not in FLAGS and not key.startswith(GLOBAL_PREFIX):
                 del params[key]
                 applied.pop(key, None)
+        for key in [k for k in linked if not k.startswith(GLOBAL_PREFIX)]:
+            del linked[key]
     st.session_state[PAGE_KEY] = page
     switched = previous is not None and previous != page
     st.session_state[RUN_KEY] = {"box": st.container(), "headed": False, "switched": switched}

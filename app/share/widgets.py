@@ -21,6 +21,7 @@ from app.share.binding import bound
 from app.share.codec import (
     LinkValueError,
     PartlyUsable,
+    encode,
     listing,
     parse_bool,
     parse_choice,
@@ -40,10 +41,13 @@ class Widget:
     Attributes:
         default: Its arguments → its value when neither the URL nor the user chose one.
         parse: Its arguments → the reader of a URL text (raises :class:`LinkValueError`).
+        starting_at: Its arguments and a value → the argument that makes that value its
+            default, as ``(name, argument)``.
     """
 
     default: Callable[[Arguments], Any]
     parse: Callable[[Arguments], Callable[[str], Any]]
+    starting_at: Callable[[Arguments, Any], tuple[str, Any]] = lambda a, v: ("value", v)
 
 
 def _choice(a: Arguments) -> Callable[[str], Any]:
@@ -98,6 +102,10 @@ def _chosen_index(a: Arguments) -> Any:
     return a["options"][a["index"]] if a["index"] is not None and a["options"] else None
 
 
+def _at_index(a: Arguments, value: Any) -> tuple[str, Any]:
+    return "index", list(a["options"]).index(value)
+
+
 def _slider_default(a: Arguments) -> Any:
     return a["value"] if a["value"] is not None else a["min_value"]
 
@@ -109,14 +117,16 @@ def _number_input_default(a: Arguments) -> Any:
 
 
 WIDGETS: dict[str, Widget] = {
-    "selectbox": Widget(_chosen_index, _choice),
-    "radio": Widget(_chosen_index, _choice),
+    "selectbox": Widget(_chosen_index, _choice, _at_index),
+    "radio": Widget(_chosen_index, _choice, _at_index),
     "select_slider": Widget(
         lambda a: a["value"] if a["value"] is not None else next(iter(a["options"]), None),
         _choice,
     ),
     "multiselect": Widget(
-        lambda a: list(a["default"]) if a["default"] is not None else [], _choices
+        lambda a: list(a["default"]) if a["default"] is not None else [],
+        _choices,
+        lambda a, v: ("default", list(v)),
     ),
     "slider": Widget(_slider_default, _number(_slider_default)),
     "number_input": Widget(_number_input_default, _number(_number_input_default)),
@@ -128,7 +138,8 @@ WIDGETS: dict[str, Widget] = {
     ),
 }
 """The shared widgets by Streamlit's name: options named by value, numbers range-checked,
-lists comma-separated (items that name no option are left out with a note), booleans 1/0."""
+lists comma-separated (items that name no option are left out with a note), booleans 1/0.
+A value from the link is drawn as the widget's default (:func:`app.share.binding.bound`)."""
 
 
 def shared(name: str) -> Callable[..., Any]:
@@ -150,12 +161,15 @@ def shared(name: str) -> Callable[..., Any]:
             given.arguments["options"] = list(given.arguments["options"])
         full = signature.bind(*given.args, **given.kwargs)
         full.apply_defaults()
-        return bound(
-            full.arguments["key"],
-            widget.default(full.arguments),
-            widget.parse(full.arguments),
-            lambda: getattr(container or st, name)(*given.args, **given.kwargs),
-        )
+        default = widget.default(full.arguments)
+
+        def draw_from(start: Any) -> Any:
+            if encode(start) != encode(default):  # the link's value: the browser's default
+                argument, value = widget.starting_at(full.arguments, start)
+                given.arguments[argument] = value
+            return getattr(container or st, name)(*given.args, **given.kwargs)
+
+        return bound(full.arguments["key"], default, widget.parse(full.arguments), draw_from)
 
     draw.__name__ = draw.__qualname__ = name
     draw.__doc__ = f"``st.{name}`` whose value lives in the URL under ``key`` (see :func:`shared`)."
