@@ -208,6 +208,23 @@ def default_models(available: list[str]) -> list[str]:
     return [n for n in (bbb, "mlp", "dropout_mlp") if n is not None and n in available]
 
 
+def first_shipped(kind: str, dataset: str = "mnist") -> str | None:
+    """The checkpoint a study takes for a method: its first registered one on ``dataset``.
+
+    Args:
+        kind: A method's kind.
+        dataset: The task (``"mnist"`` or ``"fashion_mnist"``).
+
+    Returns:
+        Its registry name (e.g. ``"bbb_gaussian"`` for ``"bbb"``), or None when none is
+        registered.
+    """
+    return next(
+        (s.name for s in REGISTRY.values() if s.model.kind == kind and s.dataset == dataset),
+        None,
+    )
+
+
 def list_checkpoints(
     directory: Path | None = None, dataset: str | None = None
 ) -> list[CheckpointInfo]:

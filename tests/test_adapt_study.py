@@ -3,11 +3,15 @@ the scores, the answers that changed, the curve and the BALD replay."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 import torch
 
-from core.adapt.bench import TITLES, save_study, study_table
+from core.adapt.bench import ROWS, TITLES, save_study, study_table
 from core.adapt.live import LiveAdaptation, Plan, State, start
+from core.adapt.registry import ADAPTERS
 from core.adapt.study import (
     ask_first,
     before_after,
@@ -16,11 +20,14 @@ from core.adapt.study import (
     scores,
     split_drawings,
 )
+from core.catalogue import REGISTRY, first_shipped
 from core.data.synthetic import canvas_digits
 from core.jobs.owners import Visitor
 from core.paths import user_model_dir
 from core.stated.adapt import adapt_study
 from core.storage.checkpoints import load_checkpoint
+
+STORED = Path(__file__).resolve().parents[1] / "checkpoints/results/adaptation/adapt-canvas.json"
 
 
 def test_time_split_learns_the_older_half():
@@ -158,6 +165,19 @@ def test_the_study_table_and_its_stated_cells(tmp_path, monkeypatch):
     assert adapt_study("mlp", "200") == "75.0" and adapt_study("mlp", "ece_before") == "0.200"
     with pytest.raises(ValueError, match="column is one of"):
         adapt_study("mlp", "speed")
+
+
+def test_the_study_rows_are_the_adapters_arms_as_stored():
+    stored = json.loads(STORED.read_text())["rows"]
+    assert {r["method"]: (r["title"], r["checkpoint"], r["options"]) for r in stored} == {
+        name: (row.title, row.checkpoint, row.options) for name, row in ROWS.items()
+    }
+    for name, row in ROWS.items():
+        kind = REGISTRY[row.checkpoint].model.kind
+        assert ADAPTERS[kind].can_adapt and name.startswith(kind)
+        assert row.checkpoint == first_shipped(kind)
+    assert first_shipped("bbb") == "bbb_gaussian" and first_shipped("bbb", "fashion_mnist")
+    assert first_shipped("no_such_kind") is None
 
 
 def live_plan(**changes) -> Plan:
