@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 
 from core.adapt.registry import ADAPTERS
-from core.adapt.run import adapt
+from core.adapt.run import Recipe, adapt
 from core.adapt.study import MNIST_SUBSET, scores
 from core.catalogue import first_shipped
 from core.data import load_dataset
@@ -132,7 +132,7 @@ def run_study(
             times, adapted = [], None
             for _ in range(repeats if size == max(SIZES) else 1):
                 start = time.perf_counter()
-                adapted = adapt(checkpoint, x, y, options=options, seed=SEED)
+                adapted = adapt(checkpoint, x, y, Recipe(options=options, seed=SEED))
                 times.append(time.perf_counter() - start)
             after = scores(adapted.model, sets["kept"], sets["mnist"], N_SAMPLES, SEED).row()
             sizes[str(size)] = after | {"seconds": statistics.median(times), "runs": times}
