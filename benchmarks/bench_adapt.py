@@ -14,7 +14,7 @@ import argparse
 
 import torch
 
-from core.adapt.bench import METHODS, run_study, save_study
+from core.adapt.bench import ROWS, run_study, save_study
 from core.progress import text_progress
 
 
@@ -22,7 +22,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's own)")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs at 200 drawings")
-    parser.add_argument("--methods", nargs="*", choices=list(METHODS), default=None)
+    parser.add_argument("--methods", nargs="*", choices=list(ROWS), default=None)
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)

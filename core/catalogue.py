@@ -31,6 +31,12 @@ MIXTURE_PRIOR = {"prior": "mixture", "pi": 0.5, "sigma1": 1.0, "sigma2": 0.00247
 """Blundell et al.'s scale mixture ½·N(0, 1) + ½·N(0, e⁻⁶), as a method's prior parameters."""
 SGMCMC_PARAMS = {"members": 8, "prior": "gaussian", "prior_sigma": 0.3}
 """The shipped SG-MCMC models' sample count and prior N(0, 0.3²)."""
+BASELINE_KIND = "mlp"
+"""The baseline network, a point estimate: what the studies set a Bayesian network beside
+(the timing study's and the peer benchmark's floor)."""
+BAYESIAN_KIND = "bbb"
+"""The Bayesian network whose S-sample ELBO estimators the timing study and the peer benchmark
+time (its ``impl`` parameter)."""
 TRAIN_SUBSET = 55_000
 """Training images of the shipped models trained here: the first 55,000 of the seeded order, so
 that the last 5,000 (:data:`core.studies.calibration.validation.VALIDATION_SIZE`) stay unseen
@@ -200,6 +206,23 @@ def default_models(available: list[str]) -> list[str]:
     """
     bbb = next((n for n in ("bbb_mixture", "bbb_gaussian") if n in available), None)
     return [n for n in (bbb, "mlp", "dropout_mlp") if n is not None and n in available]
+
+
+def first_shipped(kind: str, dataset: str = "mnist") -> str | None:
+    """The checkpoint a study takes for a method: its first registered one on ``dataset``.
+
+    Args:
+        kind: A method's kind.
+        dataset: The task (``"mnist"`` or ``"fashion_mnist"``).
+
+    Returns:
+        Its registry name (e.g. ``"bbb_gaussian"`` for ``"bbb"``), or None when none is
+        registered.
+    """
+    return next(
+        (s.name for s in REGISTRY.values() if s.model.kind == kind and s.dataset == dataset),
+        None,
+    )
 
 
 def list_checkpoints(

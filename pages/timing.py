@@ -1,8 +1,8 @@
 """Timing page: training time per epoch vs Monte-Carlo samples S for the three ELBO
 implementations, run in-app or loaded from saved results
-(:data:`core.studies.training_speed.RUNS`, listed by device and date: a file name is only a
+(:data:`core.studies.training_speed_runs.RUNS`, listed by device and date: a file name is only a
 key). Saving a run among the lab's results is the teacher's
-(:func:`core.studies.training_speed.save_shared_result` refuses a student)."""
+(:func:`core.studies.training_speed_runs.save_shared_result` refuses a student)."""
 
 import streamlit as st
 import torch
@@ -25,17 +25,19 @@ from core.engine.objective import IMPLEMENTATIONS
 from core.studies.peers import load_peer_results
 from core.studies.training_speed import (
     BBB_IMPLEMENTATIONS,
-    DEVICE_COLUMNS,
     PRIORS,
-    REFERENCE_FILE,
     BenchConfig,
+    regression_config,
+    run_benchmark,
+)
+from core.studies.training_speed_goals import slope_speedups
+from core.studies.training_speed_runs import (
+    DEVICE_COLUMNS,
+    REFERENCE_FILE,
     device_table,
     gpu_trained_models,
     load_results,
-    regression_config,
-    run_benchmark,
     save_shared_result,
-    slope_speedups,
 )
 
 RESULT_KEY = "timing_result"

@@ -11,7 +11,7 @@ import pytest
 import torch
 from torch.distributions import Normal, kl_divergence
 
-from core.adapt import ADAPTERS, CannotAdapt, adapt, adapt_model
+from core.adapt import ADAPTERS, CannotAdapt, Recipe, adapt, adapt_model
 from core.adapt.laplace import QuadraticPrior, absorb
 from core.data.synthetic import canvas_digits
 from core.engine.interface import ModelConfig
@@ -125,7 +125,7 @@ def test_no_drawings_change_nothing(checkpoint):
     model, _ = load_checkpoint(checkpoint)
     options = {"pull": 100.0} if checkpoint in ("mlp", "dropout_mlp") else None
     x, y = drawings(0)
-    info = adapt_model(model, x, y, steps=5, options=options)
+    info = adapt_model(model, x, y, Recipe(steps=5, options=options))
     assert info is not None
     after = model.state_dict()
     for name, value in shipped.state_dict().items():
@@ -135,7 +135,7 @@ def test_no_drawings_change_nothing(checkpoint):
 def test_a_few_steps_move_the_model():
     shipped, _ = load_checkpoint("mlp")
     model, _ = load_checkpoint("mlp")
-    adapt_model(model, *drawings(20), steps=3)
+    adapt_model(model, *drawings(20), Recipe(steps=3))
     assert not torch.equal(model.layers[0].weight, shipped.layers[0].weight)
 
 
@@ -167,9 +167,9 @@ def test_a_model_of_another_task_is_refused():
 
 def test_a_bad_option_is_one_line():
     with pytest.raises(ValueError, match="pull must be one of|pull"):
-        adapt("mlp", *drawings(10), options={"pull": "strong"})
+        adapt("mlp", *drawings(10), Recipe(options={"pull": "strong"}))
     with pytest.raises(ValueError, match="no adaptation option"):
-        adapt("bbb_gaussian", *drawings(10), options={"pull": 1.0})
+        adapt("bbb_gaussian", *drawings(10), Recipe(options={"pull": 1.0}))
 
 
 def digest(path) -> str:
@@ -179,9 +179,9 @@ def digest(path) -> str:
 def test_the_result_is_a_new_model_owned_by_who_asked_and_the_shipped_one_is_untouched():
     shipped = resolve_checkpoint("mlp")
     before = digest(shipped)
-    result = adapt("mlp", *drawings(12), steps=2, name="ours", owner="teacher-browser")
+    result = adapt("mlp", *drawings(12), Recipe(steps=2), name="ours", owner="teacher-browser")
     assert result.path == user_model_dir() / "ours.pt"
-    again = adapt("mlp", *drawings(12), steps=2, name="ours")
+    again = adapt("mlp", *drawings(12), Recipe(steps=2), name="ours")
     assert again.path.name == "ours-2.pt"
     model, meta = load_checkpoint("user:ours")
     assert meta["owner"] == "teacher-browser"
@@ -203,7 +203,12 @@ def test_cancel_leaves_no_model():
             midway.set()
 
     result = adapt(
-        "bbb_gaussian", *drawings(10), steps=20, name="gone", cancel=midway, progress=progress
+        "bbb_gaussian",
+        *drawings(10),
+        Recipe(steps=20),
+        name="gone",
+        cancel=midway,
+        progress=progress,
     )
     assert result is None
     assert not list(user_model_dir().glob("*"))
@@ -220,8 +225,7 @@ def test_plain_fine_tuning_forgets_mnist_more_than_the_bayesian_prior(mnist_smal
             checkpoint,
             x,
             y,
-            steps=60,
-            options={"n_samples": 2} if checkpoint == "bbb_gaussian" else None,
+            Recipe(steps=60, options={"n_samples": 2} if checkpoint == "bbb_gaussian" else None),
         )
         forgot[checkpoint] = seeded_error(result.model, test_x, test_y, 10) - seeded_error(
             shipped, test_x, test_y, 10

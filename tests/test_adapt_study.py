@@ -3,12 +3,18 @@ the scores, the answers that changed, the curve and the BALD replay."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 import torch
 
-from core.adapt.bench import TITLES, save_study, study_table
+from core.adapt.bench import ROWS, TITLES, save_study, study_table
 from core.adapt.live import LiveAdaptation, Plan, State, start
+from core.adapt.registry import ADAPTERS
+from core.adapt.run import Recipe
 from core.adapt.study import (
+    Trial,
     ask_first,
     before_after,
     curve_sizes,
@@ -16,11 +22,14 @@ from core.adapt.study import (
     scores,
     split_drawings,
 )
+from core.catalogue import REGISTRY, first_shipped
 from core.data.synthetic import canvas_digits
 from core.jobs.owners import Visitor
 from core.paths import user_model_dir
 from core.stated.adapt import adapt_study
 from core.storage.checkpoints import load_checkpoint
+
+STORED = Path(__file__).resolve().parents[1] / "checkpoints/results/adaptation/adapt-canvas.json"
 
 
 def test_time_split_learns_the_older_half():
@@ -71,7 +80,7 @@ def test_scores_agree_with_a_direct_count(sets):
 
 def test_before_after_lists_exactly_the_changed_answers(sets):
     learn, kept, mnist = sets
-    result = before_after("mlp", learn, kept, mnist, n_samples=1, steps=40)
+    result = before_after("mlp", Trial(learn, kept, mnist, 1), Recipe(steps=40))
     assert result.learned == 40
     changed = (result.before.predicted != result.after.predicted).nonzero().flatten().tolist()
     assert [c[0] for c in result.changed] == changed
@@ -79,12 +88,14 @@ def test_before_after_lists_exactly_the_changed_answers(sets):
         assert meant == int(kept[1][position]) and old != new
     assert result.after.accuracy > result.before.accuracy  # it learned the handwriting
     with pytest.raises(ValueError, match="kept aside"):
-        before_after("mlp", learn, (kept[0][:0], kept[1][:0]), mnist)
+        before_after("mlp", Trial(learn, (kept[0][:0], kept[1][:0]), mnist))
 
 
 def test_the_curve_starts_with_the_model_as_trained(sets):
     learn, kept, mnist = sets
-    rows = learning_curve("mlp", learn, kept, mnist, n_samples=1, options={"pull": 100.0}, steps=5)
+    rows = learning_curve(
+        "mlp", Trial(learn, kept, mnist, 1), Recipe(steps=5, options={"pull": 100.0})
+    )
     assert [r["drawings"] for r in rows] == [0, 10, 20, 40]
     before = scores(load_checkpoint("mlp")[0], kept, mnist, 1)
     assert rows[0]["accuracy"] == before.accuracy
@@ -92,7 +103,7 @@ def test_the_curve_starts_with_the_model_as_trained(sets):
 
 def test_bald_asks_where_the_sampled_networks_disagree(sets):
     learn, kept, mnist = sets
-    bald, random = ask_first("dropout_mlp", learn, kept, mnist, n_samples=10, count=5, steps=5)
+    bald, random = ask_first("dropout_mlp", Trial(learn, kept, mnist, 10), Recipe(steps=5), count=5)
     assert bald.how == "bald" and random.how == "random"
     assert len(bald.positions) == 5 and len(set(bald.positions.tolist())) == 5
     assert bald.scores.tolist() == sorted(bald.scores.tolist(), reverse=True)
@@ -158,6 +169,19 @@ def test_the_study_table_and_its_stated_cells(tmp_path, monkeypatch):
     assert adapt_study("mlp", "200") == "75.0" and adapt_study("mlp", "ece_before") == "0.200"
     with pytest.raises(ValueError, match="column is one of"):
         adapt_study("mlp", "speed")
+
+
+def test_the_study_rows_are_the_adapters_arms_as_stored():
+    stored = json.loads(STORED.read_text())["rows"]
+    assert {r["method"]: (r["title"], r["checkpoint"], r["options"]) for r in stored} == {
+        name: (row.title, row.checkpoint, row.options) for name, row in ROWS.items()
+    }
+    for name, row in ROWS.items():
+        kind = REGISTRY[row.checkpoint].model.kind
+        assert ADAPTERS[kind].can_adapt and name.startswith(kind)
+        assert row.checkpoint == first_shipped(kind)
+    assert first_shipped("bbb") == "bbb_gaussian" and first_shipped("bbb", "fashion_mnist")
+    assert first_shipped("no_such_kind") is None
 
 
 def live_plan(**changes) -> Plan:

@@ -15,15 +15,8 @@ from app.figures.timing import run_label
 from core.catalogue import REGISTRY
 from core.methods import build_model
 from core.storage.checkpoints import save_checkpoint
-from core.studies.training_speed import (
-    REFERENCE_FILE,
-    RUNS,
-    fits,
-    goals,
-    result_filename,
-    save_result,
-    speedups,
-)
+from core.studies.training_speed_goals import fits, goals, speedups
+from core.studies.training_speed_runs import REFERENCE_FILE, RUNS, result_filename, save_result
 from tests.conftest import TEACHER_KEY
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,18 +12,14 @@ import torch
 from core.cli import COMMANDS
 from core.cli import bench as bench_command
 from core.evaluation.linfit import fit_line
-from core.studies.training_speed import (
+from core.studies.training_speed import BenchConfig, run_benchmark
+from core.studies.training_speed_goals import fits, goals, slope_speedups, speedups
+from core.studies.training_speed_runs import (
     REFERENCE_FILE,
     RUNS,
-    BenchConfig,
-    fits,
-    goals,
     load_results,
     result_filename,
-    run_benchmark,
     save_result,
-    slope_speedups,
-    speedups,
 )
 
 TINY = BenchConfig(n_samples=(1, 3), steps=2, warmup=1, hidden=(8,), data="random")

@@ -17,13 +17,13 @@ from harness.browser import (
     record_timings,
     require_chromium,
     scored_default_models,
-    send_to_class,
     serve_app,
     sign_in_as_teacher,
     wait_for_polled_text,
     wait_for_script,
     wait_for_text,
 )
+from harness.classroom import students_send
 from tests.conftest import TEACHER_KEY
 
 pytestmark = [pytest.mark.browser, require_chromium()]
@@ -47,11 +47,9 @@ def test_six_students_send_and_the_teacher_teaches_bbb_and_the_mlp(tmp_path, mon
     monkeypatch.setenv(DB_ENV, f"sqlite:///{database}")
     with serve_app(env={DB_ENV: f"sqlite:///{database}"}) as url, chromium_browsers(7) as pages:
         students, teacher = pages[:6], pages[6]
-        for page, (strokes, label) in zip(students, SENT, strict=True):
+        for page in students:
             record_timings(page)
-            page.goto(f"{url}/draw?class={CLASS}")
-            page.wait_for_selector("canvas.upper-canvas")
-            send_to_class(page, strokes, label, CLASS)
+        students_send(students, f"{url}/draw?class={CLASS}", SENT, CLASS)
         assert ClassStore().drawings(CLASS).labels.tolist() == [1, 7, 0, 1, 7, 0]
 
         student = students[0]

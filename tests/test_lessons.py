@@ -44,6 +44,7 @@ from harness.browser import (
     wait_for_script,
     wait_for_text,
 )
+from harness.classroom import students_send
 from tests.conftest import TEACHER_KEY
 
 pytestmark = [pytest.mark.browser, require_chromium()]
@@ -291,13 +292,9 @@ def test_lesson_1_what_does_a_network_not_know(tmp_path, monkeypatch):
             assert screen.size == PROJECTOR
             codes = [(r.format, r.text) for r in zxingcpp.read_barcodes(screen)]
             assert codes == [(zxingcpp.BarcodeFormat.QRCode, lesson.student_link(5))], codes
-            for page in students:
-                page.goto(lesson.student_link(5))
-            for page in students:
-                page.wait_for_selector("canvas.upper-canvas")
             phone = students[-1]
-            for page, (label, strokes) in zip(students, DIGITS.items(), strict=True):
-                send_to_class(page, strokes, label, code, tap=page is phone)
+            drawings = [(strokes, label) for label, strokes in DIGITS.items()]
+            students_send(students, lesson.student_link(5), drawings, code, phones=(phone,))
             for page in (students[0], phone)[:SCRIBBLERS]:
                 clear_drawing(page, tap=page is phone)
                 send_to_class(page, SCRIBBLE, 3, code, tap=page is phone)

@@ -31,7 +31,7 @@ from core.roles import (
     teacher_key,
     wait_text,
 )
-from core.studies.training_speed import result_filename, save_shared_result
+from core.studies.training_speed_runs import result_filename, save_shared_result
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDENT, TEACHER = Visitor("anna"), Visitor("ben", teacher=True)

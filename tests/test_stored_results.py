@@ -14,7 +14,7 @@ from core.stated.training import stored_runs
 from core.storage.results import STUDIES, StoredResults, results_dir
 from core.studies.comparison import load_comparison
 from core.studies.peers import load_peer_results
-from core.studies.training_speed import REFERENCE_FILE, load_results
+from core.studies.training_speed_runs import REFERENCE_FILE, load_results
 
 ROOT = Path(__file__).resolve().parents[1]
 

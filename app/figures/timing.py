@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 
 from app.figures import layout
 from app.figures.format import day, device_words
+from core.studies.training_speed import FLOOR_IMPL
 
 LABELS = {"sequential": "sequential", "vmap": "vmap", "vmap_lrt": "vmap + LRT", "fused": "fused"}
 COLORS = {"sequential": "#ef553b", "vmap": "#636efa", "vmap_lrt": "#00cc96", "fused": "#ab63fa"}
@@ -168,7 +169,7 @@ def slope_figure(runs: dict[str, dict]) -> go.Figure:
 
 
 PEER_LABELS = {
-    ("ours", "mlp"): "plain MLP (ours)",
+    ("ours", FLOOR_IMPL): "plain MLP (ours)",
     ("ours", "sequential"): "ours: sequential",
     ("ours", "vmap_lrt"): "ours: vmap + LRT",
     ("ours", "fused"): "ours: fused",
@@ -199,7 +200,7 @@ def peer_figure(result: dict) -> go.Figure:
                     marker_pattern_shape="" if key[0] == "ours" else "/",
                 )
             )
-    floor = next((r for r in result["timings"] if r["impl"] == "mlp"), None)
+    floor = next((r for r in result["timings"] if r["impl"] == FLOOR_IMPL), None)
     shapes, notes = [], []
     if floor:
         shape, note = floor_line(floor["epoch_seconds"], "plain MLP")

@@ -10,7 +10,7 @@ one it started from.
 
 from core.adapt.base import MIN_DRAWINGS, Adapter, CannotAdapt, Objective, check_drawings
 from core.adapt.registry import ADAPTERS, adapter
-from core.adapt.run import Adapted, adapt, adapt_model, save_adapted
+from core.adapt.run import Adapted, Recipe, adapt, adapt_model, save_adapted
 
 __all__ = [
     "ADAPTERS",
@@ -19,6 +19,7 @@ __all__ = [
     "Adapter",
     "CannotAdapt",
     "Objective",
+    "Recipe",
     "adapt",
     "adapt_model",
     "adapter",

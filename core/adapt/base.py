@@ -60,6 +60,21 @@ class Objective:
 
 
 @dataclass(frozen=True)
+class StudyArm:
+    """One way a kind is measured in the stored adaptation study (:mod:`core.adapt.bench`).
+
+    Attributes:
+        suffix: What the row's name adds to the kind (``""``: the kind itself; ``"_pull"``).
+        title: The row's title on the page, e.g. ``"MLP, fine-tuned"``.
+        options: The adaptation options it runs with (the kind's defaults for the others).
+    """
+
+    suffix: str
+    title: str
+    options: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Adapter:
     """How one model kind learns from new drawings.
 
@@ -71,6 +86,8 @@ class Adapter:
             adapt.
         settings: The kind's own options (besides the steps and learning rate every kind has).
         reason: Why the kind cannot adapt ("" when it can).
+        study: How the stored adaptation study measures the kind, one row each (none: it is
+            not measured).
     """
 
     kind: str
@@ -78,6 +95,7 @@ class Adapter:
     objective: Callable[[nn.Module, dict], Objective] | None
     settings: tuple[Setting, ...] = ()
     reason: str = ""
+    study: tuple[StudyArm, ...] = ()
 
     @property
     def can_adapt(self) -> bool:

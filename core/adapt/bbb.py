@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from core.adapt.base import Adapter, Objective
+from core.adapt.base import Adapter, Objective, StudyArm
 from core.methods.base import Setting
 
 
@@ -131,4 +131,5 @@ ADAPTER = Adapter(
             options=(1, 2, 4, 8),
         ),
     ),
+    study=(StudyArm("", "BBB, MNIST posterior as prior"),),
 )

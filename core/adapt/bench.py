@@ -5,9 +5,13 @@ thicker, tilted, off-centre) stand in for a class's handwriting. From one seeded
 MNIST test set: the first :data:`~core.adapt.study.MNIST_SUBSET` digits are the forgetting
 check (as on the page), the next :data:`KEPT` redrawn ones are kept aside, and the next
 :data:`POOL` redrawn ones are the drawings learned from, the first 20, 50 or 200 of them. Each
-method (:data:`METHODS`: a checkpoint and its options, fixed before anything was measured; no
+row (:data:`ROWS`: a checkpoint and its options, fixed before anything was measured; no
 tuning on the kept-aside drawings) is adapted with the default steps, timed
 ``repeats`` times at the largest size (median), and scored before and after.
+
+The rows are read from the adapters (:data:`~core.adapt.registry.ADAPTERS`): each kind's
+:attr:`~core.adapt.base.Adapter.study` arms, on the kind's first shipped MNIST checkpoint
+(:func:`~core.catalogue.first_shipped`).
 """
 
 from __future__ import annotations
@@ -15,14 +19,15 @@ from __future__ import annotations
 import platform
 import statistics
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
-from core.adapt.point import DEFAULT_PULL
 from core.adapt.registry import ADAPTERS
-from core.adapt.run import adapt
+from core.adapt.run import Recipe, adapt
 from core.adapt.study import MNIST_SUBSET, scores
+from core.catalogue import first_shipped
 from core.data import load_dataset
 from core.data.synthetic import canvas_digits
 from core.progress import ProgressFn, report
@@ -37,27 +42,45 @@ POOL = max(SIZES)
 SEED = 0
 N_SAMPLES = 20
 """Monte-Carlo passes of every score."""
-METHODS = {
-    "bbb": ("bbb_gaussian", {}),
-    "laplace": ("laplace", {}),
-    "mlp": ("mlp", {"pull": 0.0}),
-    "mlp_pull": ("mlp", {"pull": DEFAULT_PULL}),
-    "dropout": ("dropout_mlp", {"pull": 0.0}),
-    "dropout_pull": ("dropout_mlp", {"pull": DEFAULT_PULL}),
-    "ensemble": ("ensemble", {"pull": 0.0}),
-    "ensemble_pull": ("ensemble", {"pull": DEFAULT_PULL}),
-}
-"""Row name → (checkpoint, options)."""
-TITLES = {
-    "bbb": "BBB, MNIST posterior as prior",
-    "laplace": "Laplace, online (last layer)",
-    "mlp": "MLP, fine-tuned",
-    "mlp_pull": f"MLP, pulled (λ = {DEFAULT_PULL:g})",
-    "dropout": "MC dropout, fine-tuned",
-    "dropout_pull": f"MC dropout, pulled (λ = {DEFAULT_PULL:g})",
-    "ensemble": "Ensemble, fine-tuned",
-    "ensemble_pull": f"Ensemble, pulled (λ = {DEFAULT_PULL:g})",
-}
+
+
+@dataclass(frozen=True)
+class StudyRow:
+    """One row of the study: a shipped checkpoint adapted with fixed options.
+
+    Attributes:
+        name: The row's name, the kind plus its arm's suffix (e.g. ``"mlp_pull"``).
+        title: Its title on the page and in the documents.
+        checkpoint: The shipped checkpoint adapted.
+        options: The adaptation options.
+    """
+
+    name: str
+    title: str
+    checkpoint: str
+    options: dict
+
+
+def study_rows() -> dict[str, StudyRow]:
+    """Every adapter's study arms on its kind's first shipped MNIST checkpoint.
+
+    Returns:
+        Row name → row, in the adapters' order (kinds without a shipped checkpoint or arms
+        have none).
+    """
+    rows = {}
+    for kind, adapter in ADAPTERS.items():
+        checkpoint = first_shipped(kind)
+        for arm in adapter.study if checkpoint else ():
+            name = kind + arm.suffix
+            rows[name] = StudyRow(name, arm.title, checkpoint, dict(arm.options))
+    return rows
+
+
+ROWS = study_rows()
+"""Row name → what it measures."""
+TITLES = {name: row.title for name, row in ROWS.items()}
+"""Row name → title (the stored study's rows carry theirs)."""
 RESULT_NAME = "adapt-canvas.json"
 STORED = StoredResults("adaptation")
 """Where the stored study lives: ``<results folder>/adaptation/adapt-canvas.json``."""
@@ -85,7 +108,7 @@ def run_study(
     """Adapt every method at every size and score it.
 
     Args:
-        methods: Row names of :data:`METHODS` (None: all).
+        methods: Row names of :data:`ROWS` (None: all).
         repeats: Timed runs at the largest size (the median is kept).
         progress: Gets the fraction done.
 
@@ -95,11 +118,11 @@ def run_study(
         "dont_know", "mnist_error", "seconds"}}}`` (``"seconds"``: the median of ``repeats``
         at the largest size, the one run's elsewhere).
     """
-    names = methods or list(METHODS)
+    names = methods or list(ROWS)
     sets = canvas_sets()
     rows = []
     for i, row in enumerate(names):
-        checkpoint, options = METHODS[row]
+        checkpoint, options = ROWS[row].checkpoint, ROWS[row].options
         shipped, _ = load_checkpoint(checkpoint)
         before = scores(shipped, sets["kept"], sets["mnist"], N_SAMPLES, SEED).row()
         sizes = {}
@@ -109,14 +132,14 @@ def run_study(
             times, adapted = [], None
             for _ in range(repeats if size == max(SIZES) else 1):
                 start = time.perf_counter()
-                adapted = adapt(checkpoint, x, y, options=options, seed=SEED)
+                adapted = adapt(checkpoint, x, y, Recipe(options=options, seed=SEED))
                 times.append(time.perf_counter() - start)
             after = scores(adapted.model, sets["kept"], sets["mnist"], N_SAMPLES, SEED).row()
             sizes[str(size)] = after | {"seconds": statistics.median(times), "runs": times}
         rows.append(
             {
                 "method": row,
-                "title": TITLES[row],
+                "title": ROWS[row].title,
                 "checkpoint": checkpoint,
                 "options": options,
                 "before": before,

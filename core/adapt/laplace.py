@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from core.adapt.base import Adapter, Objective
+from core.adapt.base import Adapter, Objective, StudyArm
 from core.methods.laplace.model import full_ggn
 
 
@@ -141,4 +141,5 @@ ADAPTER = Adapter(
     "direction of its weights back as firmly as MNIST pinned it down (online Laplace); the "
     "layers below stay as they are.",
     objective,
+    study=(StudyArm("", "Laplace, online (last layer)"),),
 )

@@ -19,10 +19,11 @@ import torch
 
 from core.adapt.base import check_drawings
 from core.adapt.registry import adapter
-from core.adapt.run import save_adapted
+from core.adapt.run import STEPS, Recipe, save_adapted
 from core.adapt.study import (
     Asked,
     BeforeAfter,
+    Trial,
     ask_first,
     before_after,
     learning_curve,
@@ -46,7 +47,7 @@ class Plan:
         split: ``"time"`` or ``"random"`` (:func:`~core.adapt.study.split_drawings`).
         seed: Seed of the random split, the steps and the scores.
         options: Adaptation options by name (each kind takes its own).
-        steps: Adam steps; None for the default.
+        steps: Adam steps.
         n_samples: Monte-Carlo passes of the scores.
         curve: Also the curve against 10, 20, 50, all drawings.
         ask: Also the BALD replay (first model).
@@ -60,7 +61,7 @@ class Plan:
     split: str = "time"
     seed: int = 0
     options: dict = field(default_factory=dict)
-    steps: int | None = None
+    steps: int = int(STEPS.default)
     n_samples: int = 20
     curve: bool = True
     ask: bool = True
@@ -156,6 +157,11 @@ class LiveAdaptation:
         except (ValueError, RuntimeError, OSError, DatasetUnavailable) as exc:
             self._publish(state=State.FAILED, error=" ".join(str(exc).split()))
 
+    def _recipe(self, checkpoint: str) -> Recipe:
+        """The plan's steps and seed with the options of ``checkpoint``'s kind."""
+        options = adapter(load_checkpoint(checkpoint)[0].config.kind).own(self.plan.options)
+        return Recipe(steps=self.plan.steps, options=options, seed=self.plan.seed)
+
     def _work(self) -> State:
         plan = self.plan
         learn_at, kept_at = split_drawings(len(plan.labels), plan.split, plan.seed)
@@ -164,18 +170,15 @@ class LiveAdaptation:
         mnist = mnist_subset()
         parts = len(plan.checkpoints) * (2 if plan.curve else 1) + int(plan.ask)
         done, results, curves = 0, [], {}
-        common = {"n_samples": plan.n_samples, "steps": plan.steps, "seed": plan.seed}
+        trial = Trial(learn, kept, mnist, plan.n_samples)
         for checkpoint in plan.checkpoints:
-            options = adapter(load_checkpoint(checkpoint)[0].config.kind).own(plan.options)
+            recipe = self._recipe(checkpoint)
             result = before_after(
                 checkpoint,
-                learn,
-                kept,
-                mnist,
-                options=options,
+                trial,
+                recipe,
                 cancel=self._cancel,
                 progress=share(self._progress, done, parts, checkpoint),
-                **common,
             )
             done += 1
             if result is None:
@@ -185,14 +188,11 @@ class LiveAdaptation:
             if plan.curve:
                 rows = learning_curve(
                     checkpoint,
-                    learn,
-                    kept,
-                    mnist,
+                    trial,
+                    recipe,
                     before=result.before,
-                    options=options,
                     cancel=self._cancel,
                     progress=share(self._progress, done, parts, f"{checkpoint}, curve"),
-                    **common,
                 )
                 done += 1
                 if rows is None:
@@ -202,8 +202,7 @@ class LiveAdaptation:
         if plan.ask:
             first = plan.checkpoints[0]
             self._progress(done / parts, f"{first}: which drawings would it ask about?")
-            options = adapter(load_checkpoint(first)[0].config.kind).own(plan.options)
-            asked = ask_first(first, learn, kept, mnist, options=options, **common)
+            asked = ask_first(first, trial, self._recipe(first))
             self._publish(asked=tuple(asked))
         if self._cancel.is_set():  # the replay does not stop midway; nothing is saved
             return State.CANCELLED

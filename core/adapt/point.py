@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from core.adapt.base import Adapter, Objective
+from core.adapt.base import Adapter, Objective, StudyArm
 from core.methods.base import Setting
 
 PULL = Setting(
@@ -56,15 +56,17 @@ def objective(model: nn.Module, options: dict) -> Objective:
     return Objective(list(params.values()), nll, penalty, anchor=old)
 
 
-def adapter(kind: str, network: str) -> Adapter:
+def adapter(kind: str, network: str, title: str) -> Adapter:
     """The fine-tuning adapter of a point-estimate kind.
 
     Args:
         kind: The kind's value.
         network: What is fine-tuned, in words (e.g. ``"every member"``).
+        title: The kind's name in the stored study's rows (e.g. ``"Ensemble"``).
 
     Returns:
-        The adapter, with the ``pull`` option.
+        The adapter, with the ``pull`` option, measured in the study fine-tuned (``kind``) and
+        pulled by :data:`DEFAULT_PULL` (``kind_pull``).
     """
     return Adapter(
         kind,
@@ -72,4 +74,8 @@ def adapter(kind: str, network: str) -> Adapter:
         "weights; with a pull, each weight is also drawn back towards its old value.",
         objective,
         settings=(PULL,),
+        study=(
+            StudyArm("", f"{title}, fine-tuned", {"pull": 0.0}),
+            StudyArm("_pull", f"{title}, pulled (λ = {DEFAULT_PULL:g})", {"pull": DEFAULT_PULL}),
+        ),
     )

@@ -17,9 +17,9 @@ ADAPTERS: dict[str, Adapter] = {
     a.kind: a
     for a in (
         bbb.ADAPTER,
-        point.adapter("mlp", "the network"),
-        point.adapter("dropout", "the network (with its dropout)"),
-        point.adapter("ensemble", "every member"),
+        point.adapter("mlp", "the network", "MLP"),
+        point.adapter("dropout", "the network (with its dropout)", "MC dropout"),
+        point.adapter("ensemble", "every member", "Ensemble"),
         laplace.ADAPTER,
         Adapter(
             "swag",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
@@ -27,6 +27,24 @@ from core.storage.user_models import validate_model_name
 
 STEPS = COMMON_SETTINGS[0]
 LR = COMMON_SETTINGS[1]
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How a model learns from drawings: the same for every kind but its own options.
+
+    Attributes:
+        steps: Full-batch Adam steps.
+        lr: Adam's learning rate.
+        options: The kind's own options (:meth:`~core.adapt.base.Adapter.options`, e.g.
+            ``{"pull": 100.0}``); None for its defaults.
+        seed: Seed of the steps' Monte-Carlo noise (the caller's random state is kept).
+    """
+
+    steps: int = int(STEPS.default)
+    lr: float = float(LR.default)
+    options: dict | None = None
+    seed: int = 0
 
 
 @dataclass(frozen=True)
@@ -49,11 +67,8 @@ def adapt_model(
     model: Model,
     images: torch.Tensor,
     labels: torch.Tensor,
+    recipe: Recipe | None = None,
     *,
-    steps: int = int(STEPS.default),
-    lr: float = float(LR.default),
-    options: dict | None = None,
-    seed: int = 0,
     progress: ProgressFn | None = None,
     cancel: threading.Event | None = None,
 ) -> dict | None:
@@ -67,10 +82,7 @@ def adapt_model(
         model: A fresh copy of a trained model (modified in place).
         images: float ``(N, 1, 28, 28)`` in [0, 1].
         labels: int64 ``(N,)`` digits.
-        steps: Full-batch Adam steps.
-        lr: Adam's learning rate.
-        options: The kind's own options (:meth:`~core.adapt.base.Adapter.options`).
-        seed: Seed of the Monte-Carlo noise of the steps (the caller's random state is kept).
+        recipe: Steps, learning rate, the kind's options and seed; None for the defaults.
         progress: Gets the fraction of steps done.
         cancel: Setting it stops within one step.
 
@@ -82,9 +94,10 @@ def adapt_model(
         CannotAdapt: If the model's kind cannot adapt.
         ValueError: For a bad option.
     """
+    recipe = recipe or Recipe()
     unit = adapter(model.config.kind)
-    objective = unit.objective(model, unit.options(options))
-    steps, lr = int(STEPS.check(steps)), float(lr)
+    objective = unit.objective(model, unit.options(recipe.options))
+    steps, lr = int(STEPS.check(recipe.steps)), float(recipe.lr)
     model.train()
     for p in objective.params:
         p.requires_grad_(True)
@@ -92,7 +105,7 @@ def adapt_model(
     x, y = images.float(), labels.long()
     loss = torch.zeros(())
     every = max(1, steps // 50)
-    with seeded(seed, cuda=False):
+    with seeded(recipe.seed, cuda=False):
         for step in range(steps):
             if cancel is not None and cancel.is_set():
                 return None
@@ -114,11 +127,8 @@ def adapt(
     checkpoint: str | Path,
     images: torch.Tensor,
     labels: torch.Tensor,
+    recipe: Recipe | None = None,
     *,
-    steps: int = int(STEPS.default),
-    lr: float = float(LR.default),
-    options: dict | None = None,
-    seed: int = 0,
     name: str | None = None,
     owner: str = "",
     directory: Path | None = None,
@@ -131,10 +141,7 @@ def adapt(
         checkpoint: A registry name, ``user:NAME`` or ``.pt`` path (only read).
         images: float ``(N, 1, 28, 28)`` in [0, 1], N ≥ :data:`~core.adapt.base.MIN_DRAWINGS`.
         labels: int64 ``(N,)``, at least two different digits.
-        steps: Full-batch Adam steps.
-        lr: Adam's learning rate.
-        options: The kind's own options (e.g. ``{"pull": 100.0}``); None for its defaults.
-        seed: Seed of the steps' Monte-Carlo noise.
+        recipe: Steps, learning rate, the kind's options and seed; None for the defaults.
         name: Save the result as ``user:NAME`` (``NAME-2``, ... when taken); None: do not save.
         owner: Who may rename or delete the saved model
             (:attr:`core.jobs.owners.Visitor.id`; "" for the teacher at the command line).
@@ -151,6 +158,7 @@ def adapt(
             (:class:`~core.adapt.base.CannotAdapt`).
         CheckpointError: If the checkpoint does not load.
     """
+    recipe = recipe or Recipe()
     check_drawings(images, labels)
     if name is not None:
         name = validate_model_name(name)
@@ -159,18 +167,8 @@ def adapt(
     start = time.perf_counter()
     model, source = load_checkpoint(checkpoint)
     unit = adapter(model.config.kind)
-    chosen = unit.options(options)
-    info = adapt_model(
-        model,
-        images,
-        labels,
-        steps=steps,
-        lr=lr,
-        options=chosen,
-        seed=seed,
-        progress=progress,
-        cancel=cancel,
-    )
+    recipe = replace(recipe, options=unit.options(recipe.options))
+    info = adapt_model(model, images, labels, recipe, progress=progress, cancel=cancel)
     if info is None:
         return None
     seconds = time.perf_counter() - start
@@ -184,10 +182,10 @@ def adapt(
         "description": f"{source.get('title') or origin}, adapted to {len(labels)} class "
         f"drawings: {unit.summary}",
         "adaptation": {
-            "steps": int(steps),
-            "lr": float(lr),
-            "seed": int(seed),
-            "options": chosen,
+            "steps": int(recipe.steps),
+            "lr": float(recipe.lr),
+            "seed": int(recipe.seed),
+            "options": recipe.options,
             "drawings": len(labels),
             "per_digit": digits,
             **info,

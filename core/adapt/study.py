@@ -24,7 +24,7 @@ import torch
 
 from core.active.acquisition import acquire
 from core.adapt.base import check_drawings
-from core.adapt.run import Adapted, adapt
+from core.adapt.run import Adapted, Recipe, adapt
 from core.classroom.report import assemble_report, predict
 from core.data import load_dataset
 from core.evaluation.uncertainty import DEFAULT_SCORE, rejection_limits, seeded_summary
@@ -150,9 +150,29 @@ def scores(
     )
 
 
-def _steps(steps: int | None) -> dict:
-    """``adapt``'s steps argument: none (its default) for None."""
-    return {} if steps is None else {"steps": steps}
+Pair = tuple[torch.Tensor, torch.Tensor]
+"""Images ``(N, 1, 28, 28)`` in [0, 1] and their int64 labels ``(N,)``."""
+
+
+@dataclass(frozen=True)
+class Trial:
+    """What a model learns from and is scored on, before and after.
+
+    Attributes:
+        learn: The drawings to learn from, in the order they are taken.
+        kept: The drawings kept aside (K ≥ 1 to compare).
+        mnist: The MNIST subset (:func:`mnist_subset`): the forgetting check.
+        n_samples: Monte-Carlo passes of every score (and of BALD).
+    """
+
+    learn: Pair
+    kept: Pair
+    mnist: Pair
+    n_samples: int = 20
+
+    def scores(self, model: Model, seed: int) -> Scores:
+        """``model``'s :func:`scores` on the kept-aside drawings and MNIST, seeded."""
+        return scores(model, self.kept, self.mnist, self.n_samples, seed)
 
 
 @dataclass(frozen=True)
@@ -179,30 +199,21 @@ class BeforeAfter:
 
 def before_after(
     checkpoint: str | Path,
-    learn: tuple[torch.Tensor, torch.Tensor],
-    kept: tuple[torch.Tensor, torch.Tensor],
-    mnist: tuple[torch.Tensor, torch.Tensor],
+    trial: Trial,
+    recipe: Recipe | None = None,
     *,
-    n_samples: int = 20,
-    options: dict | None = None,
-    steps: int | None = None,
-    seed: int = 0,
     name: str | None = None,
     owner: str = "",
     progress: ProgressFn | None = None,
     cancel: threading.Event | None = None,
 ) -> BeforeAfter | None:
-    """Adapt a model on ``learn`` and compare it before and after on ``kept`` and MNIST.
+    """Adapt a model on ``trial.learn`` and compare it before and after on the kept and MNIST.
 
     Args:
         checkpoint: The trained model (only read).
-        learn: Images and labels to learn from.
-        kept: Images and labels kept aside (K ≥ 1).
-        mnist: The MNIST subset (:func:`mnist_subset`).
-        n_samples: Monte-Carlo passes of every score.
-        options: The kind's adaptation options.
-        steps: Adam steps; None for the default.
-        seed: Seed of the adaptation and of the scores' noise.
+        trial: The drawings to learn from, those kept aside (K ≥ 1), the MNIST subset and the
+            scores' passes.
+        recipe: How it adapts (its seed seeds the scores' noise too); None for the defaults.
         name: Save the adapted model as ``user:NAME``; None: do not save.
         owner: Who owns the saved model.
         progress: Gets the fraction done.
@@ -215,26 +226,26 @@ def before_after(
         ValueError: As :func:`~core.adapt.run.adapt` (too few drawings to learn from, one
             digit only, a kind that cannot adapt), or without kept-aside drawings.
     """
+    recipe = recipe or Recipe()
+    learn, kept = trial.learn, trial.kept
     check_drawings(*learn)
     if len(kept[1]) == 0:
         raise ValueError("no drawings are kept aside to test on")
     shipped, _ = load_checkpoint(checkpoint)
-    before = scores(shipped, kept, mnist, n_samples, seed)
+    before = trial.scores(shipped, recipe.seed)
     report(progress, 0.1, "scored before")
     adapted = adapt(
         checkpoint,
         *learn,
-        options=options,
-        seed=seed,
+        recipe,
         name=name,
         owner=owner,
         progress=lambda f, m: report(progress, 0.1 + 0.8 * f, m),
         cancel=cancel,
-        **_steps(steps),
     )
     if adapted is None:
         return None
-    after = scores(adapted.model, kept, mnist, n_samples, seed)
+    after = trial.scores(adapted.model, recipe.seed)
     report(progress, 1.0, "scored after")
     moved = (before.predicted != after.predicted).nonzero().flatten().tolist()
     changed = [
@@ -257,14 +268,9 @@ def curve_sizes(n: int) -> list[int]:
 
 def learning_curve(
     checkpoint: str | Path,
-    learn: tuple[torch.Tensor, torch.Tensor],
-    kept: tuple[torch.Tensor, torch.Tensor],
-    mnist: tuple[torch.Tensor, torch.Tensor],
+    trial: Trial,
+    recipe: Recipe | None = None,
     *,
-    n_samples: int = 20,
-    options: dict | None = None,
-    steps: int | None = None,
-    seed: int = 0,
     before: Scores | None = None,
     progress: ProgressFn | None = None,
     cancel: threading.Event | None = None,
@@ -275,15 +281,11 @@ def learning_curve(
 
     Args:
         checkpoint: The trained model.
-        learn: Images and labels to learn from, in the order they are taken.
-        kept: Images and labels kept aside.
-        mnist: The MNIST subset.
-        n_samples: Monte-Carlo passes of the scores.
-        options: The kind's adaptation options.
-        steps: Adam steps of each adaptation; None for the default.
-        seed: Seed of the adaptations and scores.
-        before: The model's scores as trained, if already computed (same sets, passes and
-            seed); None computes them.
+        trial: The drawings to learn from (in the order they are taken), those kept aside, the
+            MNIST subset and the scores' passes.
+        recipe: How each point adapts (its seed seeds the scores too); None for the defaults.
+        before: The model's scores as trained, if already computed (same trial and seed); None
+            computes them.
         progress: Gets the fraction done.
         cancel: Stops between and within points.
 
@@ -291,26 +293,25 @@ def learning_curve(
         Rows ``{"drawings", "accuracy", "mnist_error"}`` (the first for 0 drawings: the
         model as trained), or None when cancelled.
     """
-    start = before or scores(load_checkpoint(checkpoint)[0], kept, mnist, n_samples, seed)
+    recipe = recipe or Recipe()
+    start = before or trial.scores(load_checkpoint(checkpoint)[0], recipe.seed)
     rows = [{"drawings": 0, "accuracy": start.accuracy, "mnist_error": start.mnist_error}]
-    sizes = curve_sizes(len(learn[1]))
+    sizes = curve_sizes(len(trial.learn[1]))
     for i, k in enumerate(sizes):
-        x, y = learn[0][:k], learn[1][:k]
+        x, y = trial.learn[0][:k], trial.learn[1][:k]
         if len(y.unique()) < 2:
             continue
         adapted = adapt(
             checkpoint,
             x,
             y,
-            options=options,
-            seed=seed,
+            recipe,
             cancel=cancel,
             progress=share(progress, i, len(sizes), f"{k} drawings"),
-            **_steps(steps),
         )
         if adapted is None:
             return None
-        after = scores(adapted.model, kept, mnist, n_samples, seed)
+        after = trial.scores(adapted.model, recipe.seed)
         rows.append({"drawings": k, "accuracy": after.accuracy, "mnist_error": after.mnist_error})
     report(progress, 1.0, "done")
     return rows
@@ -335,16 +336,7 @@ class Asked:
 
 
 def ask_first(
-    checkpoint: str | Path,
-    learn: tuple[torch.Tensor, torch.Tensor],
-    kept: tuple[torch.Tensor, torch.Tensor],
-    mnist: tuple[torch.Tensor, torch.Tensor],
-    *,
-    count: int = ASK_COUNT,
-    n_samples: int = 20,
-    options: dict | None = None,
-    steps: int | None = None,
-    seed: int = 0,
+    checkpoint: str | Path, trial: Trial, recipe: Recipe | None = None, count: int = ASK_COUNT
 ) -> list[Asked]:
     """Replay active learning on the class's drawings: BALD's first picks against random ones.
 
@@ -357,28 +349,27 @@ def ask_first(
 
     Args:
         checkpoint: The trained model.
-        learn: Images and labels to pick from.
-        kept: Images and labels kept aside.
-        mnist: The MNIST subset (for the scores).
+        trial: The drawings to pick from, those kept aside, the MNIST subset (for the scores)
+            and the passes of BALD and of the scores.
+        recipe: How each set adapts (its seed seeds the passes and the random picks too); None
+            for the defaults.
         count: Drawings picked.
-        n_samples: Monte-Carlo passes of BALD and of the scores.
-        options: The kind's adaptation options.
-        steps: Adam steps of each adaptation; None for the default.
-        seed: Seed of the passes, the random picks and the adaptations.
 
     Returns:
         BALD's picks, then random picking's.
     """
+    recipe = recipe or Recipe()
+    learn = trial.learn
     shipped, _ = load_checkpoint(checkpoint)
-    summary = seeded_summary(shipped, learn[0], n_samples, seed)
-    generator = torch.Generator().manual_seed(seed)
+    summary = seeded_summary(shipped, learn[0], trial.n_samples, recipe.seed)
+    generator = torch.Generator().manual_seed(recipe.seed)
     result = []
     for how in ("bald", "random"):
         positions, values = acquire(summary, how, count, generator)
         x, y = learn[0][positions], learn[1][positions]
         accuracy = None
         if len(y.unique()) >= 2 and len(y) >= 3:
-            adapted = adapt(checkpoint, x, y, options=options, seed=seed, **_steps(steps))
-            accuracy = scores(adapted.model, kept, mnist, n_samples, seed).accuracy
+            adapted = adapt(checkpoint, x, y, recipe)
+            accuracy = trial.scores(adapted.model, recipe.seed).accuracy
         result.append(Asked(how, positions, values.float(), accuracy))
     return result

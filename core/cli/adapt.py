@@ -20,7 +20,8 @@ from pathlib import Path
 import torch
 
 from core.adapt import ADAPTERS, adapter
-from core.adapt.study import SPLITS, before_after, mnist_subset, split_drawings
+from core.adapt.run import STEPS, Recipe
+from core.adapt.study import SPLITS, Trial, before_after, mnist_subset, split_drawings
 from core.classroom.export import read_idx_zip
 from core.classroom.store import drawings
 from core.cli.values import SAMPLES, SEED, THREADS, real, whole
@@ -50,6 +51,7 @@ def cmd_adapt(args: argparse.Namespace) -> int:
     learn, kept = split_drawings(len(labels), args.split, args.seed)
     mnist = mnist_subset()
     given = {name: getattr(args, name) for name in OPTIONS if getattr(args, name) is not None}
+    trial = Trial((images[learn], labels[learn]), (images[kept], labels[kept]), mnist, args.samples)
     results = []
     for checkpoint in args.checkpoint:
         own = adapter(load_checkpoint(checkpoint)[0].config.kind).own(given)
@@ -57,13 +59,8 @@ def cmd_adapt(args: argparse.Namespace) -> int:
         progress = None if args.json else text_progress(f"adapt {checkpoint}")
         result = before_after(
             checkpoint,
-            (images[learn], labels[learn]),
-            (images[kept], labels[kept]),
-            mnist,
-            n_samples=args.samples,
-            options=own,
-            steps=args.steps,
-            seed=args.seed,
+            trial,
+            Recipe(steps=args.steps, options=own, seed=args.seed),
             name=name,
             progress=progress,
         )
@@ -121,7 +118,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--split", choices=sorted(SPLITS), default="time", help="how drawings are kept aside"
     )
     p.add_argument("--seed", type=SEED, default=0, help="seed of the random split and the steps")
-    p.add_argument("--steps", type=whole(0, 2000), default=None, help="Adam steps (default 100)")
+    p.add_argument(
+        "--steps",
+        type=whole(0, 2000),
+        default=int(STEPS.default),
+        help="Adam steps (default %(default)s)",
+    )
     p.add_argument("--samples", type=SAMPLES, default=20, help="passes per prediction when scoring")
     for name, setting in OPTIONS.items():
         kinds = ", ".join(k for k, a in ADAPTERS.items() if setting in a.settings)

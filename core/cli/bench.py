@@ -24,9 +24,9 @@ from core.studies.training_speed import (
     BenchConfig,
     regression_config,
     run_benchmark,
-    save_result,
-    slope_speedups,
 )
+from core.studies.training_speed_goals import slope_speedups
+from core.studies.training_speed_runs import save_result
 
 
 def _impls(text: str) -> tuple[str, ...]:
@@ -97,7 +97,7 @@ def cmd_peers(args) -> int:
 
     from core.engine.device import device_name, library_versions, processor
     from core.studies import peers
-    from core.studies.training_speed import RUNS
+    from core.studies.training_speed_runs import RUNS
 
     missing = {name: why for name, why in peers.available_peers().items() if why}
     present = tuple(name for name in peers.PEERS if name not in missing)

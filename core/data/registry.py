@@ -128,14 +128,27 @@ def _mnist_derived(check: Check) -> Check:
     return derived
 
 
-def _inverted_mnist(split: str, n_inputs: int | None, seed: int) -> Batch:
-    images, labels = load_dataset("mnist", "test", n_inputs=n_inputs, seed=seed)
-    return 1.0 - images, labels
+def _mnist_variant(
+    name: str, title: str, what: str, change: Callable[[torch.Tensor, int], torch.Tensor]
+) -> DatasetInfo:
+    """A labelled set of MNIST's test digits, each changed by ``change(images, seed)``."""
 
+    def load(split: str, n_inputs: int | None, seed: int) -> Batch:
+        images, labels = load_dataset("mnist", "test", n_inputs=n_inputs, seed=seed)
+        return change(images, seed), labels
 
-def _rotated_mnist(split: str, n_inputs: int | None, seed: int) -> Batch:
-    images, labels = load_dataset("mnist", "test", n_inputs=n_inputs, seed=seed)
-    return synthetic.rotate(images, seed), labels
+    return DatasetInfo(
+        name=name,
+        title=title,
+        description=f"{what} Labels kept.",
+        license=f"derived from MNIST ({MNIST_LICENSE})",
+        has_labels=True,
+        num_classes=10,
+        synthetic=True,
+        class_names=DIGITS,
+        _availability=_mnist_derived(_mnist_check),
+        _load=load,
+    )
 
 
 def _generated() -> tuple[bool, str]:
@@ -264,31 +277,18 @@ _DATASETS = (
         "Independent uniform pixels in [0, 1]",
         synthetic.uniform_noise,
     ),
-    DatasetInfo(
-        name="inverted_mnist",
-        title="Inverted MNIST",
-        description="MNIST test digits with inverted pixels (1 - x): black strokes on white. "
-        "Same shapes, opposite intensities. Labels kept.",
-        license=f"derived from MNIST ({MNIST_LICENSE})",
-        has_labels=True,
-        num_classes=10,
-        synthetic=True,
-        class_names=DIGITS,
-        _availability=_mnist_derived(_mnist_check),
-        _load=_inverted_mnist,
+    _mnist_variant(
+        "inverted_mnist",
+        "Inverted MNIST",
+        "MNIST test digits with inverted pixels (1 - x): black strokes on white. Same shapes, "
+        "opposite intensities.",
+        lambda images, seed: 1.0 - images,
     ),
-    DatasetInfo(
-        name="rotated_mnist",
-        title="Rotated MNIST",
-        description="MNIST test digits each rotated by a seeded random angle of 60-120 degrees, "
-        "either way. Labels kept.",
-        license=f"derived from MNIST ({MNIST_LICENSE})",
-        has_labels=True,
-        num_classes=10,
-        synthetic=True,
-        class_names=DIGITS,
-        _availability=_mnist_derived(_mnist_check),
-        _load=_rotated_mnist,
+    _mnist_variant(
+        "rotated_mnist",
+        "Rotated MNIST",
+        "MNIST test digits each rotated by a seeded random angle of 60-120 degrees, either way.",
+        synthetic.rotate,
     ),
     DatasetInfo(
         name="font_letters",

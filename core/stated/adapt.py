@@ -2,7 +2,7 @@
 
 The stored study of every method learning the lab's canvas-style digits
 (:mod:`core.adapt.bench`), as the page's table shows it: ``adapt_study METHOD COLUMN``, METHOD
-a row of :data:`core.adapt.bench.METHODS`, COLUMN a short name of
+a row of :data:`core.adapt.bench.ROWS`, COLUMN a short name of
 :func:`core.adapt.bench.columns` (``before``, ``20``, ``50``, ``200``, ``ece_before``, ``ece``,
 ``mnist_before``, ``mnist``, ``seconds``).
 """

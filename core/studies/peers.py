@@ -32,8 +32,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from core.catalogue import BASELINE_KIND, BAYESIAN_KIND
 from core.engine.objective import minibatch_objective
 from core.methods import ModelConfig, build_model
+from core.studies.training_speed import FLOOR_IMPL
 
 PEERS = {"bayesian-torch": "bayesian_torch", "blitz": "blitz"}
 """Display name → import name of the peer libraries (pinned in ``requirements-peers.txt``)."""
@@ -225,13 +227,15 @@ def _peer_stepper(library: str, sizes: list[int], lr: float) -> Callable:
 
 
 def _our_stepper(impl: str, sizes: list[int], lr: float) -> Callable:
+    """A step of our baseline (``impl`` :data:`FLOOR_IMPL`) or Bayesian network (its estimator)."""
+    floor = impl == FLOOR_IMPL
     torch.manual_seed(0)
-    kind = "mlp" if impl == "mlp" else "bbb"
+    kind = BASELINE_KIND if floor else BAYESIAN_KIND
     model = build_model(ModelConfig(kind=kind, hidden=tuple(sizes[1:-1])))
     optimizer = torch.optim.Adam(model.parameters(), lr=lr, fused=True)
 
     def step(xb, yb, n_samples: int, weight: float) -> None:
-        if impl == "mlp":
+        if floor:
             loss = F.cross_entropy(model(xb), yb, reduction="sum")
         else:
             terms = minibatch_objective(
@@ -279,7 +283,7 @@ def time_peers(
     x = torch.rand(batch_size, 1, 28, 28, generator=gen)
     y = torch.randint(0, 10, (batch_size,), generator=gen)
     jobs: list[tuple[str, str, int | None, Callable]] = [
-        ("ours", "mlp", None, _our_stepper("mlp", sizes, 1e-3))
+        ("ours", FLOOR_IMPL, None, _our_stepper(FLOOR_IMPL, sizes, 1e-3))
     ]
     for s in n_samples:
         jobs += [("ours", impl, s, _our_stepper(impl, sizes, 1e-3)) for impl in ours]
@@ -321,7 +325,7 @@ def load_peer_results(folder: Path | None = None) -> dict | None:
     Returns:
         The result of the newest readable ``peers-*.json`` file (by date), or None.
     """
-    from core.studies.training_speed import RUNS
+    from core.studies.training_speed_runs import RUNS
 
     results = []
     for path in (folder or RUNS.folder).glob("peers-*.json"):

@@ -7,27 +7,28 @@ steps). A plain MLP trained on the same batches gives the floor. Per implementat
 times are fitted by ``time = a + b·S`` (:mod:`core.evaluation.linfit`); the slope b is the cost
 of one extra sample per epoch.
 
-Results are plain JSON-serialisable dicts (see :func:`run_benchmark`), saved among the lab's
-stored results (:data:`RUNS`, ``checkpoints/results/training_speed/``) for comparison across
-machines.
+The baseline and the Bayesian network are roles named in the catalogue
+(:data:`~core.catalogue.BASELINE_KIND`, :data:`~core.catalogue.BAYESIAN_KIND`): the floor rows
+carry the baseline's kind as their ``impl`` (:data:`FLOOR_IMPL`), the others one of the Bayesian
+network's estimators.
+
+Results are plain JSON-serialisable dicts (see :func:`run_benchmark`); what they say (fits,
+speed-ups, goals) is :mod:`core.studies.training_speed_goals`, and they are saved among the lab's
+stored results for comparison across machines by :mod:`core.studies.training_speed_runs`.
 """
 
 from __future__ import annotations
 
 import datetime
-import json
 import math
-import re
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from functools import partial
-from pathlib import Path
 
 import torch
 
-from core.atomic import atomic_write_text
-from core.catalogue import MIXTURE_PRIOR
+from core.catalogue import BASELINE_KIND, BAYESIAN_KIND, MIXTURE_PRIOR
 from core.engine import native
 from core.engine.device import (
     default_device,
@@ -42,11 +43,9 @@ from core.engine.objective import (
     ObjectiveTerms,
     minibatch_objective,
 )
-from core.evaluation.linfit import fit_line
-from core.methods import ModelConfig, build_model, params_for
+from core.methods import Model, ModelConfig, build_model, params_for
 from core.progress import ProgressFn, report
-from core.roles import Actor, require_teacher
-from core.storage.results import StoredResults
+from core.studies.training_speed_goals import fits, goals, speed_goals, speedups
 from core.training import TrainStep, cuda_graphs_enabled, make_optimizer
 from core.training.step import WARMUP_STEPS
 
@@ -54,9 +53,8 @@ SCHEMA = 1
 BBB_IMPLEMENTATIONS = (*IMPLEMENTATIONS, "fused")
 """What can be timed: the three reference estimators and the fused one (issue 19)."""
 TASKS = ("mnist", "regression")
-REFERENCE_FILE = "reference-report-seed-a100.json"
-RUNS = StoredResults("training_speed")
-"""The saved runs of every machine, the reference report's and the peer benchmark's."""
+FLOOR_IMPL = BASELINE_KIND
+"""The ``impl`` of a floor row (the baseline network timed on the same batches), as stored."""
 PRIORS = {"gaussian": {"prior": "gaussian", "prior_sigma": 1.0}, "mixture": MIXTURE_PRIOR}
 """The priors of the registered ``bbb_gaussian`` and ``bbb_mixture`` checkpoints, as a
 method's prior parameters."""
@@ -194,23 +192,20 @@ def _batches(config: BenchConfig, device: torch.device) -> tuple[torch.Tensor, t
 Stepper = Callable[[torch.Tensor, torch.Tensor, int], None]
 
 
-def _stepper(impl: str, config: BenchConfig, device: torch.device, graphs: bool) -> Stepper:
-    """``step(x, y, n_samples)``: one seeded training step of ``impl`` (or ``"mlp"``), any S.
+Objective = Callable[..., ObjectiveTerms]
 
-    The step is the training loop's own (:class:`~core.training.TrainStep`), one per S: with
-    ``graphs`` on CUDA, its first :data:`~core.training.step.WARMUP_STEPS` calls are eager, the
-    next captures the CUDA graph, and later ones replay it.
-    """
+
+def _network(kind: str, config: BenchConfig, device: torch.device) -> Model:
+    """A network of ``kind`` of the benchmark's sizes and prior on ``device``, seeded."""
     torch.manual_seed(config.seed)
-    kind = "mlp" if impl == "mlp" else "bbb"
-    regression = config.task == "regression"
-    sizes = {"in_features": 1, "num_classes": 1} if regression else {}
+    sizes = {"in_features": 1, "num_classes": 1} if config.task == "regression" else {}
     params = params_for(kind, PRIORS[config.prior])
     model = build_model(ModelConfig(kind=kind, hidden=config.hidden, params=params, **sizes))
-    model.to(device)
-    optimizer = make_optimizer(model, config.lr)
-    weight = 1.0 / config.epoch_steps
-    likelihood = "gaussian" if regression else "categorical"
+    return model.to(device)
+
+
+def _floor_objective(model: Model, likelihood: str) -> Objective:
+    """The baseline's objective: the summed NLL of one deterministic pass (no KL, any S)."""
     lik = LIKELIHOODS[likelihood]
 
     def plain(x: torch.Tensor, y: torch.Tensor, weight, n_samples: int) -> ObjectiveTerms:
@@ -218,12 +213,37 @@ def _stepper(impl: str, config: BenchConfig, device: torch.device, graphs: bool)
         nll = lik.nll(out, y).sum()
         return ObjectiveTerms(nll, nll, nll.new_zeros(()), lik.predict(out.detach()))
 
+    return plain
+
+
+def _elbo_objective(model: Model, impl: str, likelihood: str) -> Objective:
+    """The Bayesian network's S-sample minibatch ELBO by the estimator ``impl``."""
+
     def bayes(x: torch.Tensor, y: torch.Tensor, weight, n_samples: int) -> ObjectiveTerms:
         return minibatch_objective(
             model, x, y, n_samples=n_samples, weight=weight, impl=impl, likelihood=likelihood
         )
 
-    objective = plain if impl == "mlp" else bayes
+    return bayes
+
+
+def _stepper(impl: str, config: BenchConfig, device: torch.device, graphs: bool) -> Stepper:
+    """``step(x, y, n_samples)``: one seeded training step of ``impl`` (or the floor), any S.
+
+    :data:`FLOOR_IMPL` steps the baseline network on its NLL, any other ``impl`` the Bayesian
+    network on its ELBO by that estimator. The step is the training loop's own
+    (:class:`~core.training.TrainStep`), one per S: with ``graphs`` on CUDA, its first
+    :data:`~core.training.step.WARMUP_STEPS` calls are eager, the next captures the CUDA graph,
+    and later ones replay it.
+    """
+    floor = impl == FLOOR_IMPL
+    model = _network(BASELINE_KIND if floor else BAYESIAN_KIND, config, device)
+    optimizer = make_optimizer(model, config.lr)
+    weight = 1.0 / config.epoch_steps
+    likelihood = "gaussian" if config.task == "regression" else "categorical"
+    objective = (
+        _floor_objective(model, likelihood) if floor else _elbo_objective(model, impl, likelihood)
+    )
     by_samples: dict[int, TrainStep] = {}
 
     def step(xb: torch.Tensor, yb: torch.Tensor, n_samples: int) -> None:
@@ -303,7 +323,7 @@ def _run(config: BenchConfig, device: torch.device, progress: ProgressFn | None)
     x, y, source = _batches(config, device)
     jobs = [(impl, s) for s in config.n_samples for impl in config.impls]
     if config.include_mlp:
-        jobs.insert(0, ("mlp", None))
+        jobs.insert(0, (FLOOR_IMPL, None))
     modes = (True, False) if config.graphs and cuda_graphs_enabled(device) else (False,)
     steppers = {(impl, g): _stepper(impl, config, device, g) for impl, _ in jobs for g in modes}
     per_step: dict[tuple, list[float]] = {(*job, g): [] for job in jobs for g in modes}
@@ -342,8 +362,8 @@ def _run(config: BenchConfig, device: torch.device, progress: ProgressFn | None)
     for graphed in modes:
         rows = [_row(impl, s, per_step[(impl, s, graphed)], config.epoch_steps) for impl, s in jobs]
         part = {
-            "timings": [row for row in rows if row["impl"] != "mlp"],
-            "mlp": next((row for row in rows if row["impl"] == "mlp"), None),
+            "timings": [row for row in rows if row["impl"] != FLOOR_IMPL],
+            "mlp": next((row for row in rows if row["impl"] == FLOOR_IMPL), None),
         }
         part["fits"] = fits(part["timings"])
         if graphed is modes[0]:
@@ -354,308 +374,6 @@ def _run(config: BenchConfig, device: torch.device, progress: ProgressFn | None)
     result["goals"] = goals(result)
     result["speed_goals"] = speed_goals(result)
     return result
-
-
-def speed_goals(result: dict) -> dict[str, dict]:
-    """Rate a result against issue 19's targets, where measured.
-
-    Best BBB implementation at S = 1 ≤ 2.5× the plain-MLP epoch (stretch 2×), and vmap+LRT at
-    S = 10 ≥ 3.5× faster than sequential at S = 10.
-
-    Args:
-        result: A result with ``timings`` and ``mlp``.
-
-    Returns:
-        Goal name → ``{"value", "target", "met"}`` (plus ``"impl"`` for the S = 1 goal).
-    """
-    epoch = {(r["impl"], r["samples"]): r["epoch_seconds"] for r in result["timings"]}
-    out = {}
-    s1 = {impl: t for (impl, s), t in epoch.items() if s == 1}
-    if s1 and result.get("mlp"):
-        impl = min(s1, key=s1.get)
-        value = s1[impl] / result["mlp"]["epoch_seconds"]
-        out["best_S1_over_mlp"] = {"value": value, "target": 2.5, "met": value <= 2.5}
-        out["best_S1_over_mlp"]["impl"] = impl
-    if ("vmap_lrt", 10) in epoch and ("sequential", 10) in epoch:
-        value = epoch[("sequential", 10)] / epoch[("vmap_lrt", 10)]
-        out["vmap_lrt_S10_speedup_3_5"] = {"value": value, "target": 3.5, "met": value >= 3.5}
-    if result.get("device_type") == "cuda":
-        out |= cuda_goals(result)
-    return out
-
-
-def cuda_goals(result: dict) -> dict[str, dict]:
-    """Rate a CUDA result against the GPU targets, in seconds per MNIST epoch.
-
-    Plain MLP ≤ 0.15 s; the best BBB estimator at S = 1 ≤ 0.30 s; vmap+LRT at S = 10 ≤ 0.45 s
-    with the Gaussian prior (0.9 s with the mixture); sequential at S = 10 ≥ 5× vmap+LRT's.
-
-    Args:
-        result: A CUDA result with ``timings``, ``mlp`` and ``config``.
-
-    Returns:
-        Goal name → ``{"value", "target", "met"}`` (plus ``"impl"`` for the S = 1 goal).
-    """
-    epoch = {(r["impl"], r["samples"]): r["epoch_seconds"] for r in result["timings"]}
-    out = {}
-
-    def at_most(name: str, value: float, target: float) -> None:
-        out[name] = {"value": value, "target": target, "met": value <= target}
-
-    if result.get("mlp"):
-        at_most("cuda_mlp_epoch_s", result["mlp"]["epoch_seconds"], 0.15)
-    s1 = {impl: t for (impl, s), t in epoch.items() if s == 1}
-    if s1:
-        impl = min(s1, key=s1.get)
-        at_most("cuda_best_S1_epoch_s", s1[impl], 0.30)
-        out["cuda_best_S1_epoch_s"]["impl"] = impl
-    if ("vmap_lrt", 10) in epoch:
-        mixture = result["config"].get("prior") == "mixture"
-        at_most("cuda_vmap_lrt_S10_epoch_s", epoch[("vmap_lrt", 10)], 0.9 if mixture else 0.45)
-        if ("sequential", 10) in epoch:
-            value = epoch[("sequential", 10)] / epoch[("vmap_lrt", 10)]
-            out["cuda_sequential_over_lrt_S10"] = {"value": value, "target": 5.0, "met": value >= 5}
-    return out
-
-
-def fits(timings: list[dict]) -> dict[str, dict | None]:
-    """Fit, per implementation, the least-squares line of epoch seconds against S.
-
-    Args:
-        timings: The ``timings`` rows of a result.
-
-    Returns:
-        Implementation → ``{"intercept", "slope", "r2"}`` (seconds, seconds per sample), or
-        None where fewer than two S were timed.
-    """
-    out = {}
-    for impl in dict.fromkeys(r["impl"] for r in timings):
-        rows = [r for r in timings if r["impl"] == impl]
-        if len({r["samples"] for r in rows}) < 2:
-            out[impl] = None
-            continue
-        line = fit_line([r["samples"] for r in rows], [r["epoch_seconds"] for r in rows])
-        out[impl] = line.to_dict()
-    return out
-
-
-def speedups(timings: list[dict]) -> list[dict]:
-    """Compare each implementation's epoch time with the sequential one's at the same S.
-
-    Args:
-        timings: The ``timings`` rows of a result.
-
-    Returns:
-        Rows ``impl, samples, speedup``: sequential epoch time ÷ this implementation's (×),
-        for the S where the sequential implementation was timed.
-    """
-    base = {r["samples"]: r["epoch_seconds"] for r in timings if r["impl"] == "sequential"}
-    return [
-        {
-            "impl": r["impl"],
-            "samples": r["samples"],
-            "speedup": base[r["samples"]] / r["epoch_seconds"],
-        }
-        for r in timings
-        if r["samples"] in base
-    ]
-
-
-def slope_speedups(fit_dict: dict[str, dict | None]) -> dict[str, float]:
-    """Compare each implementation's cost per extra sample with the sequential one's.
-
-    Args:
-        fit_dict: The ``fits`` of a result.
-
-    Returns:
-        Implementation → sequential slope ÷ its slope (×), where both are known.
-    """
-    seq = (fit_dict.get("sequential") or {}).get("slope")
-    return {impl: seq / f["slope"] for impl, f in fit_dict.items() if seq and f and f.get("slope")}
-
-
-def goals(result: dict) -> dict[str, dict]:
-    """Rate a result against the issue's targets, where measured.
-
-    The targets: vmap+LRT at S = 10 ≥ 2× faster than sequential at S = 10 (``value`` =
-    speedup), and BBB-LRT at S = 1 ≤ 3× the plain MLP epoch (``value`` = ratio of epoch times).
-
-    Args:
-        result: A result with ``timings`` and ``mlp``.
-
-    Returns:
-        Goal name → ``{"value", "target", "met"}``.
-    """
-    epoch = {(r["impl"], r["samples"]): r["epoch_seconds"] for r in result["timings"]}
-    out = {}
-    if ("vmap_lrt", 10) in epoch and ("sequential", 10) in epoch:
-        value = epoch[("sequential", 10)] / epoch[("vmap_lrt", 10)]
-        out["vmap_lrt_S10_speedup"] = {"value": value, "target": 2.0, "met": value >= 2.0}
-    if ("vmap_lrt", 1) in epoch and result.get("mlp"):
-        value = epoch[("vmap_lrt", 1)] / result["mlp"]["epoch_seconds"]
-        out["lrt_S1_over_mlp"] = {"value": value, "target": 3.0, "met": value <= 3.0}
-    return out
-
-
-def result_filename(result: dict) -> str:
-    """Name the file a result is saved to.
-
-    Args:
-        result: A result with ``device`` and ``date``.
-
-    Returns:
-        ``<device-slug>-[<task>-][<prior>-]<YYYY-MM-DD>.json``, e.g.
-        ``cpu-2-threads-2026-11-21.json``, ``cpu-1-threads-regression-2026-11-23.json`` or
-        ``cuda-nvidia-h100-80gb-hbm3-mixture-2026-11-26.json``.
-    """
-    slug = re.sub(r"[^a-z0-9]+", "-", result["device"].lower()).strip("-") or "device"
-    if result.get("device_type") == "cuda":
-        slug = f"cuda-{slug}"
-    task = "" if result.get("task", "mnist") == "mnist" else f"{result['task']}-"
-    prior = (result.get("config") or {}).get("prior", "gaussian")
-    task += "" if prior == "gaussian" else f"{prior}-"
-    return f"{slug}-{task}{result['date'][:10]}.json"
-
-
-def save_result(result: dict, folder: Path | None = None) -> Path:
-    """Write a result atomically to ``folder/<device-slug>-<date>.json``.
-
-    Args:
-        result: A result of :func:`run_benchmark`.
-        folder: Where to save; None for :data:`RUNS`' folder (created if missing).
-
-    Returns:
-        The path written.
-    """
-    folder = folder or RUNS.folder
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / result_filename(result)
-    atomic_write_text(path, json.dumps(result, indent=1) + "\n")
-    return path
-
-
-def save_shared_result(actor: Actor, result: dict, folder: Path | None = None) -> Path:
-    """Save a run made on the Training speed page among the lab's results, for the teacher.
-
-    Unlike :func:`save_result` (the command line's), it never replaces a saved run: a second
-    run of the same machine and day is saved as ``…-2.json``, ``…-3.json``.
-
-    Args:
-        actor: Who asks (:func:`core.roles.require_teacher`).
-        result: A result of :func:`run_benchmark`.
-        folder: Where to save; None for :data:`RUNS`' folder.
-
-    Returns:
-        The path written.
-
-    Raises:
-        PermissionError: If ``actor`` is not the teacher (nothing is written).
-    """
-    require_teacher(actor, "save_results")
-    folder = folder or RUNS.folder
-    folder.mkdir(parents=True, exist_ok=True)
-    stem = result_filename(result).removesuffix(".json")
-    path, n = folder / f"{stem}.json", 1
-    while path.exists():
-        n += 1
-        path = folder / f"{stem}-{n}.json"
-    atomic_write_text(path, json.dumps(result, indent=1) + "\n")
-    return path
-
-
-def load_results(folder: Path | None = None) -> dict[str, dict]:
-    """Load the saved results; unreadable files are skipped.
-
-    Args:
-        folder: Where to look; None for :data:`RUNS`' folder.
-
-    Returns:
-        File name → result, newest date first.
-    """
-    folder = folder or RUNS.folder
-    out = {}
-    for path in sorted(folder.glob("*.json")):
-        try:
-            result = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        if isinstance(result, dict) and "fits" in result:
-            out[path.name] = result
-    return dict(sorted(out.items(), key=lambda kv: kv[1].get("date") or "", reverse=True))
-
-
-DEVICE_COLUMNS = {
-    "plain MLP": ("mlp", None),
-    "BBB fused, S = 1": ("fused", 1),
-    "BBB vmap + LRT, S = 1": ("vmap_lrt", 1),
-    "BBB vmap + LRT, S = 10": ("vmap_lrt", 10),
-    "BBB sequential, S = 10": ("sequential", 10),
-}
-"""Columns of :func:`device_table`: title → (implementation, S)."""
-
-
-def device_table(results: dict[str, dict], prior: str = "gaussian") -> list[dict]:
-    """Seconds per MNIST epoch on every device measured: the newest run of each.
-
-    A CUDA run gives two rows, its steps replayed from CUDA graphs and eager.
-
-    Args:
-        results: Saved results by file name, newest first (:func:`load_results`).
-        prior: The prior of the runs to compare (a key of :data:`PRIORS`).
-
-    Returns:
-        Rows ``{"device", "steps", <column title>: seconds or None, ...}`` over
-        :data:`DEVICE_COLUMNS`, CPU runs first.
-    """
-    newest: dict[str, dict] = {}
-    for result in results.values():
-        config = result.get("config") or {}
-        if result.get("reference") or result.get("task", "mnist") != "mnist":
-            continue
-        if config.get("prior", "gaussian") == prior and result.get("data") == "mnist":
-            newest.setdefault(result["device"], result)
-    rows = []
-    for device, result in sorted(newest.items(), key=lambda kv: kv[1].get("device_type") == "cuda"):
-        parts = [(result, "CUDA graphs" if result.get("cuda_graphs") else "eager")]
-        if result.get("eager"):
-            parts.append((result["eager"], "eager"))
-        for part, steps in parts:
-            epoch = {(r["impl"], r["samples"]): r["epoch_seconds"] for r in part["timings"]}
-            if part.get("mlp"):
-                epoch[("mlp", None)] = part["mlp"]["epoch_seconds"]
-            row = {"device": device, "steps": steps}
-            rows.append(row | {title: epoch.get(key) for title, key in DEVICE_COLUMNS.items()})
-    return rows
-
-
-def gpu_trained_models() -> list[dict]:
-    """The shipped models trained on a GPU, beside the published error of their family.
-
-    Returns:
-        Rows ``{"model", "device", "epochs", "training (s)", "test error (%)",
-        "published (%)"}`` (the published error of Blundell et al. 2015 and Gal 2016 where
-        :data:`core.studies.comparison.LITERATURE_ERROR` has one, else None), from the
-        checkpoints' metadata.
-    """
-    from core.catalogue import list_checkpoints
-    from core.studies.comparison import LITERATURE_ERROR
-
-    rows = []
-    for info in list_checkpoints():
-        meta = info.metadata
-        if not info.available or str(meta.get("device", "cpu")).startswith("cpu"):
-            continue
-        rows.append(
-            {
-                "model": info.spec.title,
-                "device": meta["device"],
-                "epochs": meta.get("epochs"),
-                "training (s)": round(meta.get("train_seconds", float("nan"))),
-                "test error (%)": round(100 * meta["test_error"], 2),
-                "published (%)": LITERATURE_ERROR.get(info.spec.name),
-            }
-        )
-    return rows
 
 
 def regression_config(**overrides) -> BenchConfig:
