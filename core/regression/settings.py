@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 
 from core.methods import method
-from core.methods.base import TRAIN_FIELDS
 from core.regression.data import RegressionData
 from core.regression.likelihood import check_noise_model
 from core.regression.variants import Variant, check_method, complete_params, regression_kinds
@@ -143,7 +142,7 @@ class FitSettings:
             fields of :class:`~core.training.TrainConfig`).
         """
         prior = {"prior": "gaussian", "prior_sigma": self.prior_scale, "sigma1": self.prior_scale}
-        own = {s.name for s in method(variant.kind).parameters} | TRAIN_FIELDS
+        own = {s.name for s in method(variant.kind).parameters}
         shared = {k: v for k, v in prior.items() if k in own}
         return shared | self.params[variant.kind] | variant.fixed
 
