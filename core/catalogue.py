@@ -5,6 +5,9 @@
 settings, base model and task. :func:`list_checkpoints` lists them with whether their files
 load, and :func:`promote` replaces a shipped file with a user-trained one. The file format
 itself (saving, loading, metadata, the user folder) is :mod:`core.storage.checkpoints`.
+
+It also holds the regression playground's table (:data:`REGRESSION_VARIANTS`,
+:data:`REGRESSION_KINDS`): data that names methods lives here or in their packages.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from pathlib import Path
 
 from core.atomic import remove_stale_temporaries
 from core.methods import ModelConfig
+from core.methods.base import MIXTURE_SIGMA2
 from core.paths import CHECKPOINT_DIR, user_model_dir
 from core.storage.checkpoints import (
     CheckpointError,
@@ -192,6 +196,116 @@ REGISTRY: dict[str, CheckpointSpec] = {
         ),
     ]
 }
+
+
+# --- the regression playground's methods (core.regression.variants reads these) ------------
+
+REGRESSION_KINDS: dict[str, dict] = {
+    "bbb": {
+        "defaults": {"beta": 1.0, "init_sigma": 1e-2, "n_samples": 4},
+        "fixed": {"impl": "vmap", "kl_schedule": "uniform"},
+    },
+    "dropout": {"defaults": {"dropout": 0.1}},
+    "ensemble": {"members_are_passes": True},
+    "sgld": {
+        "defaults": {"members": 50},
+        "fixed": {"lr": 2e-3, "burn_in": 0.5, "precondition": True},
+    },
+    "sgmcmc_cyclic": {
+        "defaults": {"members": 50},
+        "fixed": {"lr": 8e-3, "exploration": 0.5, "precondition": True},
+    },
+    "swag": {"defaults": {"rank": 10}, "fixed": {"lr": 1e-2, "burn_in": 0.5, "precondition": True}},
+}
+"""What the regression playground sets for a method of each kind on a 1-100-1 network, where
+it differs from the method's own (a method without an entry is fitted with its own settings):
+
+* ``defaults``: its offered settings' starting values (e.g. BBB's initial σ 10⁻², S = 4, the
+  full ELBO β = 1);
+* ``fixed``: values the playground sets and does not offer, parameters of the method or fields
+  of :class:`~core.training.TrainConfig` (the samplers' and SWAG's step: pSGLD at 2·10⁻³,
+  cyclical SG-MCMC starting its cycles at 4× that, SWAG's Adam iterates at 10⁻²; BBB's
+  weight sampling, and its KL schedule, which one full batch makes moot);
+* ``members_are_passes``: its networks are its ``members``, each with its own learned noise
+  level and one pass at prediction (a deep ensemble's maximum-likelihood members)."""
+
+REGRESSION_VARIANTS: dict[str, dict] = {
+    "bbb": {
+        "kind": "bbb",
+        "title": "BBB, Gaussian prior",
+        "notice": "Mean-field VI: the band widens away from the data, but is often too narrow "
+        "between clusters and too wide on the data when β = 1 (the KL pulls the weights to the "
+        "prior).",
+        "first": True,
+    },
+    "bbb_mixture": {
+        "kind": "bbb",
+        "title": "BBB, scale-mixture prior",
+        "notice": "Blundell's spike-and-slab-like prior lets many weights sit at zero with tiny "
+        "σ: compare its band with the Gaussian prior's.",
+        "fixed": {"prior": "mixture", "pi": 0.5, "sigma2": MIXTURE_SIGMA2},
+    },
+    "bbb_lrt": {
+        "kind": "bbb",
+        "title": "BBB + local reparameterisation",
+        "notice": "The same posterior as BBB with a Gaussian prior, trained with lower-variance "
+        "gradients: the picture should match BBB's, in similar time.",
+        "fixed": {"impl": "vmap_lrt"},
+    },
+    "dropout": {
+        "kind": "dropout",
+        "title": "MC dropout",
+        "notice": "Dropout's band grows roughly linearly away from the data but does not widen "
+        "between the clusters; its width is set by p, not by the data.",
+        "first": True,
+    },
+    "ensemble": {
+        "kind": "ensemble",
+        "title": "Deep ensemble",
+        "notice": "M independently initialised networks agree on the data and disagree away "
+        "from it: often the closest to HMC in shape, with only M distinct curves.",
+        "first": True,
+    },
+    "mlp": {
+        "kind": "mlp",
+        "title": "Plain MLP",
+        "notice": "One network, no epistemic uncertainty: the band is the noise only and does "
+        "not widen anywhere, however far from the data.",
+    },
+    "sgld": {
+        "kind": "sgld",
+        "title": "SGLD (Langevin samples)",
+        "notice": "Gradient steps plus noise, on the whole data set: with a small enough step "
+        "the kept networks are posterior samples of the same network and prior as HMC's, so its "
+        "band should approach HMC's; with too few steps it stays too narrow.",
+    },
+    "sgmcmc_cyclic": {
+        "kind": "sgmcmc_cyclic",
+        "title": "Cyclical SG-MCMC",
+        "notice": "The step size restarts large in every cycle, so the chain can leave one mode "
+        "for another before sampling at small steps: compare its band with SGLD's and HMC's.",
+    },
+    "swag": {
+        "kind": "swag",
+        "title": "SWAG",
+        "notice": "A Gaussian fitted to the weights SGD visits in the second half of training: "
+        "the band reflects how far SGD wanders, not the posterior itself.",
+    },
+    "hmc": {
+        "kind": "mlp",
+        "title": "HMC (NUTS) reference",
+        "notice": "Samples from the exact posterior of the same network and prior (up to "
+        "Monte-Carlo error): the picture the approximations try to match.",
+        "nuts": True,
+        "first": True,
+    },
+}
+"""The regression playground's methods in display order: a method's kind with some of its
+parameters ``fixed`` (the mixture prior, local reparameterisation), its title and what to look
+for in its picture (``notice``), whether the page shows it ``first`` (their fits of every
+preset's default data ship with the lab) and whether it is sampled by ``nuts`` instead of
+trained (the HMC reference, a plain MLP's exact posterior). A method that can fit a regression
+and has no entry here is listed under its own kind, before the NUTS reference."""
 
 
 def default_models(available: list[str]) -> list[str]:

@@ -18,6 +18,8 @@ from app.figures.regression import (
     overlay_figure,
     std_figure,
 )
+from app.settings_widgets import setting_widget
+from core.methods import method as method_of
 from core.progress import compute_slot
 from core.regression.data import (
     PRESETS,
@@ -28,8 +30,9 @@ from core.regression.data import (
     user_data,
 )
 from core.regression.likelihood import NOISE_MODELS
-from core.regression.methods import DEFAULT_METHODS, METHODS, FitSettings
+from core.regression.settings import FitSettings
 from core.regression.study import compared_numbers, fit_method, load_fit
+from core.regression.variants import DEFAULT_METHODS, VARIANTS, default_params, offered
 
 USER = "user"
 SOURCES = [*PRESETS, USER]
@@ -116,8 +119,29 @@ def preset_data(name: str):
     return make_data(name, int(n_inputs), float(noise), int(seed))
 
 
-def hyperparameters() -> FitSettings:
-    """The hyperparameter widgets; a bad combination is reported and stops the page."""
+def method_params(kinds: list[str]) -> dict[str, dict]:
+    """Each method's offered settings as controls keyed ``reg_KIND_NAME``, a row per method;
+    returns kind → values."""
+    params = {}
+    for kind in kinds:
+        settings = offered(kind)
+        if not settings:
+            continue
+        st.markdown(f"**{method_of(kind).title}**")
+        columns = st.columns(4)
+        defaults, values = default_params(kind), {}
+        for i, setting in enumerate(settings):
+            values[setting.name] = setting_widget(
+                setting, f"reg_{kind}_{setting.name}", columns[i % 4], defaults[setting.name]
+            )
+        params[kind] = values
+    return params
+
+
+def hyperparameters(methods: list[str]) -> FitSettings:
+    """The shared hyperparameter widgets, then those of the chosen methods; a bad combination
+    is reported and stops the page."""
+    chosen = [VARIANTS[m] for m in methods]
     with st.expander("Hyperparameters (every change retrains what is not cached)"):
         c = st.columns(4)
         noise_model = share.selectbox(
@@ -150,8 +174,8 @@ def hyperparameters() -> FitSettings:
         lr = share.select_slider(
             "Learning rate", (3e-3, 1e-2, 3e-2), 1e-2, key="reg_lr", container=c[1]
         )
-        prior_sigma = share.select_slider(
-            "Prior σp",
+        prior_scale = share.select_slider(
+            "Prior σp (every method's, HMC's too)",
             (0.3, 0.5, 1.0, 2.0, 3.0),
             1.0,
             key="reg_prior_sigma",
@@ -160,37 +184,22 @@ def hyperparameters() -> FitSettings:
         fit_seed = share.number_input(
             "Training seed", 0, 100_000, 0, key="reg_fit_seed", container=c[3]
         )
-        st.markdown("**BBB**")
         c = st.columns(4)
-        beta = share.select_slider(
-            "KL weight β", (0.0, 0.1, 0.3, 1.0, 3.0), 1.0, key="reg_beta", container=c[0]
-        )
-        init_sigma = share.select_slider(
-            "Initial posterior σ",
-            (1e-3, 1e-2, 0.05, 0.1),
-            1e-2,
-            key="reg_init_sigma",
-            container=c[1],
-        )
-        n_samples = share.slider(
-            "Samples S per step", 1, 16, 4, key="reg_train_samples", container=c[2]
-        )
         n_predict = share.slider(
-            "Prediction passes", 10, 300, 100, 10, key="reg_n_predict", container=c[3]
+            "Prediction passes", 10, 300, 100, 10, key="reg_n_predict", container=c[0]
         )
-        st.markdown("**MC dropout · ensemble · HMC**")
-        c = st.columns(5)
-        dropout = share.slider("Dropout p", 0.0, 0.5, 0.1, 0.05, key="reg_dropout", container=c[0])
-        members = share.slider("Ensemble size M", 2, 20, 5, key="reg_members", container=c[1])
-        hmc_samples = share.slider(
-            "HMC samples", 50, 1000, 300, 50, key="reg_hmc_samples", container=c[2]
-        )
-        hmc_warmup = share.slider(
-            "HMC warm-up", 50, 1000, 300, 50, key="reg_hmc_warmup", container=c[3]
-        )
-        hmc_depth = share.slider(
-            "NUTS max tree depth", 3, 10, 7, key="reg_hmc_depth", container=c[4]
-        )
+        nuts = {}
+        if any(v.nuts for v in chosen):
+            nuts["hmc_samples"] = share.slider(
+                "HMC samples", 50, 1000, 300, 50, key="reg_hmc_samples", container=c[1]
+            )
+            nuts["hmc_warmup"] = share.slider(
+                "HMC warm-up", 50, 1000, 300, 50, key="reg_hmc_warmup", container=c[2]
+            )
+            nuts["hmc_tree_depth"] = share.slider(
+                "NUTS max tree depth", 3, 10, 7, key="reg_hmc_depth", container=c[3]
+            )
+        params = method_params(list(dict.fromkeys(v.kind for v in chosen if not v.nuts)))
     try:
         return FitSettings(
             hidden=(int(width),) * int(layers),
@@ -198,17 +207,11 @@ def hyperparameters() -> FitSettings:
             fixed_noise=float(fixed) if fixed > 0 else None,
             epochs=int(epochs),
             lr=float(lr),
-            n_samples=int(n_samples),
-            prior_sigma=float(prior_sigma),
-            beta=float(beta),
-            init_sigma=float(init_sigma),
-            dropout=float(dropout),
-            members=int(members),
+            prior_scale=float(prior_scale),
             n_predict=int(n_predict),
             seed=int(fit_seed),
-            hmc_samples=int(hmc_samples),
-            hmc_warmup=int(hmc_warmup),
-            hmc_tree_depth=int(hmc_depth),
+            params=params,
+            **{k: int(v) for k, v in nuts.items()},
         )
     except ValueError as exc:
         st.error("These hyperparameters cannot be used.")
@@ -219,7 +222,7 @@ def hyperparameters() -> FitSettings:
 def run_fit(data, method: str, settings: FitSettings, refresh: bool = False):
     """Fit one method now under a progress bar, with a live loss curve for gradient methods;
     waits for a free training slot first. Returns the fit."""
-    title = METHODS[method].title
+    title = VARIANTS[method].title
     waiting = partial(st.spinner, "Waiting for other sessions' training to finish…")
     with compute_slot("regression fits", TRAINING_SLOTS, waiting=waiting):
         bar = st.progress(0.0, f"{title}…")
@@ -246,14 +249,14 @@ def run_fit(data, method: str, settings: FitSettings, refresh: bool = False):
     return fit
 
 
-def hmc_controls(data, settings: FitSettings, fit):
-    """Show where the HMC reference ``fit`` (None: not computed) comes from, and run it on
-    request. Returns the fit to show, or None."""
+def hmc_controls(data, name: str, settings: FitSettings, fit):
+    """Show where the HMC reference ``name``'s ``fit`` (None: not computed) comes from, and
+    run it on request. Returns the fit to show, or None."""
     left, right = st.columns([3, 1], vertical_alignment="center")
     about = left.empty()  # filled after a re-run, so that it describes the fit shown
     label = "Run HMC now" if fit is None else "Re-run HMC live"
     if right.button(label, key="reg_hmc_run", icon=":material/play_arrow:"):
-        fit = run_fit(data, "hmc", settings, refresh=fit is not None)
+        fit = run_fit(data, name, settings, refresh=fit is not None)
     if fit is None:
         about.info(
             "The HMC reference for these data and settings is not computed yet: NUTS takes "
@@ -292,7 +295,7 @@ COLUMNS = {
 def metrics_table(fits: dict, held_out: bool) -> pd.DataFrame:
     """One row per method: the numbers of :func:`core.regression.study.compared_numbers`."""
     rows = {
-        METHODS[method].title: {title: numbers[key] for key, title in COLUMNS.items()}
+        VARIANTS[method].title: {title: numbers[key] for key, title in COLUMNS.items()}
         for method, numbers in compared_numbers(fits).items()
     }
     table = pd.DataFrame.from_dict(rows, orient="index").rename_axis("method")
@@ -322,29 +325,30 @@ data = drawn_data() if source == USER else preset_data(source)
 top = st.columns([3, 1], vertical_alignment="bottom")
 methods = share.multiselect(
     "Methods",
-    list(METHODS),
+    list(VARIANTS),
     default=DEFAULT_METHODS,
-    format_func=lambda m: METHODS[m].title,
+    format_func=lambda m: VARIANTS[m].title,
     key="reg_methods",
     container=top[0],
 )
 layout = share.radio("Show", LAYOUTS, horizontal=True, key="reg_layout", container=top[1])
-settings = hyperparameters()
+settings = hyperparameters(methods)
 if not methods:
     st.warning("Pick at least one method.")
     st.stop()
 
 fits = {m: load_fit(data, m, settings) for m in methods}
-for method in methods:
-    if method != "hmc" and fits[method] is None:
-        fits[method] = run_fit(data, method, settings)
-if "hmc" in methods:
-    fits["hmc"] = hmc_controls(data, settings, fits["hmc"])
+for name in methods:
+    if not VARIANTS[name].nuts and fits[name] is None:
+        fits[name] = run_fit(data, name, settings)
+for name in methods:
+    if VARIANTS[name].nuts:  # sampled on request: about a minute
+        fits[name] = hmc_controls(data, name, settings, fits[name])
 fits = {m: fit for m, fit in fits.items() if fit is not None}
 if not fits:
     st.stop()
 
-colors = {m: method_color(list(METHODS).index(m)) for m in fits}  # fixed per method
+colors = {m: method_color(list(VARIANTS).index(m)) for m in fits}  # fixed per method
 x_train, y_train = data.x_train.numpy(), data.y_train.numpy()
 intervals = [tuple(i) for i in data.intervals]
 any_fit = next(iter(fits.values()))
@@ -359,7 +363,7 @@ if layout == LAYOUTS[0]:
     for row in range(0, len(items), 2):
         for column, (method, fit) in zip(st.columns(2), items[row : row + 2], strict=False):
             with column:
-                title = METHODS[method].title
+                title = VARIANTS[method].title
                 show_figure(
                     fit_figure(
                         as_arrays(fit.plot),
@@ -386,9 +390,9 @@ if layout == LAYOUTS[0]:
                     ),
                     f"reg_wide_{method}",
                 )
-                st.caption(METHODS[method].notice)
+                st.caption(VARIANTS[method].notice)
 else:
-    titled = {METHODS[m].title: as_arrays(f.plot) for m, f in fits.items()}
+    titled = {VARIANTS[m].title: as_arrays(f.plot) for m, f in fits.items()}
     show_figure(
         overlay_figure(
             titled,
@@ -401,7 +405,7 @@ else:
         ),
         "reg_overlay",
     )
-    wide = {METHODS[m].title: as_arrays(f.wide) for m, f in fits.items()}
+    wide = {VARIANTS[m].title: as_arrays(f.wide) for m, f in fits.items()}
     show_figure(
         overlay_figure(
             wide,
@@ -417,7 +421,7 @@ else:
         "reg_overlay_wide",
     )
     for method in fits:
-        st.caption(f"**{METHODS[method].title}**: {METHODS[method].notice}")
+        st.caption(f"**{VARIANTS[method].title}**: {VARIANTS[method].notice}")
 
 st.subheader("Numbers")
 table = metrics_table(fits, data.held_out)
@@ -441,7 +445,7 @@ st.caption(
 left, right = st.columns(2)
 with left:
     noise_truth = data.noise_std(any_fit.wide.x)
-    std_fits = {METHODS[m].title: as_arrays(f.wide) for m, f in fits.items()}
+    std_fits = {VARIANTS[m].title: as_arrays(f.wide) for m, f in fits.items()}
     show_figure(
         std_figure(
             std_fits,
@@ -455,5 +459,5 @@ with left:
 with right:
     trained = [m for m, f in fits.items() if f.losses]
     if trained:
-        histories = {METHODS[m].title: fits[m].losses for m in trained}
+        histories = {VARIANTS[m].title: fits[m].losses for m in trained}
         show_figure(loss_figure(histories, colors=[colors[m] for m in trained]), "reg_loss")

@@ -5,8 +5,6 @@ Jobs run in the server's training queue (:mod:`core.jobs.queue`), not in this sc
 page only submits requests and polls the queue, so closing the tab or rerunning the page does
 not stop a job, and reopening the page shows it again."""
 
-import math
-
 import streamlit as st
 
 from app import share, ui
@@ -19,13 +17,13 @@ from app.figures.train import (
     run_names,
     setting_text,
 )
+from app.settings_widgets import option, setting_widget
 from app.train_panels import NOTICE_KEY, limits_panel, models_panel, roles_note
 from core.jobs import JobStatus, TrainJob, kind_template, make_request, training_queue
 from core.jobs.limits import LimitError
 from core.jobs.training import TrainRequest, free_name
 from core.jobs.wait import expected_wait
 from core.methods import METHODS, method
-from core.methods.base import Setting
 from core.storage.checkpoints import TASK_DATASETS, task_title
 from core.storage.database_errors import DatabaseError
 
@@ -44,31 +42,6 @@ def kind_title(kind: str) -> str:
     return method(kind).title
 
 
-def option(label: str, options, default, key: str, container=st, **kw):
-    """A select slider whose default is ``default`` (or the nearest option)."""
-    options = tuple(options)
-    if default not in options:
-        default = min(options, key=lambda o: abs(math.log(o) - math.log(default)))
-    return share.select_slider(label, options, value=default, key=key, **kw, container=container)
-
-
-def setting_widget(setting: Setting, container) -> object:
-    """One setting of a method as a control keyed ``train_NAME`` (also its URL parameter)."""
-    key, kw = f"train_{setting.name}", {"help": setting.help, "container": container}
-    if setting.type is bool:
-        return share.toggle(setting.label, setting.default, key=key, **kw)
-    if setting.type is str:
-        index = setting.options.index(setting.default)
-        return share.radio(setting.label, setting.options, index, setting.title, key=key, **kw)
-    if setting.options:
-        return option(
-            setting.label, setting.options, setting.default, key, format_func=setting.title, **kw
-        )
-    return share.number_input(
-        setting.label, setting.low, setting.high, setting.default, key=key, **kw
-    )
-
-
 def model_settings(kind: str) -> dict:
     """The method's own settings as controls, in three columns; returns their values by name."""
     unit = method(kind)
@@ -78,7 +51,9 @@ def model_settings(kind: str) -> dict:
     shown = 0
     for setting in unit.settings:
         if setting.applies(values):
-            values[setting.name] = setting_widget(setting, columns[shown % 3])
+            values[setting.name] = setting_widget(
+                setting, f"train_{setting.name}", columns[shown % 3]
+            )
             shown += 1
     return values
 

@@ -11,7 +11,8 @@ from streamlit.testing.v1 import AppTest
 
 from core.regression import study
 from core.regression.data import make_data
-from core.regression.methods import METHODS, FitSettings
+from core.regression.settings import FitSettings
+from core.regression.variants import VARIANTS
 from harness.browser import (
     REPO_ROOT,
     choose,
@@ -78,11 +79,11 @@ def test_default_page_trains_each_method_and_offers_to_run_hmc(cache):
     assert at.multiselect(key="reg_methods").value == ["bbb", "dropout", "ensemble", "hmc"]
     assert "not computed yet" in at.info[0].value
     assert at.button(key="reg_hmc_run").label == "Run HMC now"
-    assert table_rows(at) == [METHODS[m].title for m in DEFAULT_SHOWN]
+    assert table_rows(at) == [VARIANTS[m].title for m in DEFAULT_SHOWN]
     assert charts(at) == 2 * len(DEFAULT_SHOWN) + 2  # fit + zoomed out each, std, loss
     assert len(cached_files(cache)) == len(DEFAULT_SHOWN)
     captions = " ".join(c.value for c in at.caption)
-    assert all(METHODS[m].notice in captions for m in DEFAULT_SHOWN)
+    assert all(VARIANTS[m].notice in captions for m in DEFAULT_SHOWN)
     numbers = table(at)
     assert (numbers["out / in"] > 0).all() and numbers["90 % coverage"].between(0, 1).all()
 
@@ -91,7 +92,7 @@ def test_hmc_runs_on_request_then_opens_from_the_cache(cache):
     at = run_page()
     at.button(key="reg_hmc_run").click().run()
     assert not at.exception, at.exception
-    assert table_rows(at)[-1] == METHODS["hmc"].title
+    assert table_rows(at)[-1] == VARIANTS["hmc"].title
     assert charts(at) == 2 * 4 + 2
     at = run_page()  # a new session: everything from the disk cache
     assert not at.info
@@ -113,32 +114,51 @@ def test_a_shipped_reference_opens_without_computing(cache):
         file.unlink()
     at = run_page(reg_methods=["hmc"])
     assert "shipped with the lab" in " ".join(c.value for c in at.caption)
-    assert table_rows(at) == [METHODS["hmc"].title]
+    assert table_rows(at) == [VARIANTS["hmc"].title]
     assert cached_files(cache) == []
 
 
 def test_switching_methods_and_layout_redraws_from_the_cache(cache):
     at = run_page(reg_methods=["mlp", "ensemble"])
-    assert table_rows(at) == [METHODS["mlp"].title, METHODS["ensemble"].title]
+    assert table_rows(at) == [VARIANTS["mlp"].title, VARIANTS["ensemble"].title]
     files = cached_files(cache)
     at.radio(key="reg_layout").set_value("Overlaid").run()
     assert not at.exception, at.exception
     assert charts(at) == 2 + 2  # overlaid, zoomed out, std, loss
     assert cached_files(cache) == files
     at.multiselect(key="reg_methods").set_value(["ensemble"]).run()
-    assert table_rows(at) == [METHODS["ensemble"].title] and cached_files(cache) == files
+    assert table_rows(at) == [VARIANTS["ensemble"].title] and cached_files(cache) == files
 
 
 def test_a_hyperparameter_change_retrains_only_the_methods_it_concerns(cache):
     at = run_page()
     files = cached_files(cache)
-    before = table(at).loc[METHODS["dropout"].title, "std out"]
-    at.slider(key="reg_dropout").set_value(0.3).run()
+    before = table(at).loc[VARIANTS["dropout"].title, "std out"]
+    at.select_slider(key="reg_dropout_dropout").set_value(0.3).run()
     assert not at.exception, at.exception
     after = cached_files(cache)
     assert len(after) == len(files) + 1
     assert [f for f in after if f not in files][0].startswith("blundell-dropout-")
-    assert table(at).loc[METHODS["dropout"].title, "std out"] != before
+    assert table(at).loc[VARIANTS["dropout"].title, "std out"] != before
+
+
+def test_each_chosen_method_s_own_settings_are_controls_from_its_method(cache):
+    """The controls of a method come from its settings (keys ``reg_KIND_NAME``), for the
+    chosen methods only, starting at the playground's defaults; a variant's fixed parameters
+    (BBB's implementation, the mixture prior) are no controls."""
+    at = run_page(reg_methods=["bbb_mixture", "sgld"])
+    controls = [*at.slider, *at.select_slider, *at.number_input, *at.radio, *at.toggle]
+    keys = {w.key for w in controls}
+    assert {"reg_bbb_beta", "reg_bbb_init_sigma", "reg_bbb_n_samples"} <= keys
+    assert {"reg_sgld_temperature", "reg_sgld_members"} <= keys
+    assert not {"reg_bbb_impl", "reg_bbb_prior", "reg_sgld_burn_in", "reg_dropout_dropout"} & keys
+    assert at.select_slider(key="reg_bbb_init_sigma").value == 1e-2  # the playground's default
+    assert table_rows(at) == [VARIANTS[m].title for m in ("bbb_mixture", "sgld")]
+    before = cached_files(cache)
+    at.select_slider(key="reg_bbb_beta").set_value(0.1).run()
+    assert not at.exception, at.exception
+    new = [f for f in cached_files(cache) if f not in before]
+    assert len(new) == 1 and new[0].startswith("blundell-bbb_mixture-")
 
 
 @pytest.mark.parametrize("preset", ["gap", "heteroscedastic"])
@@ -174,7 +194,7 @@ def test_drawn_points_become_the_training_set(cache):
     at.run()
     assert not at.exception, at.exception
     assert "7 points so far" in " ".join(c.value for c in at.caption)
-    assert table_rows(at) == [METHODS["mlp"].title, METHODS["ensemble"].title]
+    assert table_rows(at) == [VARIANTS["mlp"].title, VARIANTS["ensemble"].title]
     assert "RMSE (train points)" in at.dataframe[0].value.columns
     assert any(f.startswith("user-") for f in cached_files(cache))
 
@@ -222,7 +242,7 @@ def test_a_curve_drawn_in_a_real_browser_gets_a_fitted_band(tmp_path):
         text = page.inner_text("[data-testid='stMain']")
         assert "points so far" in text
         for method in shown:
-            assert METHODS[method].title in text
+            assert VARIANTS[method].title in text
         assert "Your points have no held-out set" in text  # numbers on the drawn points
         fills = page.locator("[data-testid='stPlotlyChart'] .js-fill").count()
         assert fills >= 2 * len(shown)  # two bands per method figure at least

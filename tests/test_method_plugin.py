@@ -1,6 +1,7 @@
 """A method is one package: a dummy method's folder dropped into ``core/methods/`` appears, with
-no other edit, on the Train page, among ``python -m core train``'s flags and in active
-learning's methods; once the folder is gone it is gone from all of them.
+no other edit, on the Train page, among ``python -m core train``'s flags, in active learning's
+methods and in the regression playground (which fits it, its setting a control); once the
+folder is gone it is gone from all of them.
 
 Each look is a fresh Python process (the registry is read once per process), run from this
 checkout with the temporary folder in place, then without it.
@@ -57,6 +58,7 @@ LOOK = textwrap.dedent(
     from core.active.loop import MODEL_KINDS
     from core.methods import METHODS, build_model
     from core.methods import ModelConfig
+    from core.regression.variants import VARIANTS
 
     at = AppTest.from_file("pages/train.py", default_timeout=120)
     at.session_state["train_kind"] = "{KIND}" if "{KIND}" in METHODS else "mlp"
@@ -67,6 +69,15 @@ LOOK = textwrap.dedent(
     flags = subprocess.run(
         [sys.executable, "-m", "core", "train", "--help"], capture_output=True, text=True
     ).stdout
+    reg = AppTest.from_file("pages/regression.py", default_timeout=300)
+    if "{KIND}" in VARIANTS:  # a 1-20-1 network, 100 full-batch steps on Blundell's curve
+        small = {{"reg_methods": ["{KIND}"], "reg_width": 20, "reg_epochs": 100}}
+        for key, value in (small | {{"reg_n_predict": 20}}).items():
+            reg.session_state[key] = value
+    reg.run()
+    reg_labels = [w.label for w in reg.slider] + [w.label for w in reg.select_slider]
+    reg_labels += [w.label for w in reg.number_input] + [w.label for w in reg.radio]
+    numbers = reg.dataframe[0].value if reg.dataframe else None
     passes = None
     if "{KIND}" in METHODS:
         model = build_model(ModelConfig(kind="{KIND}", hidden=(8,)), seed=0).eval()
@@ -79,31 +90,37 @@ LOOK = textwrap.dedent(
         "cli": flags,
         "active": list(MODEL_KINDS),
         "passes": passes,
+        "regression": list(VARIANTS),
+        "reg_options": list(reg.multiselect(key="reg_methods").options),
+        "reg_labels": reg_labels,
+        "reg_rows": [] if numbers is None else list(numbers["method"]),
+        "reg_rmse": [] if numbers is None else list(numbers["RMSE in range"]),
+        "reg_errors": [str(e) for e in reg.exception],
     }}))
     """
 )
 
 
-def look() -> dict:
-    """What a fresh process of this checkout sees."""
+def look(cache: Path) -> dict:
+    """What a fresh process of this checkout sees (fits cached in ``cache``)."""
     result = subprocess.run(
         [sys.executable, "-c", LOOK],
         capture_output=True,
         text=True,
         cwd=ROOT,
         timeout=600,
-        env={**__import__("os").environ, "PYTHONPATH": str(ROOT)},
+        env={**__import__("os").environ, "PYTHONPATH": str(ROOT), "BNN_CACHE_DIR": str(cache)},
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def test_a_dropped_in_method_appears_everywhere_and_leaves_with_its_folder():
+def test_a_dropped_in_method_appears_everywhere_and_leaves_with_its_folder(tmp_path):
     assert not FOLDER.exists()
     try:
         FOLDER.mkdir()
         (FOLDER / "__init__.py").write_text(PACKAGE)
-        seen = look()
+        seen = look(tmp_path)
     finally:
         shutil.rmtree(FOLDER, ignore_errors=True)
     assert seen["page_errors"] == []
@@ -113,9 +130,17 @@ def test_a_dropped_in_method_appears_everywhere_and_leaves_with_its_folder():
     assert KIND in seen["cli"] and "--noise" in seen["cli"]
     assert KIND in seen["active"]  # stochastic and trains its own posterior
     assert seen["passes"] == 3
+    # the regression playground lists it before the HMC reference and fits it
+    assert seen["reg_errors"] == []
+    assert seen["regression"][-2:] == [KIND, "hmc"] and TITLE in seen["reg_options"]
+    assert LABEL in seen["reg_labels"]  # its setting is a control there too
+    assert seen["reg_rows"] == [TITLE] and 0 < seen["reg_rmse"][0] < 10
 
-    gone = look()
+    gone = look(tmp_path)
     assert KIND not in gone["registry"] and TITLE not in gone["page_options"]
     assert LABEL not in gone["page_labels"]
     assert KIND not in gone["cli"] and "--noise" not in gone["cli"]
     assert KIND not in gone["active"]
+    assert gone["reg_errors"] == []
+    assert KIND not in gone["regression"] and TITLE not in gone["reg_options"]
+    assert LABEL not in gone["reg_labels"] and TITLE not in gone["reg_rows"]

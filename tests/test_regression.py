@@ -7,11 +7,13 @@ import argparse
 import json
 import math
 import shutil
+from dataclasses import fields
 
 import pytest
 import torch
 
 from core.cli import regression as cli
+from core.methods import METHODS
 from core.paths import REPO_ROOT
 from core.regression import study
 from core.regression.data import (
@@ -24,10 +26,9 @@ from core.regression.data import (
 from core.regression.hmc import linear_posterior
 from core.regression.likelihood import gaussian_nll, mean_and_log_var, output_width
 from core.regression.methods import (
-    DEFAULT_METHODS,
     FINAL_LR_FRACTION,
-    FitSettings,
     RegressionNet,
+    model_config,
     predict,
     train_network,
 )
@@ -40,7 +41,9 @@ from core.regression.metrics import (
     regression_metrics,
     summarize,
 )
+from core.regression.settings import FitSettings
 from core.regression.study import compute_fit, fit_entry, fit_method, load_fit, ship_fit
+from core.regression.variants import DEFAULT_METHODS, VARIANTS, offered
 
 
 @pytest.fixture(autouse=True)
@@ -203,7 +206,7 @@ def test_hmc_matches_the_conjugate_posterior_of_bayesian_linear_regression():
         hidden=(),
         noise_model="fixed",
         fixed_noise=0.5,
-        prior_sigma=1.0,
+        prior_scale=1.0,
         hmc_samples=1500,
         hmc_warmup=300,
         hmc_tree_depth=4,
@@ -275,13 +278,16 @@ def test_the_plain_mlp_has_no_epistemic_band():
 
 def test_ensemble_members_differ_and_vmapped_training_equals_separate_trainings():
     data = make_data("blundell", n_inputs=40)
-    settings = FitSettings(hidden=(16,), members=3, epochs=60, lr=1e-2, seed=5)
+    members = 3
+    settings = FitSettings(
+        hidden=(16,), params={"ensemble": {"members": members}}, epochs=60, lr=1e-2, seed=5
+    )
     trained = train_network("ensemble", data, settings)
     with torch.random.fork_rng(devices=[]):  # the same seed gives the same initial members
         torch.manual_seed(settings.seed)
         start = RegressionNet("ensemble", settings, data)
     x, y = data.x_train, data.y_train
-    for i in range(settings.members):
+    for i in range(members):
         mlp = start.body.member(i)
         log_noise = start.log_noise.detach()[i].clone().requires_grad_(True)
         optimizer = torch.optim.Adam([*mlp.parameters(), log_noise], lr=settings.lr, fused=True)
@@ -340,15 +346,22 @@ def test_bbb_lrt_and_mixture_prior_train_and_sample_smooth_functions():
 
 def test_settings_are_validated_and_keyed_per_method():
     with pytest.raises(ValueError, match="dropout"):
-        FitSettings(dropout=1.0)
+        FitSettings(params={"dropout": {"dropout": 1.0}})
     with pytest.raises(ValueError, match="noise_model"):
         FitSettings(noise_model="cauchy")
     with pytest.raises(ValueError, match="epochs"):
         FitSettings(epochs=0)
+    with pytest.raises(ValueError, match="impl"):  # fixed by the variants, not offered
+        FitSettings(params={"bbb": {"impl": "fused"}})
+    with pytest.raises(ValueError, match="laplace"):  # cannot fit a regression
+        FitSettings(params={"laplace": {}})
     data = make_data("blundell")
     base = FitSettings()
-    assert base.for_method("bbb", data) == FitSettings(dropout=0.3).for_method("bbb", data)
-    assert base.for_method("bbb", data) != FitSettings(beta=0.1).for_method("bbb", data)
+    dropout = FitSettings(params={"dropout": {"dropout": 0.3}})
+    assert base.for_method("bbb", data) == dropout.for_method("bbb", data)
+    beta = FitSettings(params={"bbb": {"beta": 0.1}})
+    assert base.for_method("bbb", data) != beta.for_method("bbb", data)
+    assert base.for_method("bbb_lrt", data) != beta.for_method("bbb_lrt", data)
     fixed = FitSettings(noise_model="fixed").for_method("hmc", data)
     assert fixed["fixed_noise"] == pytest.approx(0.02)  # the data's own noise level
     with pytest.raises(ValueError, match="method"):
@@ -363,7 +376,8 @@ def test_fits_are_cached_by_data_method_and_relevant_settings():
     settings = FitSettings(epochs=50, hidden=(8,))
     first = fit_method(data, "mlp", settings)
     assert first.source == "computed" and fit_entry(data, "mlp", settings).exists()
-    again = fit_method(data, "mlp", FitSettings(epochs=50, hidden=(8,), dropout=0.4))
+    dropout = {"dropout": {"dropout": 0.4}}
+    again = fit_method(data, "mlp", FitSettings(epochs=50, hidden=(8,), params=dropout))
     assert again.source == "cache"
     assert torch.equal(again.plot.mean, first.plot.mean) and again.losses == first.losses
     assert fit_method(data, "mlp", FitSettings(epochs=60, hidden=(8,))).source == "computed"
@@ -403,6 +417,31 @@ def test_the_default_fits_of_every_preset_ship_with_the_lab(preset, monkeypatch)
         fit = load_fit(data, method, FitSettings())
         assert fit is not None and fit.source == "shipped", (preset, method)
         assert torch.isfinite(fit.plot.mean).all() and fit.metrics["rmse_in"] < 1
+        # keyed by the values the shipped fit was computed with, by the names stored with it
+        assert fit.settings == FitSettings().for_method(method, data)
+
+
+def test_the_playground_lists_the_registry_s_methods_and_its_variants_as_data():
+    kinds = {v.kind for v in VARIANTS.values() if not v.nuts}
+    assert kinds == {k for k, m in METHODS.items() if m.regression}
+    assert "laplace" in METHODS and not METHODS["laplace"].regression  # a capability, as data
+    assert DEFAULT_METHODS == ["bbb", "dropout", "ensemble", "hmc"]
+    assert list(VARIANTS)[-1] == "hmc" and VARIANTS["hmc"].nuts
+    settings = FitSettings(prior_scale=2.0)
+    mixture = model_config("bbb_mixture", settings).params
+    assert (mixture["prior"], mixture["sigma1"], mixture["pi"]) == ("mixture", 2.0, 0.5)
+    assert model_config("bbb", settings).params["prior_sigma"] == 2.0
+    assert model_config("bbb_lrt", settings).params["impl"] == "vmap_lrt"
+    bbb = model_config("bbb", settings).params
+    assert (bbb["init_sigma"], bbb["n_samples"], bbb["beta"]) == (1e-2, 4, 1.0)  # overrides
+    assert [s.name for s in offered("bbb")] == ["beta", "init_sigma", "n_samples"]
+
+
+def test_no_shared_setting_repeats_a_method_setting():
+    """Each method's parameters live in ``params`` only, by their own names."""
+    shared = {f.name for f in fields(FitSettings)} - {"params"}
+    names = {s.name for m in METHODS.values() for s in m.parameters}
+    assert shared & names == set()
 
 
 def test_cli_prints_the_numbers_of_every_method_as_json(capsys):

@@ -40,7 +40,7 @@ def rgba(color: str, alpha: float) -> str:
 
 
 def method_color(index: int) -> str:
-    """The colour of a method, by its place in :data:`core.regression.methods.METHODS`.
+    """The colour of a method, by its place in :data:`core.regression.variants.VARIANTS`.
 
     The playground passes that place, so a method keeps its colour whichever others are shown.
 

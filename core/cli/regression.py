@@ -21,8 +21,9 @@ from core.cli.values import IMAGES, SEED, STEPS, WIDTH, real
 from core.progress import text_progress
 from core.regression.data import PRESETS, make_data
 from core.regression.likelihood import NOISE_MODELS
-from core.regression.methods import METHODS, FitSettings
+from core.regression.settings import FitSettings
 from core.regression.study import compared_numbers, fit_method, ship_fit
+from core.regression.variants import VARIANTS
 
 NUMBERS = (
     "rmse_in",
@@ -52,7 +53,7 @@ def format_table(result: dict) -> str:
         values = "".join(
             f"{row[k]:9.3f}" if math.isfinite(row[k]) else f"{'–':>9s}" for k in NUMBERS
         )
-        lines.append(f"{METHODS[method].title[:32]:32s}{values}  {row['source']}")
+        lines.append(f"{VARIANTS[method].title[:32]:32s}{values}  {row['source']}")
     return "\n".join(lines)
 
 
@@ -80,7 +81,7 @@ def regression_result(args: argparse.Namespace) -> dict:
             data,
             method,
             settings,
-            progress=text_progress(f"{METHODS[method].title[:24]:24s}"),
+            progress=text_progress(f"{VARIANTS[method].title[:24]:24s}"),
             refresh=args.refresh,
         )
     if args.ship:
@@ -118,10 +119,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--methods",
         nargs="+",
-        choices=list(METHODS),
-        default=list(METHODS),
+        choices=list(VARIANTS),
+        default=list(VARIANTS),
         metavar="METHOD",
-        help=f"methods to fit, among {', '.join(METHODS)} (default: all)",
+        help=f"methods to fit, among {', '.join(VARIANTS)} (default: all)",
     )
     p.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
     p.add_argument("--n-inputs", type=IMAGES, help="training points (default: the preset's)")

@@ -110,7 +110,8 @@ class Setting:
         return self.when is None or values.get(self.when[0]) == self.when[1]
 
 
-def _no_weight_decay(config: ModelConfig, prior_sigma: float) -> float:
+def no_prior_weight_decay(config: ModelConfig, prior_sigma: float) -> float:
+    """0: the prior enters otherwise (through the KL or the sampler), or not at all."""
     return 0.0
 
 
@@ -145,6 +146,8 @@ class Method:
             prior N(0, σp²) into a full-batch training on the summed NLL (1/σp² for a point
             estimate; 0 when the prior enters otherwise, through the KL or the sampler, or,
             for an ensemble's maximum-likelihood members, not at all).
+        regression: Whether it can fit a real-valued output under a Gaussian likelihood (the
+            regression playground); False for a method whose posterior assumes classes.
     """
 
     kind: str
@@ -159,12 +162,23 @@ class Method:
     trains_like: str | None = None
     curve_kl: bool = False
     lr: float = 1e-3
-    prior_weight_decay: Callable[[ModelConfig, float], float] = _no_weight_decay
+    prior_weight_decay: Callable[[ModelConfig, float], float] = no_prior_weight_decay
+    regression: bool = True
 
     @property
     def parameters(self) -> tuple[Setting, ...]:
         """Every parameter: the offered settings, then the internal ones."""
         return (*self.settings, *self.internal)
+
+    @property
+    def has_prior(self) -> bool:
+        """Whether a Gaussian prior N(0, σp²) changes its fit.
+
+        True when it has a ``prior_sigma`` parameter or its weight decay is the prior's.
+        """
+        return self.prior_weight_decay is not no_prior_weight_decay or any(
+            s.name == "prior_sigma" for s in self.parameters
+        )
 
     def setting(self, name: str) -> Setting:
         """The parameter called ``name``.

@@ -190,8 +190,9 @@ def _pruning(values: Mapping[str, str]) -> list[Job]:
 def _regression(values: Mapping[str, str]) -> list[Job]:
     """The Regression playground's fits of a preset at the page's default hyperparameters."""
     from core.regression.data import PRESETS, make_data
-    from core.regression.methods import DEFAULT_METHODS, FitSettings
+    from core.regression.settings import FitSettings
     from core.regression.study import fit_jobs
+    from core.regression.variants import DEFAULT_METHODS
 
     source = values.get("reg_data", next(iter(PRESETS)))
     if source not in PRESETS:  # points drawn in class

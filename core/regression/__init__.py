@@ -6,19 +6,22 @@ Hamiltonian Monte Carlo reference.
 * :mod:`core.regression.data`: presets (Blundell's curve, a gap, heteroscedastic noise) and
   the student's own points;
 * :mod:`core.regression.likelihood`: fixed, learned or heteroscedastic Gaussian noise;
-* :mod:`core.regression.methods`: BBB (Gaussian or scale-mixture prior, LRT), MC dropout, a
-  vmapped deep ensemble and a plain MLP, built from :mod:`core.engine`'s model kinds;
+* :mod:`core.regression.variants`: the playground's methods, read from :mod:`core.methods`
+  (BBB with a Gaussian or scale-mixture prior or LRT, MC dropout, a vmapped deep ensemble, a
+  plain MLP, the samplers, SWAG, any new method package) and the HMC reference;
+* :mod:`core.regression.settings`: the shared settings and each method's parameters;
+* :mod:`core.regression.methods`: their networks, trained full-batch;
 * :mod:`core.regression.hmc`: the NUTS reference posterior (pyro-ppl);
 * :mod:`core.regression.metrics`: epistemic/aleatoric split and the numbers;
 * :mod:`core.regression.study`: fits cached on disk by (data, method, settings).
 """
 
 from core.regression.data import PRESETS, RegressionData, make_data, user_data
-from core.regression.methods import METHODS, FitSettings
+from core.regression.settings import FitSettings
 from core.regression.study import RegressionFit, fit_jobs, fit_method, load_fit
+from core.regression.variants import VARIANTS
 
 __all__ = [
-    "METHODS",
     "PRESETS",
     "FitSettings",
     "RegressionData",
@@ -27,5 +30,6 @@ __all__ = [
     "fit_method",
     "load_fit",
     "make_data",
+    "VARIANTS",
     "user_data",
 ]

@@ -34,7 +34,8 @@ from core.engine.seeding import seeded
 from core.progress import ProgressFn, report
 from core.regression.data import RegressionData
 from core.regression.likelihood import gaussian_nll, mean_and_log_var
-from core.regression.methods import FitSettings, model_config
+from core.regression.methods import model_config
+from core.regression.settings import FitSettings
 
 LOG_NOISE_PRIOR = (math.log(0.1), 1.5)
 """Mean and standard deviation of the N(m, s²) prior of log σ for the ``"learned"`` noise."""
@@ -82,7 +83,7 @@ class FlatMLP:
         Args:
             settings: Widths (``hidden``) and noise model (the output width).
         """
-        mlp = MLP(model_config("mlp", settings))
+        mlp = MLP(model_config("hmc", settings))
         self.names = [name for name, _ in mlp.named_parameters()]
         self.shapes = [p.shape for _, p in mlp.named_parameters()]
         self.dim = sum(p.numel() for p in mlp.parameters())
@@ -133,7 +134,7 @@ def _map_start(
     flat: FlatMLP, settings: FitSettings, x: torch.Tensor, y: torch.Tensor, noise: float
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """A MAP estimate (Adam, full batch) of the weights and log σ to start the chain from."""
-    mlp = MLP(model_config("mlp", settings))
+    mlp = MLP(model_config("hmc", settings))
     w = flat.flatten(mlp).requires_grad_(True)
     log_noise = torch.tensor(math.log(noise), requires_grad=True)
     optimizer = torch.optim.Adam([w, log_noise], lr=1e-2)
@@ -155,7 +156,7 @@ def _potential(
     noise: float,
 ) -> torch.Tensor:
     """−log p(w, log σ | D) up to a constant."""
-    prior = GaussianPrior(settings.prior_sigma)
+    prior = GaussianPrior(settings.prior_scale)
     if settings.noise_model == "learned":
         level = log_noise
     else:

@@ -1,38 +1,36 @@
 """The regression methods: small networks of :mod:`core.engine`, trained full-batch in seconds.
 
-Every method is a network of the lab's model kinds (:func:`core.methods.build_model`)
-with one input and one output (two for the heteroscedastic likelihood), plus the likelihood's
-noise parameter:
+Every playground method (:data:`~core.regression.variants.VARIANTS`) is a network of a method of
+:mod:`core.methods` (:func:`core.methods.build_model`) with one input and one output (two for
+the heteroscedastic likelihood), plus the likelihood's noise parameter. Its parameters are its
+method's settings (:class:`~core.regression.settings.FitSettings`), the prior N(0, σp²) is the
+one every method shares with the HMC reference (:mod:`core.regression.hmc`):
 
-* ``"bbb"``, ``"bbb_mixture"``, ``"bbb_lrt"``: Bayes by Backprop
-  (:class:`~core.methods.bbb.model.BayesMLP` of :class:`~core.engine.layers.BayesLinear`
-  layers) with a Gaussian prior N(0, σp²), Blundell's scale mixture ½·N(0, σp²) + ½·N(0, e⁻¹²)
-  (Monte-Carlo
-  complexity cost), or a Gaussian prior trained with local reparameterisation. The loss is the
-  negative ELBO Σₙ NLLₙ + β·KL(q‖p), its NLL averaged over S weight draws that are vmapped
-  (``randomness="different"``) exactly like :mod:`core.engine.objective`;
-* ``"dropout"``: MC dropout (:class:`~core.methods.dropout.model.DropoutMLP`), weight decay
-  (1 − p)/σp²
-  (Gal & Ghahramani 2016: the dropout objective with a N(0, σp²) prior);
-* ``"ensemble"``: a deep ensemble (:class:`~core.methods.ensemble.model.DeepEnsemble`): M MLPs whose
-  stacked parameters (``torch.func.stack_module_state``) are trained in one vmapped loop, each
-  a maximum-likelihood estimate with its own noise parameter and no weight decay, as in
-  Lakshminarayanan et al. (2017): their random initialisations are the only source of
-  diversity (with weight decay 1/σp² the members of a 1-100-1 network collapsed onto nearly
-  one function outside the data);
-* ``"mlp"``: one MAP network (weight decay 1/σp²): the aleatoric band only;
-* ``"sgld"``, ``"sgmcmc_cyclic"``: Langevin dynamics on the whole training set with the
-  N(0, σp²) prior (:mod:`core.methods.sgld`, :mod:`core.methods.cyclical`), keeping
-  ``chain_samples`` networks after the burn-in;
-* ``"swag"``: SGD with momentum and weight decay 1/σp², a Gaussian fitted to its iterates in
+* Bayes by Backprop (:class:`~core.methods.bbb.model.BayesMLP`) with a Gaussian prior, Blundell's
+  scale mixture ½·N(0, σp²) + ½·N(0, e⁻¹²) (Monte-Carlo complexity cost) or local
+  reparameterisation. The loss is the negative ELBO Σₙ NLLₙ + β·KL(q‖p), its NLL averaged over
+  S weight draws that are vmapped (``randomness="different"``) like
+  :mod:`core.engine.objective`;
+* MC dropout (:class:`~core.methods.dropout.model.DropoutMLP`), weight decay (1 − p)/σp² (Gal &
+  Ghahramani 2016: the dropout objective with a N(0, σp²) prior);
+* a deep ensemble (:class:`~core.methods.ensemble.model.DeepEnsemble`): M MLPs whose stacked
+  parameters are trained in one vmapped loop, each a maximum-likelihood estimate with its own
+  noise parameter and no weight decay, as in Lakshminarayanan et al. (2017): their random
+  initialisations are the only source of diversity (with weight decay 1/σp² the members of a
+  1-100-1 network collapsed onto nearly one function outside the data);
+* the plain MLP, one MAP network (weight decay 1/σp²): the aleatoric band only;
+* SGLD and cyclical SG-MCMC: Langevin dynamics on the whole training set with the N(0, σp²)
+  prior (:mod:`core.methods.sgld`, :mod:`core.methods.cyclical`), keeping ``members`` networks
+  after the burn-in;
+* SWAG: Adam iterates at a constant rate with weight decay 1/σp², a Gaussian fitted to them in
   the second half (:mod:`core.methods.swag`);
-* ``"hmc"``: the reference posterior of the same MLP by NUTS (:mod:`core.regression.hmc`).
+* any other method package that can fit a regression, with its own settings.
 
 Training is full-batch: one "epoch" is one step on the whole training set, taken by the
-method's own procedure (:class:`~core.training.Procedure`: Adam for the first five, the
-samplers and SGD for the others) with a cosine learning-rate decay to 5 % where the procedure
-decays its rate; a learned noise level is fitted alongside by Adam. No branch on the method
-here: its table entry (:data:`METHODS`) names its kind, its variant and its settings.
+method's own procedure (:class:`~core.training.Procedure`: Adam, the samplers or SWAG's
+iterates) with a cosine learning-rate decay to 5 % where the procedure decays its rate; a
+learned noise level is fitted alongside by Adam. No branch on the method here: its variant
+names its kind and fixed values, its settings come from its method.
 
 Sampled *functions* share their randomness across inputs: BBB draws one weight matrix per
 pass (weight sampling, also for a model trained with LRT, whose per-input noise would give
@@ -45,7 +43,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -55,159 +53,14 @@ from core.engine.objective import alpha_energy
 from core.engine.seeding import seeded
 from core.methods import build_model, check_config, params_for
 from core.methods import method as lab_method
-from core.methods.base import MIXTURE_SIGMA2, TRAIN_FIELDS
+from core.methods.base import TRAIN_FIELDS
 from core.progress import ProgressFn, report
 from core.regression.data import RegressionData
-from core.regression.likelihood import (
-    check_noise_model,
-    gaussian_nll,
-    mean_and_log_var,
-    output_width,
-)
+from core.regression.likelihood import gaussian_nll, mean_and_log_var, output_width
+from core.regression.settings import FitSettings
+from core.regression.variants import check_method
 from core.training import TrainConfig
-
-
-@dataclass(frozen=True)
-class MethodInfo:
-    """One playground method: a method of :mod:`core.methods` with its variant and settings.
-
-    Attributes:
-        title: Human name.
-        kind: The method of its network, a key of :data:`core.methods.METHODS`.
-        notice: What to look for in its picture.
-        keys: The :class:`FitSettings` fields its result depends on (its cache key).
-        model: Variant parameters of its method, from the settings (e.g. the mixture prior,
-            local reparameterisation).
-        training: Its training: fields of :class:`~core.training.TrainConfig` and
-            parameters of its method, from the settings (e.g. a sampler's step size).
-        per_member_noise: Whether each of its networks learns its own noise level (an
-            ensemble's members are separate maximum-likelihood fits).
-        nuts: Whether it is sampled by NUTS (:mod:`core.regression.hmc`) instead of trained.
-    """
-
-    title: str
-    kind: str
-    notice: str
-    keys: tuple[str, ...] = ()
-    model: Callable[[FitSettings], dict] = lambda settings: {}
-    training: Callable[[FitSettings], dict] = lambda settings: {}
-    per_member_noise: bool = False
-    nuts: bool = False
-
-
-GRADIENT_KEYS = ("prior_sigma", "epochs", "lr")
-BBB_KEYS = (*GRADIENT_KEYS, "n_samples", "beta", "init_sigma", "n_predict")
-SAMPLER_KEYS = ("prior_sigma", "epochs", "sampler_lr", "temperature", "chain_samples", "n_predict")
-
-
-def _mixture(settings: FitSettings) -> dict:
-    return {"prior": "mixture", "pi": 0.5, "sigma1": settings.prior_sigma, "sigma2": MIXTURE_SIGMA2}
-
-
-def _chain(settings: FitSettings) -> dict:
-    return {"members": settings.chain_samples}
-
-
-def _langevin(settings: FitSettings) -> dict:
-    return {
-        "lr": settings.sampler_lr,
-        "temperature": settings.temperature,
-        "burn_in": 0.5,
-        "precondition": True,
-    }
-
-
-METHODS: dict[str, MethodInfo] = {
-    "bbb": MethodInfo(
-        "BBB, Gaussian prior",
-        "bbb",
-        "Mean-field VI: the band widens away from the data, but is often too narrow between "
-        "clusters and too wide on the data when β = 1 (the KL pulls the weights to the prior).",
-        BBB_KEYS,
-    ),
-    "bbb_mixture": MethodInfo(
-        "BBB, scale-mixture prior",
-        "bbb",
-        "Blundell's spike-and-slab-like prior lets many weights sit at zero with tiny σ: "
-        "compare its band with the Gaussian prior's.",
-        BBB_KEYS,
-        model=_mixture,
-    ),
-    "bbb_lrt": MethodInfo(
-        "BBB + local reparameterisation",
-        "bbb",
-        "The same posterior as BBB with a Gaussian prior, trained with lower-variance "
-        "gradients: the picture should match BBB's, in similar time.",
-        BBB_KEYS,
-        model=lambda settings: {"impl": "vmap_lrt"},
-    ),
-    "dropout": MethodInfo(
-        "MC dropout",
-        "dropout",
-        "Dropout's band grows roughly linearly away from the data but does not widen between "
-        "the clusters; its width is set by p, not by the data.",
-        (*GRADIENT_KEYS, "dropout", "n_predict"),
-    ),
-    "ensemble": MethodInfo(
-        "Deep ensemble",
-        "ensemble",
-        "M independently initialised networks agree on the data and disagree away from it: "
-        "often the closest to HMC in shape, with only M distinct curves.",
-        ("epochs", "lr", "members"),
-        per_member_noise=True,
-    ),
-    "mlp": MethodInfo(
-        "Plain MLP",
-        "mlp",
-        "One network, no epistemic uncertainty: the band is the noise only and does not widen "
-        "anywhere, however far from the data.",
-        GRADIENT_KEYS,
-    ),
-    "sgld": MethodInfo(
-        "SGLD (Langevin samples)",
-        "sgld",
-        "Gradient steps plus noise, on the whole data set: with a small enough step the kept "
-        "networks are posterior samples of the same network and prior as HMC's, so its band "
-        "should approach HMC's; with too few steps it stays too narrow.",
-        SAMPLER_KEYS,
-        model=_chain,
-        training=_langevin,
-    ),
-    "sgmcmc_cyclic": MethodInfo(
-        "Cyclical SG-MCMC",
-        "sgmcmc_cyclic",
-        "The step size restarts large in every cycle, so the chain can leave one mode for "
-        "another before sampling at small steps: compare its band with SGLD's and HMC's.",
-        (*SAMPLER_KEYS, "cycles"),
-        model=_chain,
-        training=lambda settings: (
-            _langevin(settings)
-            | {"lr": 4 * settings.sampler_lr, "cycles": settings.cycles, "exploration": 0.5}
-        ),
-    ),
-    "swag": MethodInfo(
-        "SWAG",
-        "swag",
-        "A Gaussian fitted to the weights SGD visits in the second half of training: the band "
-        "reflects how far SGD wanders, not the posterior itself.",
-        (*GRADIENT_KEYS, "swag_lr", "rank", "n_predict"),
-        model=lambda settings: {"rank": settings.rank},
-        training=lambda settings: {"lr": settings.swag_lr, "burn_in": 0.5, "precondition": True},
-    ),
-    "hmc": MethodInfo(
-        "HMC (NUTS) reference",
-        "mlp",
-        "Samples from the exact posterior of the same network and prior (up to Monte-Carlo "
-        "error): the picture the approximations try to match.",
-        ("prior_sigma", "hmc_samples", "hmc_warmup", "hmc_tree_depth"),
-        nuts=True,
-    ),
-}
-"""Method name → its description, in display order."""
-
-DEFAULT_METHODS = ["bbb", "dropout", "ensemble", "hmc"]
-"""The methods the playground shows first; their fits of every preset's default data ship with
-the lab (:mod:`core.regression.study`)."""
+from core.training.loop import KL_DEFAULTS, OBJECTIVE_DEFAULTS
 
 FINAL_LR_FRACTION = 0.05
 """The learning rate decays from ``lr`` to this fraction of it (cosine schedule)."""
@@ -215,207 +68,25 @@ LEARNED_NOISE_INIT = 0.1
 """Initial σ of the learned homoscedastic noise, as a fraction of the targets' std."""
 
 
-@dataclass(frozen=True)
-class FitSettings:
-    """Hyperparameters of every method; each method uses the fields of :meth:`for_method`.
-
-    Attributes:
-        hidden: Hidden layer widths (ReLU), e.g. ``(100,)`` for a 1-100-1 network.
-        noise_model: One of :data:`core.regression.likelihood.NOISE_MODELS`.
-        fixed_noise: σ of the ``"fixed"`` likelihood; None for the data's own noise level
-            (0.1 for user data).
-        epochs: Full-batch Adam steps.
-        lr: Adam's learning rate.
-        n_samples: BBB: Monte-Carlo weight draws S per step.
-        prior_sigma: σp of the N(0, σp²) weight prior (the wide component of the mixture);
-            the MLP gets weight decay 1/σp², MC dropout (1 − p)/σp², the ensemble none.
-        beta: BBB: multiplies the KL term.
-        init_sigma: BBB: initial posterior σ of every weight.
-        dropout: MC dropout probability p.
-        members: Ensemble size M.
-        sampler_lr: SGLD and cyclical SG-MCMC (both preconditioned, pSGLD): the step size,
-            about each weight's step as with Adam (ε = 2·lr/N; cyclical SG-MCMC starts its
-            cycles at 4× this).
-        temperature: SGLD and cyclical SG-MCMC: T of the sampled posterior.
-        chain_samples: SGLD and cyclical SG-MCMC: networks of the chain kept.
-        cycles: Cyclical SG-MCMC: step-size cycles.
-        swag_lr: SWAG: the constant learning rate of its (Adam) iterates.
-        rank: SWAG: deviation columns K of the low-rank covariance.
-        n_predict: Monte-Carlo passes per prediction (BBB, MC dropout).
-        seed: Seed of the initialisation and of all training and prediction noise.
-        hmc_samples: HMC: kept NUTS samples.
-        hmc_warmup: HMC: adaptation steps (discarded).
-        hmc_tree_depth: HMC: NUTS's maximum tree depth (at most 2^depth leapfrog steps per
-            sample).
-
-    Raises:
-        ValueError: If a value is out of range.
-    """
-
-    hidden: tuple[int, ...] = (100,)
-    noise_model: str = "learned"
-    fixed_noise: float | None = None
-    epochs: int = 2000
-    lr: float = 1e-2
-    n_samples: int = 4
-    prior_sigma: float = 1.0
-    beta: float = 1.0
-    init_sigma: float = 1e-2
-    dropout: float = 0.1
-    members: int = 5
-    sampler_lr: float = 2e-3
-    temperature: float = 1.0
-    chain_samples: int = 50
-    cycles: int = 4
-    swag_lr: float = 1e-2
-    rank: int = 10
-    n_predict: int = 100
-    seed: int = 0
-    hmc_samples: int = 300
-    hmc_warmup: int = 300
-    hmc_tree_depth: int = 7
-
-    def __post_init__(self) -> None:
-        check_noise_model(self.noise_model)
-        object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))
-        if any(h < 1 for h in self.hidden):
-            raise ValueError(f"hidden widths must be ≥ 1, got {self.hidden}")
-        positive = {
-            "lr": self.lr,
-            "prior_sigma": self.prior_sigma,
-            "init_sigma": self.init_sigma,
-            "sampler_lr": self.sampler_lr,
-            "swag_lr": self.swag_lr,
-        }
-        if self.fixed_noise is not None:
-            positive["fixed_noise"] = self.fixed_noise
-        for name, value in positive.items():
-            if not value > 0:
-                raise ValueError(f"{name} must be > 0, got {value}")
-        if self.beta < 0:
-            raise ValueError(f"beta must be ≥ 0, got {self.beta}")
-        if not 0 <= self.dropout < 1:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
-        counts = {
-            "epochs": self.epochs,
-            "n_samples": self.n_samples,
-            "members": self.members,
-            "chain_samples": self.chain_samples,
-            "cycles": self.cycles,
-            "n_predict": self.n_predict,
-            "hmc_samples": self.hmc_samples,
-            "hmc_tree_depth": self.hmc_tree_depth,
-        }
-        for name, value in counts.items():
-            if value < 1:
-                raise ValueError(f"{name} must be ≥ 1, got {value}")
-        if self.temperature < 0 or self.rank < 2:
-            raise ValueError("temperature must be ≥ 0 and rank ≥ 2")
-        if self.hmc_warmup < 0:
-            raise ValueError(f"hmc_warmup must be ≥ 0, got {self.hmc_warmup}")
-
-    def to_dict(self) -> dict:
-        """Every field by name, JSON-serialisable (``hidden`` as a list).
-
-        Returns:
-            The settings.
-        """
-        d = asdict(self)
-        d["hidden"] = list(self.hidden)
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict) -> FitSettings:
-        """Settings from :meth:`to_dict` (unknown keys are ignored).
-
-        Args:
-            d: Field values by name; missing fields take their defaults.
-
-        Returns:
-            The validated settings.
-        """
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in names})
-
-    def noise_sigma(self, data: RegressionData) -> float:
-        """σ of the ``"fixed"`` likelihood for ``data``.
-
-        Args:
-            data: The training set.
-
-        Returns:
-            ``fixed_noise``, else the preset's noise level (its largest σ for a varying one),
-            else 0.1; never below 10⁻³.
-        """
-        if self.fixed_noise is not None:
-            return float(self.fixed_noise)
-        return max(float(data.key.get("noise", 0.1)), 1e-3)
-
-    def for_method(self, method: str, data: RegressionData) -> dict:
-        """The settings ``method`` depends on, its cache key.
-
-        Changing any other setting leaves the method's stored result valid.
-
-        Args:
-            method: A key of :data:`METHODS`.
-            data: The training set (resolves the fixed noise level).
-
-        Returns:
-            Field name → value, JSON-serialisable.
-
-        Raises:
-            ValueError: If ``method`` is unknown.
-        """
-        check_method(method)
-        keys = ["hidden", "noise_model", "seed", *METHODS[method].keys]
-        d = self.to_dict()
-        out = {k: d[k] for k in keys}
-        if self.noise_model == "fixed":
-            out["fixed_noise"] = self.noise_sigma(data)
-        return out
-
-
-def check_method(method: str) -> None:
-    """Reject an unknown method.
+def model_config(name: str, settings: FitSettings) -> ModelConfig:
+    """The :class:`~core.engine.interface.ModelConfig` of a playground method's network.
 
     Args:
-        method: The name to check.
-
-    Raises:
-        ValueError: If ``method`` is not a key of :data:`METHODS`.
-    """
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {tuple(METHODS)}, got {method!r}")
-
-
-def model_config(method: str, settings: FitSettings) -> ModelConfig:
-    """The :class:`~core.engine.interface.ModelConfig` of a method's network.
-
-    Args:
-        method: A key of :data:`METHODS`.
+        name: A key of :data:`~core.regression.variants.VARIANTS`.
         settings: The hyperparameters.
 
     Returns:
-        A 1-input network with the likelihood's output width.
+        A 1-input network with the likelihood's output width, its method's parameters from
+        :meth:`~core.regression.settings.FitSettings.method_values`.
     """
-    check_method(method)
-    info = METHODS[method]
-    values = {
-        "prior": "gaussian",
-        "prior_sigma": settings.prior_sigma,
-        "init_sigma": settings.init_sigma,
-        "impl": "vmap",
-        "dropout": settings.dropout,
-        "members": settings.members,
-    }
-    values |= info.model(settings) | info.training(settings)
+    variant = check_method(name)
     return check_config(
         ModelConfig(
-            kind=info.kind,
+            kind=variant.kind,
             hidden=settings.hidden,
             in_features=1,
             num_classes=output_width(settings.noise_model),
-            params=params_for(info.kind, values),
+            params=params_for(variant.kind, settings.method_values(variant)),
         )
     )
 
@@ -424,10 +95,11 @@ class RegressionNet(nn.Module):
     """A method's network and its likelihood's noise parameter.
 
     Attributes:
-        method: The key of :data:`METHODS`.
+        method: The key of :data:`~core.regression.variants.VARIANTS`.
         noise_model: The likelihood.
         body: The :mod:`core.engine` network, 1 input.
-        log_noise: log σ: a learned parameter (``(M,)`` for an ensemble, a scalar otherwise)
+        log_noise: log σ: a learned parameter (``(M,)`` for M networks that are the passes,
+            :attr:`~core.regression.variants.Variant.members_are_passes`, a scalar otherwise)
             for ``"learned"``, a fixed buffer for ``"fixed"``, unused for
             ``"heteroscedastic"``.
     """
@@ -436,14 +108,16 @@ class RegressionNet(nn.Module):
         """Build the network of ``method`` (initialised from the global torch RNG).
 
         Args:
-            method: A key of :data:`METHODS` that is trained (not NUTS).
+            method: A key of :data:`~core.regression.variants.VARIANTS` that is trained (not
+                NUTS).
             settings: The hyperparameters.
             data: The training set (sets the noise's scale).
         """
         super().__init__()
         self.method, self.noise_model = method, settings.noise_model
         self.body = build_model(model_config(method, settings))
-        shape = (settings.members,) if METHODS[method].per_member_noise else ()
+        members = self.body.config.params.get("members")
+        shape = (members,) if check_method(method).members_are_passes else ()
         if settings.noise_model == "learned":
             scale = float(data.y_train.std()) if len(data) > 1 else 1.0
             start = math.log(max(LEARNED_NOISE_INIT * scale, 1e-3))
@@ -497,29 +171,29 @@ class RegressionNet(nn.Module):
         return torch.exp(self.log_noise.detach()).flatten().tolist()
 
 
-def training_loss(
-    net: RegressionNet, x: torch.Tensor, y: torch.Tensor, settings: FitSettings
-) -> torch.Tensor:
+def training_loss(net: RegressionNet, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """The method's full-batch objective (nats, summed over the training points).
 
     (1/P)·Σₚ Σₙ NLLₙₚ + β·(1/P)·Σₚ KLₚ over the network's training passes: BBB's −ELBO over S
-    weight draws (Monte Carlo KL for the mixture prior), an ensemble's members (whose
-    parameters are disjoint, so each gets its own gradient, scaled by 1/M, to which Adam is
-    invariant), one pass otherwise. The prior of a point estimate is its weight decay, a
-    sampler's is in its update.
+    weight draws (its ``n_samples`` and ``beta`` parameters; Monte Carlo KL for the mixture
+    prior), an ensemble's members (whose parameters are disjoint, so each gets its own
+    gradient, scaled by 1/M, to which Adam is invariant), one pass otherwise. The prior of a
+    point estimate is its weight decay, a sampler's is in its update.
 
     Args:
         net: The network.
         x: Training inputs ``(N,)``.
         y: Training targets ``(N,)``.
-        settings: The hyperparameters.
 
     Returns:
         The scalar loss.
     """
-    mean, log_var, kl = net.outputs(x, settings.n_samples, training=True)
+    params = net.body.config.params
+    n_samples = params.get("n_samples", OBJECTIVE_DEFAULTS["n_samples"])
+    beta = params.get("beta", KL_DEFAULTS["beta"])
+    mean, log_var, kl = net.outputs(x, n_samples, training=True)
     nll = gaussian_nll(y, mean, log_var)  # (P, N)
-    return alpha_energy(nll, 0.0) + settings.beta * kl.mean()
+    return alpha_energy(nll, 0.0) + beta * kl.mean()
 
 
 @dataclass
@@ -559,7 +233,8 @@ def train_network(
     state is unchanged.
 
     Args:
-        method: A key of :data:`METHODS` that is trained (not NUTS).
+        method: A key of :data:`~core.regression.variants.VARIANTS` that is trained (not
+            NUTS).
         data: The training set.
         settings: The hyperparameters.
         progress: Gets the fraction of steps done.
@@ -572,23 +247,23 @@ def train_network(
     Raises:
         ValueError: If ``method`` is unknown or sampled by NUTS.
     """
-    check_method(method)
-    if METHODS[method].nuts:
+    variant = check_method(method)
+    if variant.nuts:
         raise ValueError(f"{method} is sampled by NUTS: use core.regression.hmc.run_nuts")
     report_every = report_every or max(1, settings.epochs // 10)
     x, y = data.x_train, data.y_train
     losses: list[float] = []
-    info = METHODS[method]
+    values = settings.method_values(variant)
     with seeded(settings.seed, cuda=False):
         net = RegressionNet(method, settings, data)
-        unit = lab_method(info.kind)
+        unit = lab_method(variant.kind)
         common = {
             "epochs": settings.epochs,
             "batch_size": len(data),
             "lr": settings.lr,
-            "weight_decay": unit.prior_weight_decay(net.body.config, settings.prior_sigma),
+            "weight_decay": unit.prior_weight_decay(net.body.config, settings.prior_scale),
         }
-        training = {k: v for k, v in info.training(settings).items() if k in TRAIN_FIELDS}
+        training = {k: v for k, v in values.items() if k in TRAIN_FIELDS}
         config = TrainConfig(**common | training)
         steps = unit.procedure(config, len(data), settings.epochs, net.body.config.params)
         body = steps.network(net.body)
@@ -608,7 +283,7 @@ def train_network(
         history = torch.empty(settings.epochs)
         for step in range(1, settings.epochs + 1):
             steps.before_step(step)
-            loss = training_loss(net, x, y, settings)
+            loss = training_loss(net, x, y)
             steps.zero_grad()
             for optimizer in noise:
                 optimizer.zero_grad(set_to_none=True)

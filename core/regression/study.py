@@ -6,7 +6,7 @@ Predictive`), computes its numbers (:func:`~core.regression.metrics.regression_m
 stores all of it with the loss history, the training time and, for HMC, the NUTS samples
 themselves in the entry of
 :func:`core.storage.cache.cache_entry` keyed by the data's identity, the method and the
-settings it depends on (:meth:`~core.regression.methods.FitSettings.for_method`). A second call
+settings it depends on (:meth:`~core.regression.settings.FitSettings.for_method`). A second call
 loads it.
 
 The fits of the presets' default data and settings (HMC and the page's default methods) also
@@ -27,8 +27,10 @@ from core.paths import REPO_ROOT
 from core.progress import Job, ProgressFn, report
 from core.regression.data import RegressionData
 from core.regression.hmc import chain_functions, run_nuts
-from core.regression.methods import METHODS, FitSettings, check_method, predict, train_network
+from core.regression.methods import predict, train_network
 from core.regression.metrics import Predictive, band_difference, regression_metrics, summarize
+from core.regression.settings import FitSettings
+from core.regression.variants import VARIANTS, check_method
 from core.storage.cache import CacheEntry, cache_entry
 
 STUDY = "regression"
@@ -44,7 +46,7 @@ class RegressionFit:
     """One method fitted to one data set.
 
     Attributes:
-        method: The key of :data:`~core.regression.methods.METHODS`.
+        method: The key of :data:`~core.regression.variants.VARIANTS`.
         settings: The settings the fit depends on (its cache key).
         plot: The predictive on the plot range.
         wide: The predictive on the zoomed-out range.
@@ -126,7 +128,7 @@ def fit_entry(data: RegressionData, method: str, settings: FitSettings) -> Cache
 
     Args:
         data: The data set (its ``key`` is hashed).
-        method: A key of :data:`~core.regression.methods.METHODS`.
+        method: A key of :data:`~core.regression.variants.VARIANTS`.
         settings: The hyperparameters (only those the method depends on are hashed).
 
     Returns:
@@ -150,7 +152,7 @@ def load_fit(data: RegressionData, method: str, settings: FitSettings) -> Regres
 
     Args:
         data: The data set.
-        method: A key of :data:`~core.regression.methods.METHODS`.
+        method: A key of :data:`~core.regression.variants.VARIANTS`.
         settings: The hyperparameters.
 
     Returns:
@@ -184,7 +186,7 @@ def compute_fit(
 
     Args:
         data: The data set.
-        method: A key of :data:`~core.regression.methods.METHODS`.
+        method: A key of :data:`~core.regression.variants.VARIANTS`.
         settings: The hyperparameters.
         progress: Gets the fraction done.
         on_loss: Gradient methods: gets the loss history so far (see
@@ -196,8 +198,7 @@ def compute_fit(
     Raises:
         ValueError: If ``method`` is unknown.
     """
-    check_method(method)
-    if METHODS[method].nuts:
+    if check_method(method).nuts:
         chain = run_nuts(data, settings, progress)
         plot, wide, metrics = _summaries(
             data, settings, lambda x: chain_functions(chain, settings, data, x)
@@ -253,7 +254,7 @@ def fit_method(
 
     Args:
         data: The data set.
-        method: A key of :data:`~core.regression.methods.METHODS`.
+        method: A key of :data:`~core.regression.variants.VARIANTS`.
         settings: The hyperparameters.
         progress: Gets the fraction done when computing.
         on_loss: Gradient methods: gets the loss history so far when computing.
@@ -279,14 +280,14 @@ def fit_jobs(
 
     Args:
         data: The data set.
-        methods: Keys of :data:`~core.regression.methods.METHODS`.
+        methods: Keys of :data:`~core.regression.variants.VARIANTS`.
         settings: The hyperparameters.
         title: ``title(method) -> str`` naming each job; default the method's title.
 
     Returns:
         One job per missing fit, each storing its result.
     """
-    title = title or (lambda m: METHODS[m].title)
+    title = title or (lambda m: VARIANTS[m].title)
     return [
         Job(title(m), lambda progress, m=m: fit_method(data, m, settings, progress=progress))
         for m in methods
@@ -299,7 +300,7 @@ def ship_fit(data: RegressionData, method: str, settings: FitSettings) -> str:
 
     Args:
         data: The data set.
-        method: A key of :data:`~core.regression.methods.METHODS`.
+        method: A key of :data:`~core.regression.variants.VARIANTS`.
         settings: The hyperparameters.
 
     Returns:

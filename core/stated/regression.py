@@ -6,7 +6,7 @@ For a preset's default data and the default hyperparameters (the fits shipped wi
 from __future__ import annotations
 
 from core.regression.data import PRESETS, make_data
-from core.regression.methods import FitSettings
+from core.regression.settings import FitSettings
 from core.regression.study import compared_numbers, load_fit
 from core.stated.registry import stated
 

@@ -26,6 +26,8 @@ METHOD = Method(
             "Each hidden unit is dropped with probability p in training and at prediction.",
             0.5,
             options=tuple(round(0.05 * k, 2) for k in range(1, 19)),
+            low=0.0,
+            high=0.95,
         ),
     ),
     internal=(

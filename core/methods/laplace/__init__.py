@@ -39,6 +39,7 @@ METHOD = Method(
     model_class=LastLayerLaplace,
     procedure=LaplaceProcedure,
     trains_like="mlp",
+    regression=False,  # its predictive is a probit-approximated softmax
     internal=(
         Setting(
             "structure",
