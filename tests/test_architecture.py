@@ -293,15 +293,10 @@ def method_name_uses(path: Path) -> list[int]:
 
 STILL_NAMING_METHODS = {
     "core/adapt/bench.py": 2,  # the adaptation study's rows: shipped checkpoints and titles
-    "app/figures/bandits.py": 1,
     "app/figures/timing.py": 1,
-    "core/bandits/agents.py": 1,
-    "core/bandits/native.py": 2,
-    "core/bandits/runner.py": 3,
     "core/regression/methods.py": 2,
     "core/studies/peers.py": 2,
     "core/studies/training_speed.py": 4,
-    "pages/bandits.py": 1,
 }
 """Files that still name methods outside their packages (the bandits' agents, the regression
 playground's variants, the timing study and the peer benchmark), with how many times; this

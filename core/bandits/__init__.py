@@ -12,7 +12,7 @@
   reference runs among the stored results (:mod:`core.storage.results`).
 """
 
-from core.bandits.agents import AGENTS, AgentSpec, ModelSettings
+from core.bandits.agents import AGENTS
 from core.bandits.environments import (
     ENVIRONMENTS,
     MushroomBandit,
@@ -21,12 +21,13 @@ from core.bandits.environments import (
     make_environment,
     oracle_actions,
 )
-from core.bandits.runner import DEFAULT_AGENTS, BanditRun, RunConfig, regret_table
+from core.bandits.groups import AgentSpec
+from core.bandits.runner import BanditRun, RunConfig, regret_table
+from core.bandits.settings import ModelSettings
 from core.bandits.store import cached_result, load_references, run_bandit, save_reference
 
 __all__ = [
     "AGENTS",
-    "DEFAULT_AGENTS",
     "ENVIRONMENTS",
     "AgentSpec",
     "BanditRun",

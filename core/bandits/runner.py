@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from core.bandits.agents import AGENTS, FAMILIES, AgentGroup, ModelSettings, parse_agents
+from core.bandits.agents import AGENTS, FAMILIES, parse_agents
 from core.bandits.environments import (
     ENVIRONMENTS,
     Environment,
@@ -33,8 +33,11 @@ from core.bandits.environments import (
     make_environment,
     wheel_quadrant_arm,
 )
+from core.bandits.groups import AgentGroup
 from core.bandits.native import group_class, run_pending
+from core.bandits.settings import ModelSettings
 from core.engine.device import processor
+from core.methods import METHODS
 from core.progress import ProgressFn, report
 
 BLOCK = 500  # steps drawn at once per seed (always whole blocks: a run is a prefix of a longer one)
@@ -44,10 +47,6 @@ RECENT = 400  # wheel: recent decisions shown on the disk
 RECENT_MUSHROOMS = 16
 GRID = 31  # wheel: grid points per axis of the uncertainty map
 SNAPSHOT_SAMPLES = 32
-DEFAULT_AGENTS = {
-    "mushroom": ("bbb", "dropout", "ensemble", "greedy", "eps1", "eps5", "random"),
-    "wheel": ("bbb", "dropout", "ensemble", "greedy", "eps1", "eps5", "random", "lints"),
-}
 SCHEMA = 1
 
 
@@ -352,16 +351,18 @@ class BanditRun:
         return self.regret[: self.step].cumsum(0)
 
     def snapshot_agent(self) -> str | None:
-        """The agent the page's snapshot shows: BBB if present, else the first with a model.
+        """The agent the page's snapshot shows.
+
+        The first whose decisions are posterior draws
+        (:attr:`~core.methods.base.BanditRole.draws`: BBB in the default runs), else the first
+        with a model.
 
         Returns:
             Its name, or None when only model-free agents run.
         """
-        order = ["bbb", *[n for n in self.config.agents if n != "bbb"]]
-        for name in order:
-            if name in self.agent_index and AGENTS[name].family != "random":
-                return name
-        return None
+        modelled = [n for n in self.config.agents if AGENTS[n].family != "random"]
+        drawn = [n for n in modelled if _draws(AGENTS[n].family)]
+        return next(iter(drawn + modelled), None)
 
     def _group_of(self, name: str) -> tuple[AgentGroup, int]:
         for group, rows in self.groups:
@@ -512,6 +513,12 @@ class BanditRun:
             "processor": processor(),
             "snapshot": self.snapshot() if with_snapshot else None,
         }
+
+
+def _draws(family: str) -> bool:
+    """Whether a family's decisions are posterior draws (a method's bandit role says so)."""
+    role = METHODS[family].bandit if family in METHODS else None
+    return role is not None and role.draws
 
 
 def regret_table(result: dict, every: int = 1000) -> list[dict]:
