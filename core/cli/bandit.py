@@ -180,7 +180,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--set",
         action="append",
         metavar="KEY=VALUE",
-        help="reward-model setting, e.g. updates_per_step=2 (repeatable; see ModelSettings)",
+        help="reward-model setting, e.g. updates_per_step=2 or prior_sigma1=0.37 (repeatable; "
+        "a field of ModelSettings or a method parameter's flat name, BANDIT_FLAT_NAMES)",
     )
     p.add_argument("--every", type=STEPS, default=1000, help="steps between printed rows")
     p.add_argument(
