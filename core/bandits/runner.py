@@ -2,7 +2,7 @@
 
 A :class:`BanditRun` advances every run one step at a time: each seed draws its context (all
 agents of a seed see the same mushrooms or points and the same reward noise: common random
-numbers), every :class:`~core.bandits.agents.AgentGroup` chooses for all its runs at once, the
+numbers), every :class:`~core.bandits.groups.AgentGroup` chooses for all its runs at once, the
 exact expected regret of each choice is recorded and the groups learn from the realised
 rewards. :meth:`BanditRun.advance` can be called in chunks (a page shows the curves growing;
 the result does not depend on the chunking) and :meth:`BanditRun.result` summarises the run so
@@ -151,7 +151,7 @@ class BanditRun:
     Attributes:
         config: What runs.
         env: The environment.
-        groups: One :class:`~core.bandits.agents.AgentGroup` per family present.
+        groups: One :class:`~core.bandits.groups.AgentGroup` per family present.
         step: Steps done.
         regret: Expected regret of every step, agent and seed, ``(steps, n_agents, seeds)``
             float64 (rows beyond ``step`` are zero).
