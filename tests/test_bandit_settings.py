@@ -118,6 +118,9 @@ def test_parameters_the_flat_names_do_not_say_are_stored_by_method_and_read_back
     assert stored["params"] == {"bbb": {"n_samples": 2}, "sgld": {"prior_sigma": 0.3}}
     assert stored["prior_sigma"] == 1.0  # BBB's, the first method with a prior
     assert ModelSettings.from_dict(stored) == settings
+    wider = settings.replace(prior_sigma=2.0)  # a flat name sets every method's parameter
+    assert wider.params["bbb"]["prior_sigma"] == wider.params["sgld"]["prior_sigma"] == 2.0
+    assert wider.params["bbb"]["n_samples"] == 2
     with pytest.raises(ValueError, match="no reward model"):
         ModelSettings(params={"nonexistent": {}})
     with pytest.raises(ValueError, match="has no setting"):

@@ -263,9 +263,8 @@ class ModelSettings:
             if holder is None:
                 continue
             value = self.params[holder][param]
-            if values is None:
-                flat[name] = value
-            elif (found := [f for f, v in values.items() if v == value]) != []:
+            found = [v for v in values if values[v] == value] if values is not None else [value]
+            if found:  # a parameter value no flat value stands for is left to ``params``
                 flat[name] = found[0]
         return flat
 
@@ -314,10 +313,19 @@ class ModelSettings:
     def replace(self, **values) -> ModelSettings:
         """These settings with fields and flat names replaced, e.g. ``replace(lrt=False)``.
 
+        A flat name sets its parameter in every method that has it, whatever one method's
+        own value was.
+
         Args:
             **values: As :meth:`from_dict` takes them.
 
         Returns:
             The validated settings.
         """
-        return ModelSettings.from_dict(self.to_dict() | values)
+        d = self.to_dict()
+        named = params_of_flat({k: v for k, v in values.items() if k in BANDIT_FLAT_NAMES})
+        extra = {
+            kind: {k: v for k, v in own.items() if k not in named[kind]}
+            for kind, own in d.pop("params", {}).items()
+        }
+        return ModelSettings.from_dict(d | values | {"params": extra})
