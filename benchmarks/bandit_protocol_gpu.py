@@ -32,7 +32,8 @@ from core.atomic import atomic_write, atomic_write_text
 from core.bandits.protocols import PROTOCOLS
 from core.bandits.runner import BanditRun
 from core.bandits.store import save_reference, truncated
-from core.cli.overrides import suffix, with_overrides
+from core.cli.bandit import model_settings
+from core.cli.overrides import suffix
 
 PART_BYTES = 15 * 2**20  # the device tool fetches files of up to 16 MiB
 
@@ -85,7 +86,7 @@ def main() -> None:
     state_dir.mkdir(parents=True, exist_ok=True)
     state_saved = start
     config = PROTOCOLS[args.protocol].config
-    model = with_overrides(config.model, args.set)
+    model = model_settings(args.set, config.model)
     if args.device != "cpu":  # the compiled kernel is the CPU's; a GPU runs PyTorch's models
         model = dataclasses.replace(model, engine="torch")
     config = dataclasses.replace(

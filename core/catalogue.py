@@ -306,6 +306,57 @@ for in its picture (``notice``), whether the page shows it ``first`` (their fits
 preset's default data ship with the lab) and whether it is sampled by ``nuts`` instead of
 trained (the HMC reference, a plain MLP's exact posterior). A method that can fit a regression
 and has no entry here is listed under its own kind, before the NUTS reference."""
+# --- the contextual bandits (core.bandits) --------------------------------------------------
+
+BANDIT_PARAMS: dict[str, dict] = {
+    "bbb": {"init_sigma": 0.02, "impl": "vmap_lrt", "beta": 1.0},
+    "dropout": {"dropout": 0.2},
+    "sgld": {"members": 5, "lr": 0.01},
+}
+"""A bandit's reward networks' parameters where they differ from their methods' defaults, by
+kind: the method's parameters and :class:`~core.training.TrainConfig` fields (SGLD's step is
+its own learning rate). BBB starts narrow (σ = 0.02), trains with local reparameterisation
+on the full ELBO (β = 1); MC dropout drops 20 % of the units."""
+
+BANDIT_FLAT_NAMES: dict[str, tuple[str, str | None, dict | None]] = {
+    "prior": ("prior", None, None),
+    "prior_sigma": ("prior_sigma", None, None),
+    "prior_pi": ("pi", None, None),
+    "prior_sigma1": ("sigma1", None, None),
+    "prior_sigma2": ("sigma2", None, None),
+    "init_sigma": ("init_sigma", None, None),
+    "kl_beta": ("beta", None, None),
+    "kl_schedule": ("kl_schedule", None, {"constant": "uniform", "geometric": "blundell"}),
+    "lrt": ("impl", None, {True: "vmap_lrt", False: "vmap"}),
+    "dropout": ("dropout", None, None),
+    "members": ("members", None, None),
+    "sgld_lr": ("lr", "sgld", None),
+}
+"""The bandit's flat names of reward-network parameters (``--set prior_sigma1=0.37``, the
+stored runs' settings and file names): name → (the parameter, the one kind it belongs to or
+None for every method that has it, the flat values' parameter values or None for the same)."""
+
+BANDIT_DEFAULT_AGENTS: dict[str, tuple[str, ...]] = {
+    "mushroom": ("bbb", "dropout", "ensemble", "greedy", "eps1", "eps5", "random"),
+    "wheel": ("bbb", "dropout", "ensemble", "greedy", "eps1", "eps5", "random", "lints"),
+}
+"""The agents a bandit run has unless told otherwise, by environment."""
+
+BANDIT_COLOR_ORDER = (
+    "bbb",
+    "dropout",
+    "ensemble",
+    "greedy",
+    "eps1",
+    "eps5",
+    "random",
+    "lints",
+    "sgld",
+)
+"""Agents in the order of their colours in every bandit figure (others follow)."""
+
+BANDIT_FEATURED = "bbb"
+"""The agent whose regret the Bandits page explains (Blundell et al.'s BBB Thompson)."""
 
 
 def default_models(available: list[str]) -> list[str]:

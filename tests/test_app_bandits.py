@@ -206,7 +206,7 @@ def test_a_bbb_only_ablation_is_shown_beside_the_protocols_other_agents(stored):
     ablation = dataclasses.replace(
         protocol,
         agents=("bbb",),
-        model=dataclasses.replace(protocol.model, prior_sigma1=0.13533528),
+        model=protocol.model.replace(prior_sigma1=0.13533528),
     )
     for config in (protocol, ablation):
         run = BanditRun(config)

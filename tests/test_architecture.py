@@ -291,18 +291,6 @@ def method_name_uses(path: Path) -> list[int]:
     return found
 
 
-STILL_NAMING_METHODS = {
-    "app/figures/bandits.py": 1,
-    "core/bandits/agents.py": 1,
-    "core/bandits/native.py": 2,
-    "core/bandits/runner.py": 3,
-    "pages/bandits.py": 1,
-}
-"""Files that still name methods outside their packages (the bandits' agents), with how many
-times; this
-list only shrinks: a new method name outside ``core/methods/`` and the catalogue fails."""
-
-
 def test_no_code_outside_the_method_packages_names_a_method():
     sources = [*ROOT.glob("core/**/*.py"), *ROOT.glob("app/**/*.py"), *ROOT.glob("pages/*.py")]
     uses: dict[str, int] = {}
@@ -312,8 +300,7 @@ def test_no_code_outside_the_method_packages_names_a_method():
             continue
         if found := method_name_uses(path):
             uses[relative] = len(found)
-    grown = {f: n for f, n in uses.items() if n > STILL_NAMING_METHODS.get(f, 0)}
-    assert grown == {}, "branch on a method's name or list methods: read core.methods instead"
+    assert uses == {}, "branch on a method's name or list methods: read core.methods instead"
 
 
 def test_the_method_name_check_finds_a_branch_and_a_list(tmp_path):

@@ -10,10 +10,10 @@ import sys
 
 import pytest
 
-from core.bandits.agents import ModelSettings
 from core.bandits.native import NativeGroup
 from core.bandits.protocols import PROTOCOLS
 from core.bandits.runner import BanditRun, RunConfig
+from core.bandits.settings import ModelSettings
 from core.engine.priors import ScaleMixturePrior
 from core.methods.base import prior_config
 from harness.browser import REPO_ROOT
@@ -29,8 +29,8 @@ def test_every_setting_a_protocol_changes_has_its_source(protocol):
         if key != "model" and value != getattr(RunConfig(), key)
     } | {
         f"model.{key}"
-        for key, value in dataclasses.asdict(protocol.config.model).items()
-        if value != getattr(ModelSettings(), key)
+        for key, value in protocol.config.model.to_dict().items()
+        if value != ModelSettings().to_dict().get(key)
     }
     assert changed <= set(protocol.sources)
     listed = protocol.settings()
@@ -125,19 +125,19 @@ def test_set_makes_an_ablation_of_a_protocol(monkeypatch):
     assert args.func(args) == 0
     config, options = ran[0]
     assert config == dataclasses.replace(
-        BLUNDELL.config, model=dataclasses.replace(BLUNDELL.config.model, prior="gaussian")
+        BLUNDELL.config, model=BLUNDELL.config.model.replace(prior="gaussian")
     )
     assert options["device"] == "cpu" and options["compile"] is False
 
 
 def test_an_ablation_is_named_and_titled_by_its_protocol_and_what_it_changes():
+    from app.bandit_words import run_title
     from core.bandits.protocols import protocol_ablation
     from core.bandits.store import reference_name
-    from pages.bandits import run_title
 
     assert protocol_ablation(BLUNDELL.config) == ("blundell2015", {})
     assert reference_name(BLUNDELL.config) == "mushroom-50000-blundell2015.json"
-    model = dataclasses.replace(BLUNDELL.config.model, prior="gaussian", kl_beta=0.1)
+    model = BLUNDELL.config.model.replace(prior="gaussian", kl_beta=0.1)
     ablation = dataclasses.replace(BLUNDELL.config, model=model)
     assert protocol_ablation(ablation) == ("blundell2015", {"prior": "gaussian", "kl_beta": 0.1})
     assert reference_name(ablation) == "mushroom-50000-blundell2015-priorgaussian-kl_beta0.1.json"
@@ -162,7 +162,7 @@ def test_an_ablation_is_named_and_titled_by_its_protocol_and_what_it_changes():
         "with a Gaussian prior, the complexity cost × 0.1 (BBB Thompson only)"
     )
     narrower = dataclasses.replace(
-        only_bbb, model=dataclasses.replace(BLUNDELL.config.model, prior_sigma1=0.13533528)
+        only_bbb, model=BLUNDELL.config.model.replace(prior_sigma1=0.13533528)
     )
     assert (
         reference_name(narrower)
@@ -173,7 +173,7 @@ def test_an_ablation_is_named_and_titled_by_its_protocol_and_what_it_changes():
         "with a prior whose wide part has σ1 = e⁻² ≈ 0.135 (BBB Thompson only)"
     )
     reweighted = dataclasses.replace(
-        only_bbb, model=dataclasses.replace(BLUNDELL.config.model, kl_schedule="geometric")
+        only_bbb, model=BLUNDELL.config.model.replace(kl_schedule="geometric")
     )
     result["settings"] = reweighted.to_dict()
     assert run_title(result).endswith(
@@ -182,7 +182,7 @@ def test_an_ablation_is_named_and_titled_by_its_protocol_and_what_it_changes():
     )
     raw = dataclasses.replace(  # the same likelihood, in reward units, on undivided rewards
         only_bbb,
-        model=dataclasses.replace(BLUNDELL.config.model, reward_scale=1.0, noise_sigma=1.0),
+        model=BLUNDELL.config.model.replace(reward_scale=1.0, noise_sigma=1.0),
     )
     assert reference_name(raw) == (
         "mushroom-50000-blundell2015-agentsbbb-noise_sigma1-reward_scale1.json"
@@ -217,10 +217,10 @@ def test_an_ablation_is_named_and_titled_by_its_protocol_and_what_it_changes():
     ids=["two-draws", "standardised"],
 )
 def test_the_two_last_ablations_are_named_and_titled_for_students(agents, sets, name, title):
+    from app.bandit_words import run_title
     from core.bandits.store import load_references, reference_name
-    from pages.bandits import run_title
 
-    model = dataclasses.replace(BLUNDELL.config.model, **sets)
+    model = BLUNDELL.config.model.replace(**sets)
     config = dataclasses.replace(BLUNDELL.config, agents=agents, model=model)
     assert reference_name(config) == name
     result = {"settings": config.to_dict(), "env": {"title": "Mushroom"}, "steps_done": 50_000}
@@ -231,8 +231,8 @@ def test_the_two_last_ablations_are_named_and_titled_for_students(agents, sets, 
 
 
 def test_the_page_says_why_bbb_lost_the_protocol_and_points_to_the_run_where_it_won():
+    from app.bandit_words import bbb_verdict
     from core.bandits.store import beside_protocol, load_references
-    from pages.bandits import bbb_verdict
 
     stored = load_references()
     protocol = bbb_verdict(stored["mushroom-50000-blundell2015.json"])

@@ -4,7 +4,6 @@ posteriors and decisions, reproducibility, shared state, the cache, the CLI and 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import gzip
 import json
 
@@ -14,15 +13,8 @@ import torch
 import torch.nn.functional as F
 
 from core.bandits import runner
-from core.bandits.agents import (
-    AGENTS,
-    LinearGroup,
-    ModelSettings,
-    NeuralGroup,
-    ReplayBuffer,
-    kl_factors,
-    parse_agents,
-)
+from core.bandits.agents import AGENTS, parse_agents
+from core.bandits.buffer import ReplayBuffer
 from core.bandits.environments import (
     EAT,
     MUSHROOM_FILE,
@@ -35,7 +27,10 @@ from core.bandits.environments import (
     oracle_actions,
     wheel_means,
 )
+from core.bandits.linear import LinearGroup
+from core.bandits.neural import NeuralGroup, kl_factors
 from core.bandits.runner import BanditRun, RunConfig, record_interval, regret_table
+from core.bandits.settings import ModelSettings
 from core.bandits.store import (
     REFERENCE_RUNS,
     REFERENCES,
@@ -222,7 +217,7 @@ def test_bbb_thompson_decisions_vary_between_draws_while_greedy_do_not():
 
 def test_ensemble_and_dropout_sample_members_and_masks():
     env = WheelBandit(0.5)
-    settings = ModelSettings(members=3)
+    settings = ModelSettings().replace(members=3)
     ensemble = NeuralGroup([AGENTS["ensemble"]], 2, env, settings, seed=0)
     assert ensemble.params["stacked.layers__0__weight"].shape[:2] == (2, 3)  # runs × members
     draws = ensemble.sample_rewards(1, torch.zeros(1, 2), 60, generator(0))[:, 0]  # (60, A)
@@ -243,7 +238,7 @@ def test_sgld_thompson_weights_follow_langevin_dynamics_to_the_prior():
     """With the likelihood switched off (a huge σ) the chain samples the N(0, σp²) prior: each
     update is θ ← (1 − ε/2)·θ + √ε·z, whose stationary variance is 1/(1 − ε/4) for σp = 1."""
     env = WheelBandit(0.5)
-    settings = ModelSettings(
+    settings = ModelSettings().replace(
         noise_sigma=1e6, buffer_size=1, batch_size=1, sgld_lr=0.05, updates_per_step=20
     )
     group = NeuralGroup([AGENTS["sgld"]], 2, env, settings, seed=0)
@@ -275,7 +270,7 @@ def test_parse_agents_and_settings_validate():
     with pytest.raises(ValueError, match="no agent"):
         parse_agents("")
     with pytest.raises(ValueError):
-        ModelSettings(dropout=1.0)
+        ModelSettings().replace(dropout=1.0)
     with pytest.raises(ValueError, match="δ"):
         RunConfig(env="wheel", delta=1.0)
     with pytest.raises(ValueError, match="environment"):
@@ -410,12 +405,12 @@ def test_finished_runs_are_cached_by_their_settings(folders):
     assert cached_result(other) is None
 
 
-NATIVE = ModelSettings(hidden=(8, 6), lrt=False, engine="native", updates_per_step=3)
+NATIVE = ModelSettings().replace(hidden=(8, 6), lrt=False, engine="native", updates_per_step=3)
 
 
 def kl_weights(engine: str, kl_data: str, beta: float) -> list[float]:
     """The complexity cost's weight β·B/N of each of 7 steps of BBB with a buffer of 4."""
-    model = dataclasses.replace(NATIVE, engine=engine, buffer_size=4, kl_beta=beta, kl_data=kl_data)
+    model = NATIVE.replace(engine=engine, buffer_size=4, kl_beta=beta, kl_data=kl_data)
     run = BanditRun(RunConfig(env="mushroom", agents=("bbb",), steps=7, model=model))
     bbb = run.groups[0][0]
     weights = []
@@ -449,7 +444,7 @@ def test_the_reward_scale_divides_what_networks_learn_and_multiplies_what_they_p
     """The mushroom's own scale (5) unless the settings give one; 1 is the rewards as they are."""
 
     def learned_and_predicted(scale: float | None) -> tuple[torch.Tensor, torch.Tensor]:
-        model = dataclasses.replace(NATIVE, engine=engine, reward_scale=scale)
+        model = NATIVE.replace(engine=engine, reward_scale=scale)
         run = BanditRun(RunConfig(env="mushroom", agents=("greedy",), seeds=3, model=model))
         group = run.groups[0][0]
         contexts = run.env.data.features[:3]
@@ -476,7 +471,7 @@ def test_standardised_rewards_subtract_and_divide_by_the_rewards_mean_and_std(en
     assert (round(mean, 2), round(std, 1)) == (-2.32, 12.3)
 
     def learned_and_predicted(standardise: bool) -> tuple[torch.Tensor, torch.Tensor]:
-        model = dataclasses.replace(NATIVE, engine=engine, standardise_rewards=standardise)
+        model = NATIVE.replace(engine=engine, standardise_rewards=standardise)
         run = BanditRun(RunConfig(env="mushroom", agents=("bbb",), seeds=3, model=model))
         group = run.groups[0][0]
         contexts = run.env.data.features[:3]
@@ -506,7 +501,7 @@ def test_reward_moments_are_those_of_rewards_under_uniform_actions(env):
 
 
 def test_standardised_rewards_leave_the_regret_in_reward_units():
-    model = dataclasses.replace(NATIVE, standardise_rewards=True, noise_sigma=1.0)
+    model = NATIVE.replace(standardise_rewards=True, noise_sigma=1.0)
     run = BanditRun(RunConfig(env="mushroom", agents=("bbb", "eps5"), steps=40, model=model))
     run.advance()
     assert set(run.regret.unique().tolist()) <= {0.0, 5.0, 15.0}  # the mushroom's regrets
@@ -519,9 +514,9 @@ def test_a_thompson_decision_averages_thompson_draws_posterior_draws(engine):
     env = MushroomBandit()
     contexts = env.data.features[torch.arange(0, 8124, 400)]  # 21 mushrooms, one run each
     runs = len(contexts)
-    model = dataclasses.replace(NATIVE, engine=engine, hidden=(16, 16))
+    model = NATIVE.replace(engine=engine, hidden=(16, 16))
     one = BanditRun(RunConfig(env="mushroom", agents=("bbb",), seeds=runs, model=model))
-    model = dataclasses.replace(model, thompson_draws=2)
+    model = model.replace(thompson_draws=2)
     two = BanditRun(RunConfig(env="mushroom", agents=("bbb",), seeds=runs, model=model))
     bbb1, bbb2 = one.groups[0][0], two.groups[0][0]
     state = bbb2.generator.get_state()
@@ -547,7 +542,7 @@ def test_a_thompson_decision_averages_thompson_draws_posterior_draws(engine):
     assert spread[1] < spread[0]
     greedy = [
         BanditRun(RunConfig(env="mushroom", agents=("eps5",), seeds=runs, model=m)).groups[0][0]
-        for m in (dataclasses.replace(model, thompson_draws=1), model)
+        for m in (model.replace(thompson_draws=1), model)
     ]
     assert greedy[1].thompson_draws == 1
     assert torch.equal(greedy[0].act(contexts), greedy[1].act(contexts))
@@ -557,13 +552,13 @@ def test_a_thompson_decision_averages_thompson_draws_posterior_draws(engine):
 
 
 def test_kl_factors_share_a_steps_complexity_cost_as_blundell_section_3_4():
-    assert torch.equal(kl_factors(5, "constant"), torch.ones(5, dtype=torch.float64))
-    geometric = kl_factors(4, "geometric")  # U·π_i, π_i = 2^(U−i)/(2^U − 1)
+    assert torch.equal(kl_factors(5, "uniform"), torch.ones(5, dtype=torch.float64))
+    geometric = kl_factors(4, "blundell")  # U·π_i, π_i = 2^(U−i)/(2^U − 1)
     assert geometric.tolist() == pytest.approx([4 * 2 ** (4 - i) / 15 for i in range(1, 5)])
-    assert float(kl_factors(64, "geometric").sum()) == pytest.approx(64)
-    assert kl_factors(1, "geometric").tolist() == [1.0]
+    assert float(kl_factors(64, "blundell").sum()) == pytest.approx(64)
+    assert kl_factors(1, "blundell").tolist() == [1.0]
     with pytest.raises(ValueError, match="kl_schedule must be"):
-        ModelSettings(kl_schedule="linear")
+        ModelSettings().replace(kl_schedule="linear")
 
 
 @pytest.mark.parametrize("engine", ["torch", "native"])
@@ -571,9 +566,7 @@ def test_the_kl_schedule_reaches_both_engines_training(engine):
     """One update per step: the schedules are the same; three: they are not."""
 
     def trained(schedule: str, updates: int) -> torch.Tensor:
-        model = dataclasses.replace(
-            NATIVE, engine=engine, updates_per_step=updates, kl_schedule=schedule
-        )
+        model = NATIVE.replace(engine=engine, updates_per_step=updates, kl_schedule=schedule)
         run = BanditRun(RunConfig(env="mushroom", agents=("bbb",), steps=6, model=model))
         run.advance()
         return run.groups[0][0].params["layers.1.weight_rho"].detach().clone()
@@ -669,7 +662,11 @@ def test_reference_runs_are_saved_and_listed(folders):
     assert path == folders / "results" / "bandit_references" / "wheel-0.9-20.json"
     (REFERENCES.folder / "broken.json").write_text("{not json")
     tuned = RunConfig(
-        env="wheel", delta=0.9, agents=("random",), steps=20, model=ModelSettings(kl_beta=0.1)
+        env="wheel",
+        delta=0.9,
+        agents=("random",),
+        steps=20,
+        model=ModelSettings().replace(kl_beta=0.1),
     )
     assert changed_settings(tuned) == {"kl_beta": 0.1}
     save_reference(run_bandit(tuned)[0])
@@ -747,4 +744,4 @@ def test_the_posterior_sigma_is_recorded_with_the_curves():
     for seed in range(2):
         values = torch.cat([F.softplus(r[seed].detach()).flatten() for r in rhos])
         assert sigma[seed][-1] == pytest.approx(values.mean().item(), abs=1e-5)
-        assert sigma[seed][0] == pytest.approx(config.model.init_sigma, rel=0.05)
+        assert sigma[seed][0] == pytest.approx(config.model.params["bbb"]["init_sigma"], rel=0.05)

@@ -17,7 +17,7 @@ import dataclasses
 import pytest
 import torch
 
-from core.bandits.agents import NeuralGroup
+from core.bandits.neural import NeuralGroup
 from core.bandits.protocols import PROTOCOLS
 from core.bandits.runner import BanditRun
 

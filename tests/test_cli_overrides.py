@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from core.active.loop import ActiveConfig
-from core.bandits.agents import ModelSettings
+from core.bandits.settings import ModelSettings
 from core.cli.overrides import suffix, with_overrides
 
 

@@ -1,7 +1,8 @@
 """A method is one package: a dummy method's folder dropped into ``core/methods/`` appears, with
 no other edit, on the Train page, among ``python -m core train``'s flags, in active learning's
-methods and in the regression playground (which fits it, its setting a control); once the
-folder is gone it is gone from all of them.
+methods, in the regression playground (which fits it, its setting a control) and among the
+bandit's agents (a Thompson agent that runs on the wheel); once the folder is gone it is gone
+from all of them.
 
 Each look is a fresh Python process (the registry is read once per process), run from this
 checkout with the temporary folder in place, then without it.
@@ -21,6 +22,7 @@ KIND = "plugin_probe"
 FOLDER = ROOT / "core" / "methods" / KIND
 LABEL = "Logit noise (probe)"
 TITLE = "Probe method"
+AGENT = "Probe Thompson"
 
 PACKAGE = f'''
 """A test's stand-in method: the backbone MLP with Gaussian noise on its logits."""
@@ -28,7 +30,7 @@ PACKAGE = f'''
 import torch
 
 from core.engine.mlp import MLP
-from core.methods.base import Method, Setting
+from core.methods.base import BanditRole, Method, Setting
 
 
 class NoisyMLP(MLP):
@@ -47,6 +49,7 @@ METHOD = Method(
     summary="A stand-in that a test drops in and removes.",
     model_class=NoisyMLP,
     settings=(Setting("noise", "{LABEL}", "Noise of each pass.", 0.1, low=0.0, high=1.0),),
+    bandit=BanditRole(agent="{AGENT}", draws=True),
 )
 '''
 
@@ -56,6 +59,9 @@ LOOK = textwrap.dedent(
     from streamlit.testing.v1 import AppTest
 
     from core.active.loop import MODEL_KINDS
+    from core.bandits.agents import AGENTS
+    from core.bandits.runner import BanditRun, RunConfig
+    from core.bandits.settings import ModelSettings
     from core.methods import METHODS, build_model
     from core.methods import ModelConfig
     from core.regression.variants import VARIANTS
@@ -78,8 +84,22 @@ LOOK = textwrap.dedent(
     reg_labels = [w.label for w in reg.slider] + [w.label for w in reg.select_slider]
     reg_labels += [w.label for w in reg.number_input] + [w.label for w in reg.radio]
     numbers = reg.dataframe[0].value if reg.dataframe else None
-    passes = None
+    bandit_help = subprocess.run(
+        [sys.executable, "-m", "core", "bandit", "--help"], capture_output=True, text=True
+    ).stdout
+    passes = bandit = None
     if "{KIND}" in METHODS:
+        run = BanditRun(RunConfig(
+            env="wheel", agents=("{KIND}", "greedy"), steps=30, seeds=2,
+            model=ModelSettings(hidden=(8,)),
+        ))
+        run.advance()
+        result = run.result(with_snapshot=False)
+        bandit = {{
+            "agent": result["agents"]["{KIND}"],
+            "params": run.config.model.params["{KIND}"],
+            "stored": run.config.model.to_dict(),
+        }}
         model = build_model(ModelConfig(kind="{KIND}", hidden=(8,)), seed=0).eval()
         passes = model.sample_logits(__import__("torch").rand(2, 784), 3).shape[0]
     print(json.dumps({{
@@ -96,6 +116,9 @@ LOOK = textwrap.dedent(
         "reg_rows": [] if numbers is None else list(numbers["method"]),
         "reg_rmse": [] if numbers is None else list(numbers["RMSE in range"]),
         "reg_errors": [str(e) for e in reg.exception],
+        "agents": {{name: spec.title for name, spec in AGENTS.items()}},
+        "bandit_help": "".join(bandit_help.split()),
+        "bandit": bandit,
     }}))
     """
 )
@@ -135,6 +158,13 @@ def test_a_dropped_in_method_appears_everywhere_and_leaves_with_its_folder(tmp_p
     assert seen["regression"][-2:] == [KIND, "hmc"] and TITLE in seen["reg_options"]
     assert LABEL in seen["reg_labels"]  # its setting is a control there too
     assert seen["reg_rows"] == [TITLE] and 0 < seen["reg_rmse"][0] < 10
+    assert seen["agents"][KIND] == AGENT  # a Thompson agent of the bandits
+    assert KIND in seen["bandit_help"]  # offered by ``python -m core bandit --agents``
+    agent = seen["bandit"]["agent"]
+    assert agent["title"] == AGENT and len(agent["final"]) == 2  # it ran 30 wheel steps
+    assert 0 < agent["mean"] < 30 * 50  # regret of a real run: no worse than always wrong
+    assert seen["bandit"]["params"] == {"noise": 0.1}  # its own settings, at their defaults
+    assert "params" not in seen["bandit"]["stored"]  # stored runs' settings are unchanged
 
     gone = look(tmp_path)
     assert KIND not in gone["registry"] and TITLE not in gone["page_options"]
@@ -144,3 +174,5 @@ def test_a_dropped_in_method_appears_everywhere_and_leaves_with_its_folder(tmp_p
     assert gone["reg_errors"] == []
     assert KIND not in gone["regression"] and TITLE not in gone["reg_options"]
     assert LABEL not in gone["reg_labels"] and TITLE not in gone["reg_rows"]
+    assert KIND not in gone["agents"] and KIND not in gone["bandit_help"]
+    assert gone["bandit"] is None

@@ -18,10 +18,11 @@ import torch
 import torch.nn.functional as F
 from torch.func import functional_call
 
-from core.bandits.agents import ModelSettings, NeuralGroup, kl_factors
 from core.bandits.kernel.tiny import Hyper, NativeUnavailable, TinyNetworks
 from core.bandits.native import NativeGroup, group_class
+from core.bandits.neural import NeuralGroup, kl_factors
 from core.bandits.runner import BanditRun, RunConfig
+from core.bandits.settings import ModelSettings
 from core.engine.priors import GaussianPrior, ScaleMixturePrior, prior_from_dict
 from core.methods import ModelConfig, build_model, params_for
 from core.methods.base import prior_settings
@@ -141,7 +142,7 @@ GRADIENT = {"lr": 1.0, "optimizer": "sgd"}  # one plain step of rate 1 is −g
 SGD = {"lr": 1e-2, "optimizer": "sgd"}
 
 
-def _run_both(kind: str, prior: str, updates: int, optimizer: dict, schedule: str = "constant"):
+def _run_both(kind: str, prior: str, updates: int, optimizer: dict, schedule: str = "uniform"):
     """The kernel's and the reference's parameters after ``updates`` steps, and the start."""
     kernel = _kernel()
     k, capacity, batch, seed = 3, 50, 16, 1234
@@ -199,7 +200,7 @@ def test_plain_gradient_steps_match_autograd_and_torch_sgd(kind, prior):
 
 @pytest.mark.parametrize("prior", ["gaussian", "mixture"])
 def test_blundells_geometric_complexity_cost_schedule_matches_autograd(prior):
-    theta, expected, start = _run_both("bbb", prior, 4, SGD, schedule="geometric")
+    theta, expected, start = _run_both("bbb", prior, 4, SGD, schedule="blundell")
     constant, _, _ = _run_both("bbb", prior, 4, SGD)
     assert (theta - constant).abs().max() > 1e-3  # the schedule changed the updates
     scale = float((expected - start).abs().max())
@@ -269,12 +270,12 @@ def test_the_noise_is_standard_normal_and_keyed_by_seed_network_and_update():
 
 def test_the_native_group_starts_from_the_pytorch_groups_networks():
     _kernel()
-    settings = ModelSettings(hidden=(12, 9), lrt=False, engine="native", updates_per_step=2)
+    settings = ModelSettings().replace(
+        hidden=(12, 9), lrt=False, engine="native", updates_per_step=2
+    )
     config = RunConfig(env="mushroom", agents=("bbb", "greedy"), steps=5, seeds=2, model=settings)
     run = BanditRun(config)
-    torch_run = BanditRun(
-        dataclasses.replace(config, model=dataclasses.replace(settings, engine="torch"))
-    )
+    torch_run = BanditRun(dataclasses.replace(config, model=settings.replace(engine="torch")))
     for (native, _), (reference, _) in zip(run.groups, torch_run.groups, strict=True):
         assert isinstance(native, NativeGroup) and type(reference) is NeuralGroup
         for name, value in reference.params.items():
@@ -298,13 +299,13 @@ def test_the_optimizer_setting_trains_both_engines_networks_alike():
     _kernel()
     trained = {}
     for optimizer, lr in (("sgd", 1e-2), ("adam", 1e-2)):
-        settings = ModelSettings(
+        settings = ModelSettings().replace(
             hidden=(12, 9), lrt=False, engine="native", updates_per_step=2,
             optimizer=optimizer, lr=lr,
         )  # fmt: skip
         config = RunConfig(env="mushroom", agents=("greedy",), steps=6, seeds=2, model=settings)
         native, reference = (
-            BanditRun(dataclasses.replace(config, model=dataclasses.replace(settings, engine=e)))
+            BanditRun(dataclasses.replace(config, model=settings.replace(engine=e)))
             for e in ("native", "torch")
         )
         native.advance(), reference.advance()
@@ -318,7 +319,7 @@ def test_the_optimizer_setting_trains_both_engines_networks_alike():
 
 
 def test_the_engine_setting_picks_the_group_and_refuses_what_the_kernel_cannot_train():
-    native = ModelSettings(lrt=False, engine="native")
+    native = ModelSettings().replace(lrt=False, engine="native")
     assert group_class("bbb", native) is NativeGroup
     assert group_class("mlp", native) is NativeGroup
     assert group_class("dropout", native) is NeuralGroup  # other families stay on PyTorch
@@ -326,7 +327,7 @@ def test_the_engine_setting_picks_the_group_and_refuses_what_the_kernel_cannot_t
     with pytest.raises(ValueError, match="lrt=False"):
         ModelSettings(engine="native")
     with pytest.raises(ValueError, match="two hidden"):
-        ModelSettings(engine="native", lrt=False, hidden=(10,))
+        ModelSettings().replace(engine="native", lrt=False, hidden=(10,))
     with pytest.raises(ValueError, match="engine must be"):
         ModelSettings(engine="jax")
     with pytest.raises(ValueError, match="optimizer must be"):

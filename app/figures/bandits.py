@@ -16,18 +16,8 @@ import plotly.graph_objects as go
 from app.figures import MODEL_COLORS, layout
 from core.bandits.protocols import paper_findings
 from core.bandits.runner import RunConfig
+from core.catalogue import BANDIT_COLOR_ORDER
 
-AGENT_ORDER = (
-    "bbb",
-    "dropout",
-    "ensemble",
-    "greedy",
-    "eps1",
-    "eps5",
-    "random",
-    "lints",
-    "sgld",
-)
 ARM_COLORS = ("#7f7f7f", "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e")
 
 
@@ -40,7 +30,8 @@ def agent_color(name: str) -> str:
     Returns:
         A hex colour.
     """
-    index = AGENT_ORDER.index(name) if name in AGENT_ORDER else len(AGENT_ORDER)
+    order = BANDIT_COLOR_ORDER
+    index = order.index(name) if name in order else len(order)
     return MODEL_COLORS[index % len(MODEL_COLORS)]
 
 

@@ -4,7 +4,7 @@ Blundell et al.'s protocol takes 64 minibatch updates per step for 50,000 steps:
 updates of 20 tiny networks. Through PyTorch each update is hundreds of small operations
 (about 40 hours on a 2-core CPU); :class:`NativeGroup` runs each step's updates of all its
 networks in one call of :class:`~core.bandits.kernel.tiny.TinyNetworks`. It is the
-:class:`~core.bandits.agents.NeuralGroup` of its family in everything else — the same initial
+:class:`~core.bandits.neural.NeuralGroup` of its family in everything else — the same initial
 networks (built by the method's own model), buffer, minibatch positions and ε-greedy
 exploration, all drawn from the group's generator — and it shows its parameters to the rest of
 the lab (posterior σ, the page's snapshots) by the method's own names, so those read the
@@ -17,13 +17,15 @@ import time
 
 import torch
 
-from core.bandits.agents import GROUPS, AgentGroup, ModelSettings, NeuralGroup
+from core.bandits.agents import GROUPS
+from core.bandits.groups import AgentGroup
 from core.bandits.kernel.tiny import Hyper, TinyNetworks
+from core.bandits.neural import NeuralGroup
+from core.bandits.settings import ModelSettings
 from core.engine.priors import prior_from_dict
+from core.methods import METHODS, model_class
+from core.methods.base import prior_config
 from core.training import TrainConfig
-
-FAMILIES = ("mlp", "bbb")
-"""The families the compiled kernel trains."""
 
 STRIDE = 8
 """A ring row's room grows in steps of this many non-zero columns (64 bytes)."""
@@ -54,14 +56,14 @@ class NativeGroup(NeuralGroup):
         self.kernel = TinyNetworks(
             self.context_dim + self.n_actions, self.n_actions, self.settings.hidden
         )
-        self.bayesian = self.family == "bbb"
+        self.bayesian = model_class(self.family).weight_posterior
         self.theta = self._pack(self.net.named_stack())
         self.moments = (torch.zeros_like(self.theta), torch.zeros_like(self.theta))
         self.steps = 0
         self.pending = None  # the step's updates, prepared by update() and not run yet
         self._compact_buffer(STRIDE)
         self._lr, self._optimizer = train_config.lr, train_config.optimizer
-        self._prior = prior_from_dict(self.settings.prior_config)
+        self._prior = prior_from_dict(prior_config(self.config.params)) if self.bayesian else None
         del self.net  # the packed vectors are the parameters from here on
 
     def _compact_buffer(self, least: int) -> None:
@@ -161,9 +163,9 @@ class NativeGroup(NeuralGroup):
             lr=self._lr,
             optimizer=self._optimizer,
             noise_sigma=s.noise_sigma,
-            kl_weight=s.kl_beta * s.batch_size / self.kl_n if self.bayesian else 0.0,
-            kl_schedule=s.kl_schedule,
-            prior=self._prior,
+            kl_weight=self.kl_beta * s.batch_size / self.kl_n if self.bayesian else 0.0,
+            kl_schedule=self.kl_schedule,
+            **({"prior": self._prior} if self.bayesian else {}),
         )
         buffer = (*self.inputs, self.buffer.actions, self.buffer.rewards)
         self.pending = self.kernel.job(
@@ -252,9 +254,11 @@ def group_class(family: str, settings: ModelSettings) -> type[AgentGroup]:
         settings: The reward models' settings (their ``engine``).
 
     Returns:
-        :class:`NativeGroup` for the families it trains when ``engine="native"``, else the
+        :class:`NativeGroup` for the methods it trains
+        (:attr:`~core.methods.base.BanditRole.native`) when ``engine="native"``, else the
         family's own group.
     """
-    if settings.engine == "native" and family in FAMILIES:
+    role = METHODS[family].bandit if family in METHODS else None
+    if settings.engine == "native" and role is not None and role.native:
         return NativeGroup
     return GROUPS[family]

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from core.bandits.agents import ModelSettings
 from core.bandits.environments import MushroomBandit
 from core.bandits.runner import RunConfig
+from core.bandits.settings import ModelSettings
 from core.protocols import Protocol
 
 BLUNDELL = "Blundell et al. 2015, §5.3"
@@ -24,7 +24,7 @@ PROTOCOLS: dict[str, Protocol] = {
             agents=("bbb", "greedy", "eps1", "eps5"),
             steps=50_000,
             seeds=5,
-            model=ModelSettings(
+            model=ModelSettings().replace(
                 hidden=(100, 100),
                 buffer_size=4096,
                 batch_size=64,

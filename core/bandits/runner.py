@@ -2,7 +2,7 @@
 
 A :class:`BanditRun` advances every run one step at a time: each seed draws its context (all
 agents of a seed see the same mushrooms or points and the same reward noise: common random
-numbers), every :class:`~core.bandits.agents.AgentGroup` chooses for all its runs at once, the
+numbers), every :class:`~core.bandits.groups.AgentGroup` chooses for all its runs at once, the
 exact expected regret of each choice is recorded and the groups learn from the realised
 rewards. :meth:`BanditRun.advance` can be called in chunks (a page shows the curves growing;
 the result does not depend on the chunking) and :meth:`BanditRun.result` summarises the run so
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from core.bandits.agents import AGENTS, FAMILIES, AgentGroup, ModelSettings, parse_agents
+from core.bandits.agents import AGENTS, FAMILIES, parse_agents
 from core.bandits.environments import (
     ENVIRONMENTS,
     Environment,
@@ -31,23 +31,18 @@ from core.bandits.environments import (
     WheelBandit,
     expected_regret,
     make_environment,
-    wheel_quadrant_arm,
 )
+from core.bandits.groups import AgentGroup
 from core.bandits.native import group_class, run_pending
+from core.bandits.settings import ModelSettings
+from core.bandits.snapshot import RECENT_MUSHROOMS, RECENT_POINTS, mushroom_decisions, wheel_grid
 from core.engine.device import processor
+from core.methods import METHODS
 from core.progress import ProgressFn, report
 
 BLOCK = 500  # steps drawn at once per seed (always whole blocks: a run is a prefix of a longer one)
 RECORD_EVERY = (1, 2, 5, 10, 20, 25, 50, 100, 250, 500, 1000)
 MAX_POINTS = 250
-RECENT = 400  # wheel: recent decisions shown on the disk
-RECENT_MUSHROOMS = 16
-GRID = 31  # wheel: grid points per axis of the uncertainty map
-SNAPSHOT_SAMPLES = 32
-DEFAULT_AGENTS = {
-    "mushroom": ("bbb", "dropout", "ensemble", "greedy", "eps1", "eps5", "random"),
-    "wheel": ("bbb", "dropout", "ensemble", "greedy", "eps1", "eps5", "random", "lints"),
-}
 SCHEMA = 1
 
 
@@ -156,7 +151,7 @@ class BanditRun:
     Attributes:
         config: What runs.
         env: The environment.
-        groups: One :class:`~core.bandits.agents.AgentGroup` per family present.
+        groups: One :class:`~core.bandits.groups.AgentGroup` per family present.
         step: Steps done.
         regret: Expected regret of every step, agent and seed, ``(steps, n_agents, seeds)``
             float64 (rows beyond ``step`` are zero).
@@ -352,16 +347,18 @@ class BanditRun:
         return self.regret[: self.step].cumsum(0)
 
     def snapshot_agent(self) -> str | None:
-        """The agent the page's snapshot shows: BBB if present, else the first with a model.
+        """The agent the page's snapshot shows.
+
+        The first whose decisions are posterior draws
+        (:attr:`~core.methods.base.BanditRole.draws`: BBB in the default runs), else the first
+        with a model.
 
         Returns:
             Its name, or None when only model-free agents run.
         """
-        order = ["bbb", *[n for n in self.config.agents if n != "bbb"]]
-        for name in order:
-            if name in self.agent_index and AGENTS[name].family != "random":
-                return name
-        return None
+        modelled = [n for n in self.config.agents if AGENTS[n].family != "random"]
+        drawn = [n for n in modelled if _draws(AGENTS[n].family)]
+        return next(iter(drawn + modelled), None)
 
     def _group_of(self, name: str) -> tuple[AgentGroup, int]:
         for group, rows in self.groups:
@@ -382,11 +379,9 @@ class BanditRun:
         Returns:
             None before the first step or without a model-based agent; else a JSON-ready dict
             with ``agent``, ``seed``, ``step`` and, for the wheel, the recent ``points`` and
-            chosen ``arms`` and the map ``grid`` (``x``, ``y`` coordinates and per grid point
-            the posterior ``std`` of the quadrant arm's reward and ``explore``, the fraction of
-            draws whose best arm is not the posterior mean's, None outside the disk); for the
-            mushroom, the recent ``decisions`` (row, edible, action, regret, and the sampled
-            advantage of eating over passing now: mean, std, fraction of draws that eat).
+            chosen ``arms`` and the map ``grid`` (:func:`~core.bandits.snapshot.wheel_grid`);
+            for the mushroom, the recent ``decisions``
+            (:func:`~core.bandits.snapshot.mushroom_decisions`).
         """
         agent = agent or self.snapshot_agent()
         if agent is None or self.step == 0:
@@ -397,58 +392,17 @@ class BanditRun:
         column = self.agent_index[agent]
         out = {"agent": agent, "seed": seed, "step": self.step}
         if isinstance(self.env, WheelBandit):
-            lo = max(0, self.step - RECENT)
+            lo = max(0, self.step - RECENT_POINTS)
             out["points"] = self.info[lo : self.step, seed].tolist()
             out["arms"] = self.actions[lo : self.step, column, seed].tolist()
-            out["grid"] = self._wheel_grid(group, run, generator)
+            out["grid"] = wheel_grid(group, run, generator)
             return out
         lo = max(0, self.step - RECENT_MUSHROOMS)
-        rows = self.info[lo : self.step, seed, 0].long()
-        samples = group.sample_rewards(
-            run, self.env.data.features[rows], SNAPSHOT_SAMPLES, generator
-        )  # (S, n, 2)
-        advantage = samples[..., 0] - samples[..., 1]
-        out["decisions"] = [
-            {
-                "step": lo + i + 1,
-                "row": int(rows[i]),
-                "edible": bool(self.info[lo + i, seed, 1] > 0.5),
-                "action": self.env.action_names[int(self.actions[lo + i, column, seed])],
-                "regret": float(self.regret[lo + i, column, seed]),
-                "eat_advantage_mean": float(advantage[:, i].mean()),
-                "eat_advantage_std": float(advantage[:, i].std()) if len(advantage) > 1 else 0.0,
-                "eat_fraction": float((advantage[:, i] > 0).double().mean()),
-            }
-            for i in range(len(rows))
-        ]
+        recent = (self.info[lo : self.step, seed], self.actions[lo : self.step, column, seed])
+        out["decisions"] = mushroom_decisions(
+            group, run, generator, self.env, *recent, self.regret[lo : self.step, column, seed], lo
+        )
         return out
-
-    def _wheel_grid(self, group: AgentGroup, run: int, generator: torch.Generator) -> dict:
-        axis = torch.linspace(-1, 1, GRID)
-        ys, xs = torch.meshgrid(axis, axis, indexing="ij")
-        points = torch.stack([xs.flatten(), ys.flatten()], 1)
-        inside = points.norm(dim=1) <= 1.0
-        samples = group.sample_rewards(run, points[inside], SNAPSHOT_SAMPLES, generator)
-        quadrant = wheel_quadrant_arm(points[inside])
-        std = samples.std(0)[torch.arange(len(quadrant)), quadrant]
-        best_mean = samples.mean(0).argmax(-1)
-        explore = (samples.argmax(-1) != best_mean).double().mean(0)
-        std_map = torch.full((GRID * GRID,), float("nan"))
-        explore_map = torch.full((GRID * GRID,), float("nan"))
-        std_map[inside], explore_map[inside] = std.float(), explore.float()
-
-        def rows(values: torch.Tensor) -> list[list[float | None]]:
-            return [
-                [None if v != v else round(v, 4) for v in row]
-                for row in values.view(GRID, GRID).tolist()
-            ]
-
-        return {
-            "x": axis.tolist(),
-            "y": axis.tolist(),
-            "std": rows(std_map),
-            "explore": rows(explore_map),
-        }
 
     def result(self, with_snapshot: bool = True) -> dict:
         """The run so far as a JSON-serialisable dict.
@@ -512,6 +466,12 @@ class BanditRun:
             "processor": processor(),
             "snapshot": self.snapshot() if with_snapshot else None,
         }
+
+
+def _draws(family: str) -> bool:
+    """Whether a family's decisions are posterior draws (a method's bandit role says so)."""
+    role = METHODS[family].bandit if family in METHODS else None
+    return role is not None and role.draws
 
 
 def regret_table(result: dict, every: int = 1000) -> list[dict]:

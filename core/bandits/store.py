@@ -18,9 +18,10 @@ from pathlib import Path
 
 import torch
 
-from core.bandits.agents import ModelSettings
 from core.bandits.protocols import PROTOCOLS, protocol_ablation, protocol_of
-from core.bandits.runner import DEFAULT_AGENTS, BanditRun, RunConfig
+from core.bandits.runner import BanditRun, RunConfig
+from core.bandits.settings import ModelSettings
+from core.catalogue import BANDIT_DEFAULT_AGENTS
 from core.progress import ProgressFn, report
 from core.storage.cache import CacheEntry, cache_entry
 from core.storage.results import StoredResults
@@ -34,16 +35,16 @@ SAVE_EVERY_S = 60.0
 """Seconds of compute between saves of an unfinished run (:func:`partial_cache`)."""
 
 REFERENCE_RUNS = (
-    RunConfig(env="mushroom", agents=DEFAULT_AGENTS["mushroom"], steps=50_000, seeds=2),
+    RunConfig(env="mushroom", agents=BANDIT_DEFAULT_AGENTS["mushroom"], steps=50_000, seeds=2),
     RunConfig(  # the full ELBO's BBB over-explores here; the KL tempered as for MNIST
         env="mushroom",
         agents=("bbb", "greedy", "eps1", "eps5"),
         steps=50_000,
         seeds=2,
-        model=ModelSettings(kl_beta=0.1),
+        model=ModelSettings().replace(kl_beta=0.1),
     ),
     *(
-        RunConfig(env="wheel", delta=d, agents=DEFAULT_AGENTS["wheel"], steps=5_000, seeds=3)
+        RunConfig(env="wheel", delta=d, agents=BANDIT_DEFAULT_AGENTS["wheel"], steps=5_000, seeds=3)
         for d in (0.5, 0.9, 0.95)
     ),
 )

@@ -1,6 +1,6 @@
 """A bandit step's minibatch updates, run eagerly or replayed from one CUDA graph.
 
-Every step a :class:`~core.bandits.agents.NeuralGroup` takes U minibatch updates of all its
+Every step a :class:`~core.bandits.neural.NeuralGroup` takes U minibatch updates of all its
 networks (64 in Blundell et al.'s protocol), each "loss, backward, optimiser step". On a GPU
 these networks are tiny, so an update is a few hundred kernels of a few microseconds each and
 Python issuing them is the bottleneck. :class:`StepUpdates` records a step's U updates once as

@@ -23,12 +23,14 @@ import sys
 
 import torch
 
-from core.bandits.agents import AGENTS, ModelSettings, parse_agents
+from core.bandits.agents import AGENTS, parse_agents
 from core.bandits.environments import ENVIRONMENTS
 from core.bandits.protocols import PROTOCOLS
-from core.bandits.runner import DEFAULT_AGENTS, RunConfig, regret_table
+from core.bandits.runner import RunConfig, regret_table
+from core.bandits.settings import ModelSettings
 from core.bandits.store import run_bandit, save_reference
-from core.cli.overrides import with_overrides
+from core.catalogue import BANDIT_DEFAULT_AGENTS
+from core.cli.overrides import parsed_assignments
 from core.cli.values import SEED, SEEDS, STEPS, THREADS, real
 from core.progress import text_progress
 
@@ -83,7 +85,7 @@ def cmd_bandit(args: argparse.Namespace) -> int:
         config = protocol.config
         print(protocol.describe(), file=sys.stderr)
         if args.set:  # an ablation: the protocol with these reward-model settings changed
-            config = dataclasses.replace(config, model=with_overrides(config.model, args.set))
+            config = dataclasses.replace(config, model=model_settings(args.set, config.model))
         if args.agents:  # some of its agents only: their runs are the protocol's
             agents = parse_agents(args.agents)
             if not set(agents) <= set(protocol.config.agents):
@@ -95,7 +97,7 @@ def cmd_bandit(args: argparse.Namespace) -> int:
                 return 2
             config = dataclasses.replace(config, agents=agents)
     else:
-        agents = args.agents or ",".join(DEFAULT_AGENTS[args.env])
+        agents = args.agents or ",".join(BANDIT_DEFAULT_AGENTS[args.env])
         config = RunConfig(
             env=args.env,
             delta=args.delta,
@@ -103,7 +105,7 @@ def cmd_bandit(args: argparse.Namespace) -> int:
             steps=args.steps,
             seeds=args.seeds,
             seed=args.seed,
-            model=with_overrides(ModelSettings(), args.set or []),
+            model=model_settings(args.set or []),
         )
     threads = args.threads
     if threads is None:  # PyTorch's tiny networks run fastest on one thread; the kernel on all
@@ -124,6 +126,26 @@ def cmd_bandit(args: argparse.Namespace) -> int:
     if args.save:
         print(f"saved {save_reference(result)}", file=sys.stderr)
     return 0
+
+
+def model_settings(assignments: list[str], base: ModelSettings | None = None) -> ModelSettings:
+    """Reward models' settings with ``--set KEY=VALUE`` applied.
+
+    Args:
+        assignments: E.g. ``["updates_per_step=2", "prior_sigma1=0.37"]``: KEY a field of
+            :class:`~core.bandits.settings.ModelSettings` or a flat name of a reward network's
+            parameter (:data:`~core.catalogue.BANDIT_FLAT_NAMES`).
+        base: The settings to change (None: the defaults).
+
+    Returns:
+        The settings, the others as in ``base``.
+
+    Raises:
+        ValueError: If a key is unknown or a value does not parse or fit.
+    """
+    types = ModelSettings().to_dict()  # a default is its type, e.g. None for "a number or none"
+    values = (base or ModelSettings()).to_dict()
+    return ModelSettings.from_dict(values | parsed_assignments(types, assignments))
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -158,7 +180,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--set",
         action="append",
         metavar="KEY=VALUE",
-        help="reward-model setting, e.g. updates_per_step=2 (repeatable; see ModelSettings)",
+        help="reward-model setting, e.g. updates_per_step=2 or prior_sigma1=0.37 (repeatable; "
+        "a field of ModelSettings or a method parameter's flat name, BANDIT_FLAT_NAMES)",
     )
     p.add_argument("--every", type=STEPS, default=1000, help="steps between printed rows")
     p.add_argument(

@@ -72,6 +72,35 @@ def describe(default: object) -> str:
     return "a number" if default is None or isinstance(default, float) else "a value"
 
 
+def parsed_assignments(types: dict, assignments: list[str]) -> dict:
+    """The values that ``--set KEY=VALUE`` items give, each parsed like its key's example.
+
+    Args:
+        types: Key → a value of its type (None for "a number or none"; a list or tuple for
+            comma-separated whole numbers).
+        assignments: E.g. ``["updates_per_step=2", "hidden=50,50"]``.
+
+    Returns:
+        Key → value, for the keys named.
+
+    Raises:
+        ValueError: If a key is unknown or a value does not parse.
+    """
+    values: dict = {}
+    for item in assignments:
+        key, sep, text = item.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or key not in types:
+            raise ValueError(f"--set {item!r}: use KEY=VALUE with KEY one of {', '.join(types)}")
+        example = types[key]
+        example = tuple(example) if isinstance(example, list) else example
+        try:
+            values[key] = parse_value(text.strip(), example)
+        except ValueError:
+            raise ValueError(f"--set {item!r}: {text!r} is not {describe(example)}") from None
+    return values
+
+
 def with_overrides(base: Settings, assignments: list[str]) -> Settings:
     """``base`` with the fields that ``assignments`` name replaced.
 
@@ -85,21 +114,11 @@ def with_overrides(base: Settings, assignments: list[str]) -> Settings:
     Raises:
         ValueError: If a key is unknown or a value does not parse.
     """
-    fields = {f.name: f for f in dataclasses.fields(base)}
-    values: dict = {}
-    for item in assignments:
-        key, sep, text = item.partition("=")
-        key = key.strip().replace("-", "_")
-        if not sep or key not in fields:
-            raise ValueError(f"--set {item!r}: use KEY=VALUE with KEY one of {', '.join(fields)}")
-        default = fields[key].default  # its type, e.g. None for "a number or none"
-        if default is dataclasses.MISSING:
-            default = getattr(base, key)
-        try:
-            values[key] = parse_value(text.strip(), default)
-        except ValueError:
-            raise ValueError(f"--set {item!r}: {text!r} is not {describe(default)}") from None
-    return dataclasses.replace(base, **values)
+    types = {
+        f.name: getattr(base, f.name) if f.default is dataclasses.MISSING else f.default
+        for f in dataclasses.fields(base)
+    }  # a field's default is its type, e.g. None for "a number or none"
+    return dataclasses.replace(base, **parsed_assignments(types, assignments))
 
 
 def suffix(assignments: list[str]) -> str:

@@ -110,6 +110,26 @@ class Setting:
         return self.when is None or values.get(self.when[0]) == self.when[1]
 
 
+@dataclass(frozen=True)
+class BanditRole:
+    """How a method's network serves as a contextual bandit's reward model (:mod:`core.bandits`).
+
+    Attributes:
+        agent: Title of the method's Thompson-sampling agent (e.g. ``"BBB Thompson"``); None
+            when its network only serves agents declared by the bandits themselves (the plain
+            MLP's greedy and ε-greedy agents).
+        draws: Whether a decision is a fresh posterior draw (a weight sample, a dropout mask, a
+            member), which the bandit's ``thompson_draws`` repeats; False when the agent acts on
+            one network (a point estimate, a sampler's current weights).
+        native: Whether the bandits' compiled kernel can train the network (two hidden layers,
+            weights sampled in training).
+    """
+
+    agent: str | None = None
+    draws: bool = False
+    native: bool = False
+
+
 def no_prior_weight_decay(config: ModelConfig, prior_sigma: float) -> float:
     """0: the prior enters otherwise (through the KL or the sampler), or not at all."""
     return 0.0
@@ -148,6 +168,7 @@ class Method:
             for an ensemble's maximum-likelihood members, not at all).
         regression: Whether it can fit a real-valued output under a Gaussian likelihood (the
             regression playground); False for a method whose posterior assumes classes.
+        bandit: How its network acts as a bandit's reward model, or None when it cannot.
     """
 
     kind: str
@@ -164,6 +185,7 @@ class Method:
     lr: float = 1e-3
     prior_weight_decay: Callable[[ModelConfig, float], float] = no_prior_weight_decay
     regression: bool = True
+    bandit: BanditRole | None = None
 
     @property
     def parameters(self) -> tuple[Setting, ...]:

@@ -27,6 +27,7 @@ import torch
 
 from core.engine.fused import prior_constants
 from core.engine.native import build
+from core.engine.objective import KL_SCHEDULES
 from core.engine.priors import GaussianPrior, Prior, ScaleMixturePrior
 
 _P = ctypes.c_void_p
@@ -48,9 +49,9 @@ class Hyper:
         lr: The optimiser's learning rate.
         noise_sigma: σ_n of the Gaussian likelihood, in the rewards' units.
         kl_weight: The complexity cost's weight β·B/N (BBB; 0 for a point estimate).
-        kl_schedule: ``"constant"`` (``kl_weight`` in each of a call's U updates) or
-            ``"geometric"`` (update u's weight ``kl_weight`` times
-            :func:`~core.bandits.agents.kl_factors`' U·2^-(u+1)/(1 − 2^-U), u = 0…U−1).
+        kl_schedule: ``"uniform"`` (``kl_weight`` in each of a call's U updates) or
+            ``"blundell"`` (update u's weight ``kl_weight`` times
+            :func:`~core.bandits.neural.kl_factors`' U·2^-(u+1)/(1 − 2^-U), u = 0…U−1).
         prior: The weight prior (BBB).
         betas: Adam's β1, β2.
         eps: Adam's ε.
@@ -61,7 +62,7 @@ class Hyper:
     lr: float
     noise_sigma: float
     kl_weight: float = 0.0
-    kl_schedule: str = "constant"
+    kl_schedule: str = "uniform"
     prior: Prior = GaussianPrior(1.0)
     betas: tuple[float, float] = (0.9, 0.999)
     eps: float = 1e-8
@@ -81,9 +82,9 @@ class Hyper:
             raise ValueError(f"no compiled optimiser {self.optimizer!r}")
         values += [1.0 / self.noise_sigma**2, self.kl_weight, *prior]
         values.append(1.0 if self.optimizer == "sgd" else 0.0)
-        if self.kl_schedule not in ("constant", "geometric"):
+        if self.kl_schedule not in KL_SCHEDULES:
             raise ValueError(f"no compiled complexity-cost schedule {self.kl_schedule!r}")
-        values.append(1.0 if self.kl_schedule == "geometric" else 0.0)
+        values.append(1.0 if self.kl_schedule == "blundell" else 0.0)
         return (ctypes.c_float * len(values))(*values)
 
 

@@ -8,7 +8,7 @@ option); each pass at prediction draws fresh weights.
 from __future__ import annotations
 
 from core.engine.objective import KL_SCHEDULES
-from core.methods.base import PRIOR_SETTINGS, Method, Setting
+from core.methods.base import PRIOR_SETTINGS, BanditRole, Method, Setting
 from core.methods.bbb.model import BayesMLP
 
 IMPL_TITLES = {
@@ -75,4 +75,5 @@ METHOD = Method(
         ),
     ),
     curve_kl=True,
+    bandit=BanditRole(agent="BBB Thompson", draws=True, native=True),
 )

@@ -6,7 +6,7 @@ parameter ``alpha`` > 0.
 
 from __future__ import annotations
 
-from core.methods.base import Method, Setting, prior_precision
+from core.methods.base import BanditRole, Method, Setting, prior_precision
 from core.methods.dropout.model import DropoutMLP
 
 METHOD = Method(
@@ -56,4 +56,5 @@ METHOD = Method(
             high=100,
         ),
     ),
+    bandit=BanditRole(agent="MC-dropout Thompson", draws=True),
 )

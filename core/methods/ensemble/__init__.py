@@ -5,7 +5,7 @@ The members' stacked parameters train in one vectorised loop (the ``members`` es
 
 from __future__ import annotations
 
-from core.methods.base import Method, Setting
+from core.methods.base import BanditRole, Method, Setting
 from core.methods.ensemble.model import DeepEnsemble
 from core.training import Procedure
 
@@ -46,4 +46,5 @@ METHOD = Method(
             high=1.0,
         ),
     ),
+    bandit=BanditRole(agent="Ensemble Thompson", draws=True),
 )

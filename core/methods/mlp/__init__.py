@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from core.engine.mlp import MLP
-from core.methods.base import Method, prior_precision
+from core.methods.base import BanditRole, Method, prior_precision
 
 METHOD = Method(
     kind="mlp",
@@ -13,4 +13,5 @@ METHOD = Method(
     summary="One set of weights (a point estimate): the baseline without weight uncertainty.",
     model_class=MLP,
     prior_weight_decay=prior_precision,
+    bandit=BanditRole(native=True),
 )

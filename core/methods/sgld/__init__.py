@@ -17,7 +17,7 @@ import torch
 
 from core.engine.priors import prior_from_dict
 from core.engine.samples import WeightSamples
-from core.methods.base import PRIOR_SETTINGS, Method, Setting, prior_config
+from core.methods.base import PRIOR_SETTINGS, BanditRole, Method, Setting, prior_config
 from core.methods.sgld.sampler import SGLD
 from core.training import Procedure
 
@@ -123,4 +123,5 @@ METHOD = Method(
         ),
         SAMPLES_KEPT,
     ),
+    bandit=BanditRole(agent="SGLD Thompson"),
 )
