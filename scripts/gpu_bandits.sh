@@ -15,7 +15,7 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
 python3 -c "import torch; print('torch', torch.__version__, torch.cuda.get_device_name())"
 
 step bandit updates: CUDA graph vs eager, compiled vs eager, resume
-timeout 180 python3 -m pytest -p no:cacheprovider -q -rA tests/test_bandits_devices.py >"$OUT/tests.txt" 2>&1
+timeout 180 python3 -m pytest -p no:cacheprovider -q -rA tests/unit/test_bandits_devices.py >"$OUT/tests.txt" 2>&1
 grep -E "passed|failed|Error|^E " "$OUT/tests.txt" | tail -40
 
 step "the protocol, $((BUDGET_S - SECONDS)) s left"

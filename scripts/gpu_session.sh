@@ -23,12 +23,12 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
 python3 -c "import torch; print('torch', torch.__version__, torch.cuda.get_device_name())"
 
 step equivalence of CUDA-graph and eager steps
-python3 -m pytest -p no:cacheprovider -q -s tests/test_cuda_graphs.py 2>&1 | tee "$OUT/equivalence.txt"
+python3 -m pytest -p no:cacheprovider -q -s tests/unit/test_cuda_graphs.py 2>&1 | tee "$OUT/equivalence.txt"
 graphs_ok=${PIPESTATUS[0]}
 
 step core tests that assumed a CPU
-python3 -m pytest -p no:cacheprovider -q tests/test_bench.py \
-  tests/test_methods.py::test_laplace_uncertainty_rises_away_from_the_data 2>&1 | tail -3
+python3 -m pytest -p no:cacheprovider -q tests/unit/test_bench.py \
+  tests/unit/test_methods.py::test_laplace_uncertainty_rises_away_from_the_data 2>&1 | tail -3
 
 for prior in gaussian mixture; do
   step "core bench --device cuda --prior $prior"

@@ -8,7 +8,7 @@ Calibration page reads but never computes (it trains SGLD at two temperatures: a
 more) and the spread of every shipped sampler's samples; every result computed (OOD scores,
 attack and pruning curves, calibration fits and tests, the guide's live bandit run, ...) is then
 copied into ``core.storage.cache.SHIPPED_DIR``, replacing what was there. A fresh clone's first
-visit reads them instead of computing (``tests/test_first_visit.py`` checks that it computes
+visit reads them instead of computing (``tests/app/test_first_visit.py`` checks that it computes
 nothing). The stored results named there (:data:`core.storage.results.STUDIES`: long runs and
 saved timings, which no page computes) are left in place and read as they are.
 Results are keyed by the checkpoints' content: after promoting a checkpoint, run this again.

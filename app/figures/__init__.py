@@ -49,7 +49,7 @@ CLASS_COLORS = (
 
 Okabe and Ito's colour-blind-safe set (without its black and its pale yellow) completed from
 Paul Tol's: every two classes stay apart for normal vision and under simulated deuteranopia
-and protanopia (``tests/test_figures.py`` measures it)."""
+and protanopia (``tests/unit/test_figures.py`` measures it)."""
 LEGEND_MARKER = 14
 """Size of a class's marker in a legend, in pixels: large enough to read its colour."""
 INK = "#111111"

@@ -17,7 +17,7 @@ every step, following the rules of :mod:`core.training.step`:
   backward pass writes them afresh (in the graph's memory pool when captured);
 * **randomness** comes from the default CUDA generator, whose seed and offset each replay reads
   and advances exactly as the eager updates would: on one seed, graph and eager steps draw the
-  same noise (``tests/test_bandits_devices.py``).
+  same noise (``tests/unit/test_bandits_devices.py``).
 """
 
 from __future__ import annotations

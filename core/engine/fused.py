@@ -18,7 +18,7 @@ hand-written backward gives the exact gradients
 
 where g = ∂loss/∂w and β = ∂loss/∂KL (the KL weight). The estimator is unchanged: the same w,
 the same KL (to float rounding) and the same gradients as the autograd reference of
-:class:`~core.engine.layers.BayesLinear` given the same noise (``tests/test_speed_fused.py``).
+:class:`~core.engine.layers.BayesLinear` given the same noise (``tests/unit/test_speed_fused.py``).
 
 :class:`SigmaKL` is its counterpart for local reparameterisation (σ² and the complexity cost
 once per step, no weights drawn) and :class:`LRTActivation` the noise-and-ReLU of one LRT layer

@@ -17,7 +17,7 @@ the rules of ``torch.cuda.graph``:
   the graph's memory pool and every replay overwrites them; they are not reset to None after;
 * **randomness** comes from the default CUDA generator, whose seed and offset each replay reads
   and advances exactly as the eager step would: on one seed, graph and eager runs draw the same
-  noise (``tests/test_cuda_graphs.py``);
+  noise (``tests/unit/test_cuda_graphs.py``);
 * **fixed shapes**: a call with another batch size (the last, partial batch of an epoch) runs
   eagerly, on the same gradient buffers; a new S or batch size needs a new :class:`TrainStep`.
 

@@ -14,7 +14,7 @@ use (:func:`core.engine.native.build.load_kernel`).
 ``(K, S)``; ``S`` = ``n_params`` for a point-estimate network (MLP) and ``2·n_params`` for a
 Bayesian one (``[μ | ρ]``, σ = softplus(ρ)). The estimator is the PyTorch path's
 (``BayesLinear`` with ``lrt=False`` and ``torch.optim.Adam``), tested against it given the same
-noise (``tests/test_native_tiny.py``).
+noise (``tests/unit/test_native_tiny.py``).
 """
 
 from __future__ import annotations

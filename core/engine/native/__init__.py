@@ -13,7 +13,7 @@ kernels in ``sample_kl.c`` (built at first use, :mod:`core.engine.native.build`)
   σ = softplus(ρ), the complexity cost's sums) and backward in one pass each.
 
 The estimator is the same (same formulas, tested against the autograd reference given the same
-noise, ``tests/test_native.py``). They apply to float32 tensors on the CPU; everything else,
+noise, ``tests/unit/test_native.py``). They apply to float32 tensors on the CPU; everything else,
 and every machine without a C compiler (or with ``BNN_NATIVE=0``), uses the PyTorch paths.
 """
 
