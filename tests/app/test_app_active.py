@@ -7,7 +7,7 @@ from streamlit.testing.v1 import AppTest
 
 from core.active.study import RESULT_FILE, STORED
 
-PAGE = "../pages/active.py"
+PAGE = "../../pages/active.py"
 CURVES = {
     "settings": {
         "hidden": [256],

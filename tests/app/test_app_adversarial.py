@@ -17,7 +17,7 @@ from core.methods import ModelConfig, build_model, params_for
 from core.storage.checkpoints import checkpoint_path, save_checkpoint, shared_model
 from core.studies.robustness import CurveSettings, is_cached
 
-PAGE = "../pages/adversarial.py"
+PAGE = "../../pages/adversarial.py"
 NAMES = ("bbb_gaussian", "mlp", "dropout_mlp")
 
 
@@ -113,7 +113,7 @@ def test_attacks_leave_the_shared_models_unchanged(checkpoint_dir):
 
 
 def test_page_runs_inside_the_app(checkpoint_dir):
-    at = AppTest.from_file("../app/main.py", default_timeout=120)
+    at = AppTest.from_file("../../app/main.py", default_timeout=120)
     at.session_state["adv_size"] = 200
     at.run()
     at.switch_page("../pages/adversarial.py").run()

@@ -28,7 +28,7 @@ from core.studies.calibration import shift as shift_study
 from core.studies.calibration import temperature as temperature_study
 from harness.browser import chromium_page, require_chromium, serve_app, wait_for_script
 
-PAGE = "../pages/calibration.py"
+PAGE = "../../pages/calibration.py"
 ROOT = Path(__file__).resolve().parents[2]
 EVERY = list(REGISTRY)  # every registered model, those added later included
 

@@ -29,7 +29,7 @@ from core.storage.database_errors import DB_ENV
 from tests.conftest import TEACHER_KEY
 from tests.support.checkpoint_util import save_small_checkpoints
 
-PAGE = "../pages/classroom.py"
+PAGE = "../../pages/classroom.py"
 MODELS = ("bbb_mixture", "mlp", "dropout_mlp")  # the sidebar's default models
 TITLES = [REGISTRY[name].title for name in MODELS]
 N_SAMPLES = 6

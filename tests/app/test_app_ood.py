@@ -20,7 +20,7 @@ from core.studies.evaluations import IN_DISTRIBUTION, evaluate_dataset
 from core.studies.ood import best_score, compare, digit_labelled, ood_behaviour
 from tests.support.checkpoint_util import small_checkpoint_dirs, use_checkpoints
 
-PAGE = "../pages/ood.py"
+PAGE = "../../pages/ood.py"
 MODELS = ("bbb_mixture", "mlp", "dropout_mlp")
 TITLES = [REGISTRY[name].title for name in MODELS]
 SMALL = {"ood_subset": 30, "ood_samples": 10, SAMPLES_KEY: 8}  # inputs, passes, sidebar passes
@@ -95,10 +95,10 @@ def assert_caption_states_the_core_numbers(at: AppTest, score: str) -> None:
 def test_every_available_dataset_renders_inside_the_app(small_models):
     infos = ood_infos(available=True)
     assert infos, "no OOD dataset available"
-    at = AppTest.from_file("../app/main.py", default_timeout=300).run()
+    at = AppTest.from_file("../../app/main.py", default_timeout=300).run()
     for key, value in SMALL.items():
         at.session_state[key] = value
-    at.switch_page(PAGE).run()
+    at.switch_page("../pages/ood.py").run()
     assert not at.exception, at.exception
     assert at.title[0].value == "Out-of-distribution explorer"
     box = at.selectbox(key="ood_dataset")
@@ -183,11 +183,11 @@ def test_fashion_mnist_can_be_the_in_distribution_task(small_dirs, tmp_path, mon
             build_model(config),
             {"note": "untrained, for tests", "dataset": REGISTRY[name].dataset},
         )
-    at = AppTest.from_file("../app/main.py", default_timeout=300)
+    at = AppTest.from_file("../../app/main.py", default_timeout=300)
     for key, value in {**SMALL, MODELS_KEY: ["bbb_mixture", *fashion]}.items():
         at.session_state[key] = value
     at.run()
-    at.switch_page(PAGE).run()
+    at.switch_page("../pages/ood.py").run()
     at.radio(key="ood_task").set_value("fashion_mnist").run()
     assert not at.exception, at.exception
     box = at.selectbox(key="ood_dataset")

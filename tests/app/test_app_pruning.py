@@ -18,7 +18,7 @@ from core.methods import ModelConfig, build_model
 from core.storage.checkpoints import checkpoint_path, save_checkpoint, shared_model
 from core.studies.pruning_curves import PAPER_ERRORS, TABLE_FRACTIONS, missing_fractions
 
-PAGE = "../pages/pruning.py"
+PAGE = "../../pages/pruning.py"
 WEIGHTS = 784 * 16 + 16 * 10  # of the small 784-16-10 networks
 
 
@@ -133,7 +133,7 @@ def test_without_bbb_checkpoint_the_page_says_how_to_train_one(checkpoints):
 
 
 def test_page_runs_inside_the_app(checkpoints):
-    at = AppTest.from_file("../app/main.py", default_timeout=300).run()
+    at = AppTest.from_file("../../app/main.py", default_timeout=300).run()
     at.switch_page("../pages/pruning.py").run()
     assert not at.exception, at.exception
     assert at.title[0].value == "Pruning and weights"

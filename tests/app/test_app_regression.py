@@ -24,7 +24,7 @@ from harness.browser import (
     wait_for_text,
 )
 
-PAGE = "../pages/regression.py"
+PAGE = "../../pages/regression.py"
 SMALL = {  # session state: a 1-20-1 network, 100 steps, short HMC
     "reg_width": 20,
     "reg_epochs": 100,

@@ -28,7 +28,7 @@ from core.jobs import (
 from core.methods import METHODS
 from core.storage.user_models import list_user_checkpoints
 
-PAGE = "../pages/train.py"
+PAGE = "../../pages/train.py"
 MAIN = str(Path(__file__).resolve().parents[2] / "app" / "main.py")
 TINY = {
     "train_kind": "mlp",

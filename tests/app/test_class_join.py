@@ -20,7 +20,7 @@ from core.classroom import join
 from core.classroom.join import is_loopback, join_link, public_base, students_base
 from core.storage.database_errors import DB_ENV
 
-PAGE = "../pages/classroom.py"
+PAGE = "../../pages/classroom.py"
 PUBLIC = "http://10.0.0.5:8501"
 LINK = f"{PUBLIC}/draw?class=physics1"
 QR_SRC = re.compile(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)" width="(\d+)"')

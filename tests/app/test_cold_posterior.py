@@ -39,7 +39,7 @@ from core.studies.cold_posterior import (
 )
 from core.studies.comparison import load_comparison, row_title
 
-PAGE = "../pages/calibration.py"
+PAGE = "../../pages/calibration.py"
 SAMPLERS = [name for name, spec in REGISTRY.items() if is_sampler(spec)]
 
 
@@ -210,7 +210,7 @@ def test_the_draw_page_says_under_the_cold_sgld_that_its_samples_barely_differ(e
 
     st.cache_data.clear()
     st.cache_resource.clear()
-    at = AppTest.from_file("../app/main.py", default_timeout=300)
+    at = AppTest.from_file("../../app/main.py", default_timeout=300)
     at.session_state[MODELS_KEY] = ["sgld", "sgld_t1"]
     at.run()
     at.switch_page("../pages/draw.py").run()
