@@ -33,7 +33,7 @@ from tests.unit.test_jobs import wait_for
 # Under pytest-xdist every Ray test runs in one worker, so the session starts one Ray head.
 pytestmark = pytest.mark.xdist_group("ray")
 SMALL = {"n_train": 1000, "n_test": 200, "n_eval_samples": 1}
-REPLICA = str(REPO_ROOT / "tests" / "ray_replica.py")
+REPLICA = str(REPO_ROOT / "tests" / "support" / "ray_replica.py")
 
 
 def ray_pid(worker: str) -> int | None:
