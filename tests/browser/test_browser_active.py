@@ -77,7 +77,10 @@ def test_the_live_run_advances_both_strips_together_undimmed_and_ends_with_run_a
         shown = [s["counts"] for s in samples if s["counts"]]
         assert shown, page_text(page)
         assert [c for c in shown if len(c) != 2 or c[0] != c[1]] == []
-        assert {c[0] for c in shown} >= {30, 50}  # seen growing, not only the end
+        seen = [c[0] for c in shown]
+        assert seen == sorted(seen), seen  # the strips only move forward
+        # Seen growing, not only the end: a round quicker than a refresh may be skipped.
+        assert len(set(seen)) >= 2, seen
         assert shown[-1] == [50, 50]  # the strips stay: the last picks, before the last round
         stretches = dimmed_stretches(samples)
         assert max((s[1] for s in stretches), default=0) <= POLL_S, stretches
