@@ -317,7 +317,12 @@ def wait_for_polled_text(page, text: str, deadline_s: float = 300) -> None:
     wait only has a deadline. Only visible text counts: a table's cells (``st.dataframe``) are
     drawn on a canvas and also kept as hidden text, which would otherwise match first.
     """
-    page.get_by_text(text).filter(visible=True).first.wait_for(timeout=deadline_s * 1000)
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.get_by_text(text).filter(visible=True).first.wait_for(timeout=deadline_s * 1000)
+    except PlaywrightTimeout as exc:  # say what the page showed instead
+        raise AssertionError(f"no {text!r} on the page, which ends:\n{page_text(page)}") from exc
 
 
 def until_sent(page, act: Callable[[], None], tries: int, what: str) -> None:

@@ -5,9 +5,11 @@ Jobs run in the server's training queue (:mod:`core.jobs.queue`), not in this sc
 page only submits requests and polls the queue, so closing the tab or rerunning the page does
 not stop a job, and reopening the page shows it again."""
 
+import time
+
 import streamlit as st
 
-from app import share, ui
+from app import share, ui, widget_keys
 from app.figures import show_figure, show_table
 from app.figures.train import (
     error_figure,
@@ -33,8 +35,12 @@ BATCHES = (32, 64, 128, 256, 512)
 SUBSETS = (1_000, 2_000, 5_000, 10_000, 20_000, 55_000, 60_000)
 TEST_SUBSETS = (500, 1_000, 2_000, 5_000, 10_000)
 EVAL_PASSES = (1, 10, 20, 50, 100)
-JOB_KEY = "train_job"  # the job this session watches
+JOB_KEY = "train_job"  # the job this session started last
+WATCH_KEY = "train_watched"  # the job the page shows
 PICKED_KEY = "train_watch_picked"  # the visitor picked the watched job in the list
+WATCH_LIST = "train_watch"  # the "Show job" list (its key: widget_keys.current)
+LEFT_KEY = "train_watch_left"  # (the job watched before the last press, when)
+LATE_S = 10.0  # how long after a press the list's old value reads as late
 
 
 def kind_title(kind: str) -> str:
@@ -210,6 +216,29 @@ def model_has_kl(job: TrainJob) -> bool:
     return method(job.request.model.kind).curve_kl
 
 
+def follow(job_id: int, pressed: bool = False) -> None:
+    """Watch ``job_id`` because the page chose it: the job the visitor just started
+    (``pressed``), or the queue moving on."""
+    left = st.session_state.get(WATCH_KEY) if pressed else None
+    st.session_state[LEFT_KEY] = (left, time.monotonic())
+    st.session_state[WATCH_KEY] = job_id
+    st.session_state[PICKED_KEY] = False
+    widget_keys.renew(WATCH_LIST)  # a late value of the old list is not the visitor's pick
+
+
+def picked(key: str) -> None:
+    """The visitor picked a job in the list under ``key``: watch it until it is gone.
+
+    A browser that lags behind the server (a loaded classroom machine) can send the list's
+    old value seconds after the press that started a job; the job watched before the press is
+    not taken for a pick then."""
+    left, when = st.session_state.get(LEFT_KEY, (None, 0.0))
+    if st.session_state[key] == left and time.monotonic() - when < LATE_S:
+        return
+    st.session_state[WATCH_KEY] = st.session_state[key]
+    st.session_state[PICKED_KEY] = True
+
+
 def jobs_panel() -> None:
     """The queue and the watched job; polled while a job is active (a fragment)."""
     queue = training_queue()
@@ -241,16 +270,25 @@ def jobs_panel() -> None:
     ids = [j.id for j in reversed(jobs)]
     mine = st.session_state.get(JOB_KEY)
     running = [j.id for j in jobs if j.status is JobStatus.RUNNING]
-    if not st.session_state.get(PICKED_KEY) or st.session_state.get("train_watch") not in ids:
+    watched = st.session_state.get(WATCH_KEY)
+    if not st.session_state.get(PICKED_KEY) or watched not in ids:
         # Until the visitor picks a job, watch theirs, else the running one, else the newest,
         # as the queue moves on (a worker may claim a job just after the page first read it).
-        st.session_state["train_watch"] = mine if mine in ids else (running or ids)[0]
-    watched = st.selectbox(
+        chosen = mine if mine in ids else (running or ids)[0]
+        if chosen != watched:
+            follow(chosen)
+    watched = st.session_state[WATCH_KEY]
+    if st.session_state.get(widget_keys.current(WATCH_LIST), watched) != watched:
+        widget_keys.renew(WATCH_LIST)  # a late value was not taken: draw the list afresh
+    key = widget_keys.current(WATCH_LIST)
+    st.selectbox(
         "Show job",
         ids,
+        index=ids.index(watched),
         format_func=lambda i: f"#{i}",
-        key="train_watch",
-        on_change=lambda: st.session_state.update({PICKED_KEY: True}),
+        key=key,
+        on_change=picked,
+        args=(key,),
     )
     job = queue.get(watched) or next(j for j in jobs if j.id == watched)
     show_job(job, names.get(job.id) or job_line(job.request), jobs, queue.workers)
@@ -376,7 +414,8 @@ if st.button("Start training", key="train_start", type="primary", icon=":materia
             **settings,
         )
         job_id = queue.submit(request, ui.visitor())
-        st.session_state[JOB_KEY] = st.session_state["train_watch"] = job_id
+        st.session_state[JOB_KEY] = job_id
+        follow(job_id, pressed=True)
     except LimitError as exc:
         st.error(str(exc))  # one sentence of numbers, no typed text
     except DatabaseError as exc:

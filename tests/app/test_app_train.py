@@ -99,6 +99,12 @@ def start(at: AppTest, name: str) -> int:
     return max(j.id for j in training_queue().jobs())
 
 
+def watch_list(at: AppTest):
+    """The "Show job" list (its key changes each time the page changes the watched job)."""
+    (found,) = [s for s in at.selectbox if s.label == "Show job"]
+    return found
+
+
 def job_table(at: AppTest):
     return at.dataframe[0].value.set_index("name")
 
@@ -139,21 +145,47 @@ def test_tiny_job_shows_progress_then_appears_in_the_model_lists(paused):
     assert "tiny (user-trained)" in app.sidebar.multiselect[0].options
 
 
+def test_a_late_value_of_the_list_drawn_before_the_press_leaves_the_page_on_the_new_job(paused):
+    """A polling rerun can reach the server after the press's run with the "Show job" value the
+    browser held before it (it had not drawn the new list yet). That value is not the
+    visitor's pick: the page stays on the job just started."""
+    queue = training_queue()
+    first = queue.store.add(make_request("a", "mlp", epochs=1, n_train=1000, n_test=200))
+    queue.resume()
+    assert paused.wait(first)
+    at = page()
+    assert watch_list(at).value == first  # nothing of this visitor's yet: the running job
+    at.text_input(key="train_name").set_value("mine")
+    before_press = at._tree.get_widget_states()  # what the browser sends until it redraws
+    mine = start(at, "mine")
+    assert watch_list(at).value == mine
+    at._run(before_press)  # the polling rerun with the list's old value
+    assert not at.exception, at.exception
+    at.run()
+    assert watch_list(at).value == mine
+    watch_list(at).set_value(first).run()  # the old value, seconds after the press
+    at.run()
+    assert watch_list(at).value == mine
+    assert any(m.value.startswith(f"**Job #{mine}**") for m in at.markdown)
+    paused.release.set()
+    assert queue.wait(mine, 120).status is JobStatus.DONE
+
+
 def test_until_a_job_is_picked_the_page_watches_the_running_one_as_the_queue_moves(paused):
     queue = training_queue()  # its workers start at the first submission or resume
     small = {"epochs": 1, "n_train": 1000, "n_test": 200, "n_eval_samples": 1}
     first, second = (queue.store.add(make_request(n, "mlp", **small)) for n in ("a", "b"))
     at = page()  # both queued, none running: the newest is watched
-    assert at.selectbox(key="train_watch").value == second
+    assert watch_list(at).value == second
     queue.resume()  # a worker claims the first one (held once it has started)
     assert paused.wait(first)
     at.run()
     assert not at.exception, at.exception
-    assert at.selectbox(key="train_watch").value == first
+    assert watch_list(at).value == first
     assert any(m.value.startswith(f"**Job #{first}**") for m in at.markdown)
-    at.selectbox(key="train_watch").set_value(second).run()
+    watch_list(at).set_value(second).run()
     at.run()
-    assert at.selectbox(key="train_watch").value == second  # the visitor's pick stays
+    assert watch_list(at).value == second  # the visitor's pick stays
     paused.release.set()
     assert queue.wait(second, 120).status is JobStatus.DONE
 
@@ -205,7 +237,7 @@ def test_second_job_queues_behind_the_first_and_a_new_session_reattaches(paused)
     assert bar.proto.text.startswith("waiting, position 1 in the queue (0 jobs ahead, ")
     reopened = page()  # a new tab: same server, same queue
     assert list(job_table(reopened).index) == ["second", "first"]
-    reopened.selectbox(key="train_watch").set_value(first).run()
+    watch_list(reopened).set_value(first).run()
     assert "ETA" in reopened.get("progress")[0].proto.text
     at.button(key=f"train_cancel_{second}").click().run()
     assert training_queue().get(second).status is JobStatus.CANCELLED
@@ -302,7 +334,7 @@ def test_a_student_acts_only_on_their_own_also_when_no_key_was_set(paused, tmp_p
     said = [c.value for c in ben.caption]
     assert "You can cancel, rename and delete your own jobs and models only." in said
     assert any(c.startswith("Jobs train on the lab's server, 1 at a time") for c in said)
-    ben.selectbox(key="train_watch").set_value(job_id).run()
+    watch_list(ben).set_value(job_id).run()
     with pytest.raises(KeyError):
         ben.button(key=f"train_cancel_{job_id}")  # no control over another's job
     anna.run()
