@@ -23,7 +23,6 @@ def current(base: str) -> str:
     return f"{base}_{st.session_state.get(_turns(base), 0)}"
 
 
-def renew(base: str) -> str:
-    """Start a new widget for ``base`` (the page set its value); returns the new key."""
+def renew(base: str) -> None:
+    """Start a new widget for ``base`` (the page set its value): :func:`current` moves on."""
     st.session_state[_turns(base)] = st.session_state.get(_turns(base), 0) + 1
-    return current(base)
